@@ -1,0 +1,1 @@
+"""Everything that touches the world: agent prompts, success checks, provider calls."""

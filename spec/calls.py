@@ -1,0 +1,85 @@
+"""What the workflow sends to activities and gets back. Plain data, shared by both sides.
+
+The workflow names activities by string (ACTIVITY_*), so it never imports activity code.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+RUN_AGENT = "run_agent"
+CHECK_CRITERIA = "check_criteria"
+CALL_PROVIDER = "call_provider"
+CHECK_PRECONDITIONS = "check_preconditions"
+
+
+class Usage(BaseModel):
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+class ChatMessage(BaseModel):
+    role: Literal["system", "user", "assistant"]
+    content: str
+
+
+class AgentCall(BaseModel):
+    """One prompt to one agent. `session` names the conversation kept across tasks in reuse mode."""
+
+    run_id: str
+    task_id: str
+    agent_id: str
+    uri: str
+    prompt: str
+    workdir: str
+    lifecycle: Literal["reuse", "refresh"] = "reuse"
+    session: str = ""
+    # Earlier turns of this conversation, for stateless protocols (openai) in reuse mode.
+    transcript: list[ChatMessage] = []
+    # How many prompts this task has sent before this one (scripted replies are indexed by it).
+    turn: int = 0
+    timeout_s: float = 1800.0
+
+
+class AgentReply(BaseModel):
+    text: str
+    usage: Usage = Usage()
+    model: str = ""
+
+
+class CriteriaCall(BaseModel):
+    task_id: str
+    workdir: str
+    spec_dir: str
+    python: str | None = None
+    script: str | None = None
+    timeout_s: float = 120.0
+
+
+class CheckResult(BaseModel):
+    ok: bool
+    error: str = ""
+
+
+class ProviderCall(BaseModel):
+    task_id: str
+    workdir: str
+    provider: str
+    method: str
+    params: dict[str, Any] = {}
+    output_file: str | None = None
+
+
+class ProviderResult(BaseModel):
+    text: str
+
+
+class PreconditionCall(BaseModel):
+    task_id: str
+    workdir: str
+    spec_dir: str
+    files_exist: list[str] = []
+    min_count: int = 1
+    sync_targets: list[str] = []

@@ -1,0 +1,246 @@
+"""The IR every dialect compiles to: a Plan holding a tree of nodes.
+
+The Plan is the workflow input and never changes during a run, so everything here is plain data.
+`line` on a node points back into the spec file for error messages and reports.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class Retry(Model):
+    """Node-level attempts; transport errors are retried separately by the activity retry policy."""
+
+    attempts: int = 1
+    backoff: Literal["none", "linear", "exponential"] = "none"
+    delay_s: float = 1.0
+
+
+class Criteria(Model):
+    """A success check run after a task: inline python that sets `result`, or a script path."""
+
+    python: str | None = None
+    script: str | None = None
+    max_retries: int = 0
+    retry_message: str | None = None
+    timeout_s: float = 120.0
+
+
+class ProviderSpec(Model):
+    provider: str
+    method: str
+    params: dict[str, Any] = {}
+    output_file: str | None = None
+
+
+class Preconditions(Model):
+    files_exist: list[str] = []
+    min_count: int = 1
+    sync_targets: list[str] = []
+
+
+class LoopUntil(Model):
+    status: str
+    message: str = ""
+    max_iterations: int | None = None
+
+
+class NodeBase(Model):
+    id: str
+    title: str = ""
+    line: int = 0
+    timeout_s: float | None = None
+    retry: Retry = Retry()
+    on_failure: Literal["abort", "skip", "fallback"] = "abort"
+    fallback: str | None = None
+    compensation: "Node | None" = None
+    output_key: str | None = None
+
+    @property
+    def label(self) -> str:
+        return self.title or self.id
+
+
+class Task(NodeBase):
+    """One agent prompt, optionally looped until a status and checked by success criteria."""
+
+    kind: Literal["task"] = "task"
+    agent: str = "default"
+    prompt: str = ""
+    system: str | None = None
+    output_format: Literal["text", "json", "markdown"] = "text"
+    output_schema: dict[str, Any] | None = None
+    rules: list[str] = []
+    loop_until: LoopUntil | None = None
+    criteria: Criteria | None = None
+    preconditions: Preconditions | None = None
+
+
+class Provider(NodeBase):
+    """A deterministic call to a registered provider; no completion detection."""
+
+    kind: Literal["provider"] = "provider"
+    call: ProviderSpec
+    preconditions: Preconditions | None = None
+
+
+class Sequence(NodeBase):
+    kind: Literal["sequence"] = "sequence"
+    children: list["Node"] = []
+
+
+class Parallel(NodeBase):
+    """Run children together; done when `wait` is met (all, any, or a count), the rest cancelled."""
+
+    kind: Literal["parallel"] = "parallel"
+    children: list["Node"] = []
+    wait: Literal["all", "any"] | int = "all"
+
+
+class Selector(NodeBase):
+    """Try children in order; the first that succeeds wins."""
+
+    kind: Literal["selector"] = "selector"
+    children: list["Node"] = []
+
+
+class Case(Model):
+    when: str
+    node: "Node"
+
+
+class Switch(NodeBase):
+    kind: Literal["switch"] = "switch"
+    cases: list[Case] = []
+    default: "Node | None" = None
+
+
+class Loop(NodeBase):
+    """Repeat `body` until a condition holds or a validator passes; at most `max_iterations`."""
+
+    kind: Literal["loop"] = "loop"
+    body: "Node"
+    until: str | None = None
+    validator: "Node | None" = None
+    max_iterations: int = 10
+
+
+class Map(NodeBase):
+    kind: Literal["map"] = "map"
+    over: str
+    body: "Node"
+    concurrency: int = 20
+    reduce: "Node | None" = None
+
+
+class Human(NodeBase):
+    kind: Literal["human"] = "human"
+    prompt: str
+    choices: list[str] = []
+    on_timeout: str = "fail"
+
+
+class Evaluate(NodeBase):
+    """A precondition: the run continues only when `condition` holds."""
+
+    kind: Literal["evaluate"] = "evaluate"
+    condition: str
+
+
+class Subflow(NodeBase):
+    kind: Literal["subflow"] = "subflow"
+    body: "Node"
+
+
+class Edge(Model):
+    source: str
+    target: str
+    when: str | None = None
+
+
+class Graph(NodeBase):
+    kind: Literal["graph"] = "graph"
+    nodes: dict[str, "Node"] = {}
+    edges: list[Edge] = []
+    start: str
+    max_steps: int = 50
+
+
+class Supervised(NodeBase):
+    """The COMMIT / EXECUTE / RECONCILE / SUPERVISE wrapper around a body."""
+
+    kind: Literal["supervised"] = "supervised"
+    body: "Node"
+    human: bool = False
+
+
+Node = Annotated[
+    Union[
+        Task, Provider, Sequence, Parallel, Selector, Switch, Loop, Map, Human, Evaluate,
+        Subflow, Graph, Supervised,
+    ],
+    Field(discriminator="kind"),
+]
+
+# Node kinds the interpreter runs today; `spec.check` refuses a Plan using any other.
+RUNNABLE_KINDS = frozenset({"task", "provider", "sequence", "parallel", "selector"})
+
+
+class Param(Model):
+    name: str
+    type: str = "string"
+    required: bool = False
+    default: Any = None
+    description: str = ""
+    examples: list[Any] = []
+    line: int = 0
+
+
+class Plan(Model):
+    name: str
+    description: str = ""
+    dialect: str
+    source: str
+    spec_dir: str
+    params: dict[str, Param] = {}
+    root: Node
+    lifecycle: Literal["reuse", "refresh"] = "reuse"
+    info: dict[str, Any] = {}
+
+    def walk(self) -> list[NodeBase]:
+        """Every node, depth first, in execution order."""
+        return list(_walk(self.root))
+
+    def leaves(self) -> list[Task | Provider]:
+        return [n for n in self.walk() if isinstance(n, (Task, Provider))]
+
+
+def _walk(node: NodeBase):
+    yield node
+    for child in children_of(node):
+        yield from _walk(child)
+
+
+def children_of(node: NodeBase) -> list[NodeBase]:
+    if isinstance(node, (Sequence, Parallel, Selector)):
+        return list(node.children)
+    if isinstance(node, Switch):
+        return [c.node for c in node.cases] + ([node.default] if node.default else [])
+    if isinstance(node, (Loop, Map, Subflow, Supervised)):
+        extra = [getattr(node, "validator", None), getattr(node, "reduce", None)]
+        return [node.body] + [n for n in extra if n is not None]
+    if isinstance(node, Graph):
+        return list(node.nodes.values())
+    return []
+
+
+for _model in (NodeBase, Sequence, Parallel, Selector, Case, Switch, Loop, Map, Subflow, Graph,
+               Supervised, Task, Provider, Human, Evaluate, Plan):
+    _model.model_rebuild()
