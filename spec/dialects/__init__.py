@@ -1,0 +1,1 @@
+"""One module per spec language, each compiling loaded YAML to a Plan."""

@@ -1,0 +1,27 @@
+"""Errors a user can fix: one line each with file:line:column, a message and a hint."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Problem:
+    file: str
+    line: int
+    column: int
+    message: str
+    hint: str = ""
+
+    def __str__(self) -> str:
+        where = f"{self.file}:{self.line}:{self.column}" if self.line else self.file
+        text = f"{where}: error: {self.message}"
+        return f"{text}\n  hint: {self.hint}" if self.hint else text
+
+
+class SpecError(Exception):
+    """One or more problems in a spec; nothing has run."""
+
+    def __init__(self, problems: list[Problem]):
+        self.problems = problems
+        super().__init__("\n".join(str(p) for p in problems))

@@ -1,0 +1,89 @@
+"""YAML loading that remembers where each mapping and key came from, for file:line errors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from spec.errors import Problem, SpecError
+
+
+class PosDict(dict):
+    """A dict that knows the (line, column) of itself and of each key, 1-based."""
+
+    line: int = 0
+    column: int = 0
+    key_pos: dict[Any, tuple[int, int]]
+
+
+class PosList(list):
+    line: int = 0
+    column: int = 0
+
+
+class _Loader(yaml.SafeLoader):
+    pass
+
+
+def _construct_mapping(loader: _Loader, node: yaml.MappingNode) -> PosDict:
+    loader.flatten_mapping(node)
+    result = PosDict()
+    result.line, result.column = node.start_mark.line + 1, node.start_mark.column + 1
+    result.key_pos = {}
+    for key_node, value_node in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        if key in result:
+            mark = key_node.start_mark
+            raise yaml.MarkedYAMLError(problem=f"duplicate key '{key}'", problem_mark=mark)
+        result[key] = loader.construct_object(value_node, deep=True)
+        result.key_pos[key] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
+    return result
+
+
+def _construct_sequence(loader: _Loader, node: yaml.SequenceNode) -> PosList:
+    result = PosList(loader.construct_object(child, deep=True) for child in node.value)
+    result.line, result.column = node.start_mark.line + 1, node.start_mark.column + 1
+    return result
+
+
+_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _construct_sequence)
+
+
+def load_yaml(text: str, file: str) -> Any:
+    try:
+        return yaml.load(text, Loader=_Loader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line, col = (mark.line + 1, mark.column + 1) if mark else (0, 0)
+        message = " ".join(str(x) for x in (exc.context, exc.problem) if x)
+        raise SpecError([Problem(file, line, col, f"YAML syntax: {message}", _yaml_hint(message))])
+
+
+def _yaml_hint(message: str) -> str:
+    if "mapping values are not allowed" in message:
+        return "check the indentation here, or quote a value that contains ': '"
+    if "could not find expected ':'" in message or "expected <block end>" in message:
+        return "check the indentation of this line against the lines above it"
+    if "duplicate key" in message:
+        return "each key may appear once in a mapping; rename or merge the two"
+    if "found character '\\t'" in message:
+        return "YAML does not allow tabs for indentation; use spaces"
+    return "fix the YAML syntax at this position"
+
+
+def position(data: Any, path: tuple) -> tuple[int, int]:
+    """The best known (line, column) for a path of keys/indexes into loaded YAML."""
+    best = (getattr(data, "line", 0), getattr(data, "column", 0))
+    node = data
+    for key in path:
+        if isinstance(node, PosDict) and key in node:
+            best = node.key_pos.get(key, best)
+            node = node[key]
+        elif isinstance(node, list) and isinstance(key, int) and 0 <= key < len(node):
+            node = node[key]
+            best = (getattr(node, "line", best[0]), getattr(node, "column", best[1])) if hasattr(node, "line") else best
+        else:
+            break
+    return best
