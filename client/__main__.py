@@ -1,0 +1,141 @@
+"""The command line: start, watch, status, list, cancel, report, validate."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+
+from rich.console import Console
+
+from client import report
+from client.connection import Unreachable, connect
+from client.runs import NoSuchRun, fetch_state, list_runs
+from client.start import UsageError, prepare, start, watch
+from spec.check import check
+from spec.errors import SpecError
+from spec.load import load
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_UNREACHABLE = 0, 1, 2, 3
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m client", description="Run durable multi-agent workflows.")
+    sub = p.add_subparsers(dest="command", required=True)
+    s = sub.add_parser("start", help="start a run of a spec and follow it")
+    s.add_argument("spec")
+    s.add_argument("-p", "--param", action="append", default=[], metavar="KEY=VALUE",
+                   help="a param (YAML scalar), or KEY=@FILE to read it from a file")
+    s.add_argument("--agent", action="append", default=[], metavar="URI|ID=URI",
+                   help="the default agent URI, or the URI of one agent id")
+    s.add_argument("--workdir", help="where agents and checks run (default: the spec's folder)")
+    s.add_argument("--id", help="the run id (default: spec name + random suffix)")
+    s.add_argument("--detach", action="store_true", help="start and return at once")
+    s.add_argument("--resume-from", metavar="TASK", help="skip every task before TASK")
+    s.add_argument("--max-iterations", type=int, metavar="N", help="loop limit for tasks that set none")
+    s.add_argument("--lenient", action="store_true", help="accept replies without a completion status")
+    for name, text in (("watch", "follow a run to its end"), ("cancel", "cancel a run")):
+        sub.add_parser(name, help=text).add_argument("run_id")
+    st = sub.add_parser("status", help="a run's state")
+    st.add_argument("run_id")
+    st.add_argument("--json", action="store_true")
+    sub.add_parser("list", help="recent runs")
+    r = sub.add_parser("report", help="a run's execution report")
+    r.add_argument("run_id")
+    r.add_argument("--format", choices=["md", "json"], default="md")
+    sub.add_parser("validate", help="check a spec without running it").add_argument("spec")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    console = Console(highlight=False)
+    try:
+        if args.command == "validate":
+            return validate(args.spec, console)
+        if args.command == "start":
+            inp = prepare(args)
+            return asyncio.run(_with_client(lambda c: start(c, args, inp, console)))
+        return asyncio.run(_with_client(lambda c: COMMANDS[args.command](c, args, console)))
+    except SpecError as exc:
+        print(str(exc), file=sys.stderr)
+        return EXIT_USAGE
+    except (UsageError, NoSuchRun) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except Unreachable as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_UNREACHABLE
+    except KeyboardInterrupt:
+        print("interrupted: the run goes on in Temporal; follow it with `python -m client watch RUN_ID`",
+              file=sys.stderr)
+        return 130
+
+
+async def _with_client(action) -> int:
+    client = await connect()
+    return await action(client)
+
+
+def validate(path: str, console: Console) -> int:
+    plan = load(path)
+    check(plan)
+    leaves = plan.leaves()
+    console.print(f"{path}: valid {plan.dialect} spec '{plan.name}' with {len(leaves)} task(s)", markup=False)
+    for leaf in leaves:
+        console.print(f"  {leaf.id} ({leaf.kind})", markup=False)
+    return EXIT_OK
+
+
+async def _status(client, args, console: Console) -> int:
+    state = await fetch_state(client, args.run_id)
+    if args.json:
+        print(json.dumps(_status_json(state), indent=2))
+        return EXIT_OK
+    console.print(f"{state.run_id}: {state.status}" + (f" (running {state.current_task})" if state.current_task else ""),
+                  markup=False)
+    for t in state.tasks.values():
+        console.print(f"  {t.id:<30} {t.status:<10} attempts={t.attempts} iterations={t.iterations} "
+                      f"{t.duration_s:.1f}s", markup=False)
+    return EXIT_OK
+
+
+def _status_json(state) -> dict:
+    data = state.model_dump(mode="json", exclude={"outputs", "final_output"})
+    data["tasks"] = [
+        {k: t[k] for k in ("id", "title", "status", "agent", "attempts", "iterations", "duration_s",
+                           "output_size", "error")}
+        for t in data["tasks"].values()
+    ]
+    return data
+
+
+async def _list(client, args, console: Console) -> int:
+    for run in await list_runs(client):
+        console.print(f"{run['run_id']:<40} {run['status']:<10} {run['spec']:<24} {run['started']}", markup=False)
+    return EXIT_OK
+
+
+async def _cancel(client, args, console: Console) -> int:
+    await fetch_state(client, args.run_id)  # a clear error for an unknown id
+    await client.get_workflow_handle(args.run_id).cancel()
+    console.print(f"cancellation requested for {args.run_id}", markup=False)
+    return EXIT_OK
+
+
+async def _report(client, args, console: Console) -> int:
+    state = await fetch_state(client, args.run_id)
+    print(report.to_json(state) if args.format == "json" else report.to_markdown(state))
+    return EXIT_OK
+
+
+async def _watch(client, args, console: Console) -> int:
+    await fetch_state(client, args.run_id)
+    return await watch(client, args.run_id, console)
+
+
+COMMANDS = {"status": _status, "list": _list, "cancel": _cancel, "report": _report, "watch": _watch}
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,60 @@
+"""Which agent URI each agent id uses: --agent flags, then agentrun.yaml, then AGENTRUN_AGENT."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import yaml
+
+from spec.errors import Problem, SpecError
+
+CONFIG_NAME = "agentrun.yaml"
+_PER_AGENT = re.compile(r"^([A-Za-z_][\w.-]*)=(.+)$")
+SCHEMES = ("agentapi", "openai", "anthropic", "command", "scripted")
+
+
+def resolve(flags: list[str], spec_dir: str) -> tuple[str, dict[str, str]]:
+    """(default URI, per-agent URIs). `--agent URI` sets the default, `--agent ID=URI` one agent."""
+    default, per_agent = None, {}
+    config = _config(spec_dir)
+    default = config.pop("default", None) or os.environ.get("AGENTRUN_AGENT")
+    per_agent.update(config)
+    for flag in flags:
+        match = _PER_AGENT.match(flag)
+        if match and ":" not in match.group(1):
+            per_agent[match.group(1)] = match.group(2)
+        else:
+            default = flag
+    for uri in [default, *per_agent.values()]:
+        if uri is not None:
+            _check_uri(uri)
+    if default is None:
+        default = per_agent.get("default")
+    if default is None:
+        raise SpecError([Problem("--agent", 0, 0, "no agent is configured for this run",
+                                 "pass --agent URI, e.g. --agent openai:gpt-4o-mini, --agent "
+                                 "agentapi:http://127.0.0.1:3284 or --agent 'command:my-agent --flag', "
+                                 f"or put agents: {{default: URI}} in {CONFIG_NAME} next to the spec")])
+    return default, per_agent
+
+
+def _check_uri(uri: str) -> None:
+    scheme = uri.split(":", 1)[0]
+    if scheme not in SCHEMES or ":" not in uri:
+        raise SpecError([Problem("--agent", 0, 0, f"'{uri}' is not an agent URI",
+                                 "agent URIs start with one of: " + ", ".join(s + ":" for s in SCHEMES))])
+
+
+def _config(spec_dir: str) -> dict[str, str]:
+    for folder in (Path(spec_dir), Path.cwd()):
+        path = folder / CONFIG_NAME
+        if path.is_file():
+            data = yaml.safe_load(path.read_text()) or {}
+            agents = data.get("agents") or {}
+            if not isinstance(agents, dict):
+                raise SpecError([Problem(str(path), 1, 1, "'agents' must map agent ids to URIs",
+                                         "agents:\n    default: command:my-agent")])
+            return {str(k): str(v) for k, v in agents.items()}
+    return {}

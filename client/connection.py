@@ -1,0 +1,49 @@
+"""Connecting to Temporal the way the Temporal CLI does, or to the embedded dev server."""
+
+from __future__ import annotations
+
+import os
+
+from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.envconfig import ClientConfig
+
+from client import embedded
+
+
+class Unreachable(Exception):
+    """Temporal could not be reached (exit code 3)."""
+
+
+def settings() -> dict:
+    """Connection settings from TEMPORAL_* variables and env-config profiles."""
+    return dict(ClientConfig.load_client_connect_config(profile=os.environ.get("TEMPORAL_PROFILE")))
+
+
+def uses_embedded() -> bool:
+    return "target_host" not in settings()
+
+
+async def connect() -> Client:
+    config = settings()
+    if "target_host" not in config:
+        try:
+            embedded.ensure_running()
+        except RuntimeError as exc:
+            raise Unreachable(str(exc)) from None
+        config["target_host"] = f"{embedded.HOST}:{embedded.PORT}"
+    try:
+        return await Client.connect(**config, data_converter=pydantic_data_converter)
+    except RuntimeError as exc:
+        raise Unreachable(f"cannot reach Temporal at {config['target_host']}: {exc}\n"
+                          "  hint: check TEMPORAL_ADDRESS, or unset it to use the embedded dev server") from None
+
+
+def web_url(client: Client, run_id: str) -> str | None:
+    """The Temporal Web page of a run, when we know where the UI is."""
+    base = os.environ.get("TEMPORAL_UI_URL")
+    if not base and client.service_client.config.target_host == f"{embedded.HOST}:{embedded.PORT}":
+        base = f"http://localhost:{embedded.UI_PORT}"
+    if not base:
+        return None
+    return f"{base.rstrip('/')}/namespaces/{client.namespace}/workflows/{run_id}"

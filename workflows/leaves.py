@@ -1,0 +1,180 @@
+"""Running the leaves of a Plan: agent tasks (loops, nudges, success criteria) and provider calls."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from temporalio import workflow
+from temporalio.exceptions import ActivityError
+
+from spec import calls, ir
+from spec.render import render_value
+from workflows import activity_calls, completion, prompt
+from workflows.inputs import DEFAULT_MAX_ITERATIONS, RunInput
+from workflows.state import RunState, TaskState
+
+
+class TaskFailed(Exception):
+    def __init__(self, task_id: str, message: str):
+        super().__init__(f"{task_id}: {message}")
+        self.task_id, self.message = task_id, message
+
+
+class Leaves:
+    def __init__(self, inp: RunInput, state: RunState):
+        self.inp, self.state = inp, state
+        self.transcripts: dict[str, list[calls.ChatMessage]] = {}
+        self.turns: dict[str, int] = {}
+
+    def context(self, **extra: Any) -> dict[str, Any]:
+        uri = self.inp.default_agent
+        builtins = {"agent_type": _agent_type(uri), "skip_permissions": False,
+                    "workdir": self.inp.workdir, "run_id": self.state.run_id, "iteration": 1}
+        return {**builtins, **self.inp.params, **extra}
+
+    async def run(self, node: ir.Task | ir.Provider) -> str:
+        task = self.state.begin(node.id, workflow.now())
+        workflow.set_current_details(f"Running **{node.label}** ({node.kind})")
+        try:
+            if node.preconditions:
+                await self._preconditions(node)
+            output = await (self._task(node, task) if isinstance(node, ir.Task) else self._provider(node, task))
+        except TaskFailed as exc:
+            self.state.finish(node.id, "failed", workflow.now(), error=exc.message)
+            raise
+        except asyncio.CancelledError:
+            self.state.finish(node.id, "cancelled", workflow.now(), error="cancelled")
+            raise
+        self.state.finish(node.id, "completed", workflow.now(), output=output)
+        return output
+
+    async def _preconditions(self, node: ir.Task | ir.Provider) -> None:
+        pre = node.preconditions
+        arg = calls.PreconditionCall(task_id=node.id, workdir=self.inp.workdir, spec_dir=self.inp.plan.spec_dir,
+                                     files_exist=pre.files_exist, min_count=pre.min_count,
+                                     sync_targets=pre.sync_targets)
+        result = await self._activity(node, calls.CHECK_PRECONDITIONS, arg, calls.CheckResult,
+                                      f"{node.label}: preconditions", 300)
+        if not result.ok:
+            raise TaskFailed(node.id, f"precondition failed: {result.error}")
+
+    async def _provider(self, node: ir.Provider, task: TaskState) -> str:
+        task.attempts = 1
+        params = render_value(node.call.params, self.context())
+        arg = calls.ProviderCall(task_id=node.id, workdir=self.inp.workdir, provider=node.call.provider,
+                                 method=node.call.method, params=params, output_file=node.call.output_file)
+        result = await self._activity(node, calls.CALL_PROVIDER, arg, calls.ProviderResult,
+                                      f"{node.label}: {node.call.provider}.{node.call.method}",
+                                      node.timeout_s or 600)
+        return result.text
+
+    async def _task(self, node: ir.Task, task: TaskState) -> str:
+        task.agent = node.agent
+        retries = node.criteria.max_retries if node.criteria else 0
+        error: str | None = None
+        for attempt in range(1, retries + 2):
+            task.attempts = attempt
+            reply = await self._loop(node, task, error)
+            if not node.criteria:
+                return reply
+            check = await self._criteria(node)
+            if check.ok:
+                return reply
+            error = check.error
+            self.state.warnings.append(f"{node.id}: success criteria failed (attempt {attempt}): {error}")
+        raise TaskFailed(node.id, f"success criteria failed after {retries + 1} attempt(s): {error}")
+
+    async def _loop(self, node: ir.Task, task: TaskState, retry_error: str | None) -> str:
+        limit = (node.loop_until.max_iterations if node.loop_until else None) or self.inp.max_iterations \
+            or DEFAULT_MAX_ITERATIONS
+        iteration = 0
+        while True:
+            iteration += 1
+            task.iterations += 1
+            workflow.set_current_details(f"Running **{node.label}**: attempt {task.attempts}, iteration {iteration}")
+            text = prompt.build(node, self.context(iteration=iteration), retry_error if iteration == 1 else None)
+            reply = await self._reply_with_status(node, text)
+            if not node.loop_until or completion.loop_done(reply, node.loop_until.status):
+                return reply
+            if iteration >= limit:
+                self.state.warnings.append(f"{node.id}: stopped after {limit} iterations without "
+                                           f"status {node.loop_until.status}")
+                return reply
+
+    async def _reply_with_status(self, node: ir.Task, text: str) -> str:
+        """Send a prompt; an ERROR status fails the task; no status gets one nudge (strict mode)."""
+        reply = await self._ask(node, text)
+        status = completion.status_of(reply)
+        if status is None and not self._lenient() and not _loop_ended(node, reply):
+            reply = await self._ask(node, completion.nudge(node))
+            status = completion.status_of(reply)
+            if status is None and not _loop_ended(node, reply):
+                raise TaskFailed(node.id, "the agent stopped without a completion status, even after a reminder")
+        if status == "ERROR":
+            raise TaskFailed(node.id, "the agent reported COMPLETION_STATUS: ERROR: " + _tail(reply))
+        return reply
+
+    def _lenient(self) -> bool:
+        return self.inp.lenient or self.inp.plan.info.get("completion") == "lenient"
+
+    async def _ask(self, node: ir.Task, text: str) -> str:
+        uri = self.inp.agent_uri(node.agent)
+        reuse = self.inp.plan.lifecycle == "reuse"
+        transcript = self.transcripts.setdefault(node.agent, []) if reuse else []
+        turn = self.turns.get(node.id, 0)
+        self.turns[node.id] = turn + 1
+        arg = calls.AgentCall(run_id=self.state.run_id, task_id=node.id, agent_id=node.agent, uri=uri,
+                              prompt=text, workdir=self.inp.workdir, lifecycle=self.inp.plan.lifecycle,
+                              session=f"{self.state.run_id}/{node.agent}", transcript=_stateless(uri, transcript),
+                              turn=turn, timeout_s=node.timeout_s or 1800)
+        reply = await self._activity(node, calls.RUN_AGENT, arg, calls.AgentReply, f"{node.label}: {_first_line(text)}",
+                                     node.timeout_s or 1800, heartbeat=True)
+        self.state.add_usage(node.id, reply.usage)
+        if reuse and _is_stateless(uri):
+            transcript += [calls.ChatMessage(role="user", content=text),
+                           calls.ChatMessage(role="assistant", content=reply.text)]
+        return reply.text
+
+    async def _criteria(self, node: ir.Task) -> calls.CheckResult:
+        crit = node.criteria
+        code = render_value(crit.python, self.context()) if crit.python else None
+        arg = calls.CriteriaCall(task_id=node.id, workdir=self.inp.workdir, spec_dir=self.inp.plan.spec_dir,
+                                 python=code, script=crit.script, timeout_s=crit.timeout_s)
+        return await self._activity(node, calls.CHECK_CRITERIA, arg, calls.CheckResult,
+                                    f"{node.label}: success criteria", crit.timeout_s + 30, heartbeat=True)
+
+    async def _activity(self, node: ir.NodeBase, name: str, arg: Any, result_type: type, summary: str,
+                        timeout_s: float, heartbeat: bool = False) -> Any:
+        try:
+            return await activity_calls.call(name, arg, result_type, summary=summary, timeout_s=timeout_s,
+                                             heartbeat_s=self.inp.heartbeat_s if heartbeat else None)
+        except ActivityError as exc:
+            raise TaskFailed(node.id, activity_calls.reason(exc)) from None
+
+
+def _loop_ended(node: ir.Task, reply: str) -> bool:
+    return node.loop_until is not None and completion.loop_done(reply, node.loop_until.status)
+
+
+def _is_stateless(uri: str) -> bool:
+    return uri.split(":", 1)[0] in ("openai", "anthropic")
+
+
+def _stateless(uri: str, transcript: list[calls.ChatMessage]) -> list[calls.ChatMessage]:
+    return list(transcript) if _is_stateless(uri) else []
+
+
+def _agent_type(uri: str) -> str:
+    scheme, _, rest = uri.partition(":")
+    if scheme == "agentapi" and "type=" in rest:
+        return rest.split("type=", 1)[1].split("&", 1)[0]
+    return scheme
+
+
+def _first_line(text: str) -> str:
+    return next((line.strip() for line in text.splitlines() if line.strip()), "")[:120]
+
+
+def _tail(text: str, size: int = 300) -> str:
+    return text.strip()[-size:]
