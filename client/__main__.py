@@ -50,7 +50,7 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    console = Console(highlight=False)
+    console = Console(highlight=False, soft_wrap=True)
     try:
         if args.command == "validate":
             return validate(args.spec, console)

@@ -16,9 +16,14 @@ def status_of(reply: str) -> str | None:
 
 
 def loop_done(reply: str, status: str) -> bool:
-    """A loop ends on `COMPLETION_STATUS: <status>` or, as the real system does, the bare word."""
-    if status_of(reply) == status.upper():
-        return True
+    """A loop ends on `COMPLETION_STATUS: <status>` or, as the real system does, the bare word.
+
+    An explicit status line is authoritative: "built 1 of 3 … COMPLETION_STATUS: CONTINUE" must not
+    end a loop waiting for BUILT, so the bare word counts only in replies without a status line.
+    """
+    explicit = status_of(reply)
+    if explicit is not None:
+        return explicit == status.upper()
     return re.search(rf"(?<![\w-]){re.escape(status)}(?![\w-])", reply, re.IGNORECASE) is not None
 
 
