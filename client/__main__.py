@@ -16,6 +16,7 @@ from client.start import UsageError, prepare, start, watch
 from spec.check import check
 from spec.errors import SpecError
 from spec.load import load
+from workflows.inputs import TASK_QUEUE
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_UNREACHABLE = 0, 1, 2, 3
 
@@ -35,6 +36,7 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--resume-from", metavar="TASK", help="skip every task before TASK")
     s.add_argument("--max-iterations", type=int, metavar="N", help="loop limit for tasks that set none")
     s.add_argument("--lenient", action="store_true", help="accept replies without a completion status")
+    s.add_argument("--task-queue", default=TASK_QUEUE, help="the task queue workers poll")
     for name, text in (("watch", "follow a run to its end"), ("cancel", "cancel a run")):
         sub.add_parser(name, help=text).add_argument("run_id")
     st = sub.add_parser("status", help="a run's state")

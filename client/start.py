@@ -60,21 +60,19 @@ def _cli_params(items: list[str]) -> list[tuple[str, Any]]:
 
 
 async def start(client: Client, args: argparse.Namespace, inp: RunInput, console: Console) -> int:
-    from worker.build import TASK_QUEUE  # the worker pulls in activities; only start needs it
-
     inp.search_attributes = await ensure_search_attributes(client)
     run_id = args.id or f"{inp.plan.name}-{uuid.uuid4().hex[:8]}"
-    handle = await _start(client, inp, run_id, TASK_QUEUE)
+    handle = await _start(client, inp, run_id, args.task_queue)
     console.print(f"run {run_id} started", markup=False, highlight=False)
     link = web_url(client, run_id)
     if link:
         console.print(f"Temporal Web: {link}", markup=False, highlight=False)
-    polling = await worker_polling(client, TASK_QUEUE)
+    polling = await worker_polling(client, args.task_queue)
     if args.detach:
         if not polling:
             console.print("no worker is polling yet: start one with `python -m worker`", markup=False)
         return 0
-    async with _local_worker(client, TASK_QUEUE, needed=not polling):
+    async with _local_worker(client, args.task_queue, needed=not polling):
         return await watch(client, handle.id, console)
 
 

@@ -14,7 +14,7 @@ from activities.preconditions import check_preconditions
 from activities.provider import call_provider
 from workflows.agent_run import AgentRun
 
-TASK_QUEUE = "agentrun"
+from workflows.inputs import TASK_QUEUE
 ACTIVITIES = [run_agent, check_criteria, call_provider, check_preconditions]
 WORKFLOWS = [AgentRun]
 

@@ -9,6 +9,7 @@ from pydantic import BaseModel
 from spec import ir
 
 DEFAULT_MAX_ITERATIONS = 25
+TASK_QUEUE = "agentrun"
 
 
 class RunInput(BaseModel):
