@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 
 from rich.console import Console
@@ -140,4 +141,9 @@ async def _watch(client, args, console: Console) -> int:
 COMMANDS = {"status": _status, "list": _list, "cancel": _cancel, "report": _report, "watch": _watch}
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    # The SDK's native threads can still be calling into Python while the interpreter finalizes,
+    # which aborts the process now and then; all work is done here, so skip finalization.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

@@ -12,7 +12,7 @@ from rich.console import Console
 from temporalio.api.enums.v1 import IndexedValueType
 from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest, ListSearchAttributesRequest
 from temporalio.client import Client, WorkflowHandle
-from temporalio.common import SearchAttributePair, TypedSearchAttributes
+from temporalio.common import SearchAttributePair, TypedSearchAttributes, WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
@@ -90,7 +90,8 @@ async def _start(client: Client, inp: RunInput, run_id: str, task_queue: str) ->
                                        SearchAttributePair(search.STATUS, "pending")])
     try:
         return await client.start_workflow("AgentRun", inp, id=run_id, task_queue=task_queue,
-                                           search_attributes=attrs, static_summary=_summary(inp.plan))
+                                           search_attributes=attrs, static_summary=_summary(inp.plan),
+                                           id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE)
     except WorkflowAlreadyStartedError:
         raise UsageError(f"a run with id '{run_id}' already exists; pick another --id") from None
 

@@ -22,7 +22,7 @@ from workflows import search
 ROOT = Path(__file__).resolve().parent.parent
 SHELL_AGENT = f"command:{sys.executable} {ROOT / 'examples' / 'agents' / 'shell_agent.py'}"
 HISTORIES = ROOT / "tests" / "histories"
-TEST_QUEUE = "agentrun"
+TEST_QUEUE = "engine-tests"  # the in-process worker; CLI runs use the default queue
 
 
 @pytest_asyncio.fixture(scope="session", loop_scope="session")
@@ -44,9 +44,27 @@ async def client(env) -> Client:
 
 @pytest_asyncio.fixture(scope="session", loop_scope="session")
 async def worker(client):
-    """An in-process worker polling the default queue, so CLI runs started by tests are served."""
+    """An in-process worker for tests that start workflows from Python."""
     async with build_worker(client, TEST_QUEUE):
         yield
+
+
+@pytest.fixture(scope="session")
+def worker_process(env):
+    """A real `python -m worker` on the default queue, serving runs that CLI tests start."""
+    proc = start_worker(env.client.service_client.config.target_host)
+    yield proc
+    proc.terminate()
+    proc.wait(timeout=30)
+
+
+def start_worker(address: str, *args: str, log: Path | None = None) -> subprocess.Popen:
+    environ = {**os.environ, "TEMPORAL_ADDRESS": address}
+    out = open(log, "ab") if log else subprocess.DEVNULL
+    proc = subprocess.Popen([sys.executable, "-u", "-m", "worker", *args], env=environ, cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=out)
+    assert proc.stdout.readline().startswith(b"worker polling"), "the worker did not start"
+    return proc
 
 
 @pytest.fixture

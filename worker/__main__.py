@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import signal
+import os
 import sys
 
 from client.connection import Unreachable, connect
@@ -38,4 +39,9 @@ def cli(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(cli())
+    code = cli()
+    # The SDK's native threads can still be calling into Python while the interpreter finalizes,
+    # which aborts the process now and then; all work is done here, so skip finalization.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

@@ -6,7 +6,7 @@ import asyncio
 from typing import Any
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError
+from temporalio.exceptions import ActivityError, CancelledError
 
 from spec import calls, ir
 from spec.render import render_value
@@ -150,6 +150,8 @@ class Leaves:
             return await activity_calls.call(name, arg, result_type, summary=summary, timeout_s=timeout_s,
                                              heartbeat_s=self.inp.heartbeat_s if heartbeat else None)
         except ActivityError as exc:
+            if isinstance(exc.cause, CancelledError):
+                raise asyncio.CancelledError() from None  # the run or this branch was cancelled
             raise TaskFailed(node.id, activity_calls.reason(exc)) from None
 
 
