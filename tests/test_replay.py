@@ -1,0 +1,71 @@
+"""Recorded histories replay against today's workflow code: interpreter changes must not break runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import pytest
+from temporalio.client import WorkflowHistory
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.worker import Replayer
+
+from tests.conftest import HISTORIES, ROOT, SHELL_AGENT, write_spec
+from tests.test_engine import sh
+from worker.build import WORKFLOWS, runner
+
+pytestmark = pytest.mark.usefixtures("worker")
+
+SPECS = {
+    "chain": f"subtasks:\n  a: {{instructions: {sh('echo a')}}}\n  b: {{instructions: {sh('echo b')}}}\n",
+    "loop": "subtasks:\n  l: {instructions: \"```sh\\nn=$(cat n 2>/dev/null || echo 0); n=$((n+1)); echo $n > n; "
+            "[ $n -ge 2 ] && echo COMPLETION_STATUS: DONE || echo COMPLETION_STATUS: CONTINUE\\n```\", "
+            "loop_until: {status: DONE, message: m}}\n",
+    "criteria": f"subtasks:\n  c:\n    instructions: {sh('touch ran')}\n    success_criteria:\n"
+                f"      python: result = False\n      max_retries: 1\n",
+    "provider": "subtasks:\n  p: {provider_call: {provider: shell, method: run, params: {command: echo hi}}}\n",
+}
+
+
+def _replayer() -> Replayer:
+    return Replayer(workflows=WORKFLOWS, data_converter=pydantic_data_converter, workflow_runner=runner())
+
+
+async def test_histories_recorded_now_replay(client, tmp_path):
+    from tests.runs import run_spec
+
+    histories = []
+    for name, text in SPECS.items():
+        folder = tmp_path / name
+        folder.mkdir()
+        state = await run_spec(client, write_spec(folder, text), SHELL_AGENT)
+        history = await client.get_workflow_handle(state.run_id).fetch_history()
+        histories.append(history)
+        if os.environ.get("AGENTRUN_RECORD_HISTORIES"):
+            (HISTORIES / f"{name}.json").write_text(_scrub(history.to_json(), tmp_path))
+    replayer = _replayer()
+    for history in histories:
+        result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+        assert result.replay_failure is None, f"{history.workflow_id}: {result.replay_failure}"
+
+
+def _scrub(text: str, tmp_path) -> str:
+    """Recorded histories keep no paths of the machine that recorded them (replay ignores them)."""
+    for path, neutral in ((str(tmp_path), "/tmp/run"), (sys.executable, "python"), (str(ROOT), "/src/agentrun")):
+        text = text.replace(path, neutral)
+    return text
+
+
+def _recorded() -> list[str]:
+    return sorted(p.name for p in HISTORIES.glob("*.json")) if HISTORIES.exists() else []
+
+
+@pytest.mark.parametrize("name", _recorded())
+async def test_committed_histories_still_replay(name):
+    history = WorkflowHistory.from_json(name, json.loads((HISTORIES / name).read_text()))
+    await _replayer().replay_workflow(history)
+
+
+def test_histories_are_committed():
+    assert len(_recorded()) == len(SPECS), "record them with AGENTRUN_RECORD_HISTORIES=1"
