@@ -52,7 +52,9 @@ async def test_histories_recorded_now_replay(client, tmp_path):
 
 def _scrub(text: str, tmp_path) -> str:
     """Recorded histories keep no paths of the machine that recorded them (replay ignores them)."""
-    for path, neutral in ((str(tmp_path), "/tmp/run"), (sys.executable, "python"), (str(ROOT), "/src/agentrun")):
+    pairs = ((str(tmp_path), "/tmp/run"), (sys.executable, "python"), (str(ROOT), "/src/agentrun"),
+             (sys.prefix, "/python"), (sys.base_prefix, "/python"))
+    for path, neutral in pairs:
         text = text.replace(path, neutral)
     return text
 
