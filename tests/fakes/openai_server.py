@@ -1,0 +1,227 @@
+"""A fake OpenAI-compatible (and Anthropic Messages) server on loopback.
+
+    with FakeOpenAI(reply=lambda messages: "hi", api_key="sk-test") as server:
+        os.environ["OPENAI_BASE_URL"] = server.url          # http://127.0.0.1:PORT/v1
+        os.environ["ANTHROPIC_BASE_URL"] = server.base_url  # http://127.0.0.1:PORT
+        server.fail_next(1, 429, retry_after=7)
+
+It validates requests the way the real APIs do (auth, model, messages, roles), answers with the
+real response shapes including token usage (words counted), and records every request.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+Messages = list[dict[str, Any]]
+ReplyFn = Callable[[Messages], str]
+
+OPENAI_ROLES = {"system", "developer", "user", "assistant", "tool"}
+ANTHROPIC_ROLES = {"user", "assistant"}
+
+
+@dataclass
+class Recorded:
+    path: str
+    headers: dict[str, str]  # lower-cased names
+    body: Any
+
+
+@dataclass
+class _Failure:
+    status: int
+    retry_after: float | None
+    message: str
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, message: str, kind: str = "invalid_request_error") -> None:
+        super().__init__(message)
+        self.status, self.message, self.kind = status, message, kind
+
+
+def echo(messages: Messages) -> str:
+    return f"echo: {messages[-1]['content']}"
+
+
+class FakeOpenAI:
+    def __init__(
+        self,
+        reply: str | Sequence[str] | ReplyFn = echo,
+        *,
+        api_key: str | None = None,
+        served_model: str | None = None,
+        host: str = "127.0.0.1",
+        port: int = 0,
+    ) -> None:
+        """reply: fixed text, a list used in order (the last repeats), or a function of the messages.
+        api_key: when set, requests must carry it (Bearer for OpenAI, x-api-key for Anthropic).
+        served_model: the model name reported back; default the requested one.
+        """
+        self.reply = reply
+        self.api_key = api_key
+        self.served_model = served_model
+        self.requests: list[Recorded] = []
+        self._failures: list[_Failure] = []
+        self._replies_given = 0
+        self._lock = threading.Lock()
+        self._httpd = ThreadingHTTPServer((host, port), _handler_for(self))
+        self._httpd.daemon_threads = True
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host}:{port}"
+
+    @property
+    def url(self) -> str:
+        return f"{self.base_url}/v1"
+
+    def start(self) -> FakeOpenAI:
+        threading.Thread(target=self._httpd.serve_forever, args=(0.05,), name="fake-openai", daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+    def __enter__(self) -> FakeOpenAI:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def fail_next(self, count: int, status: int, *, retry_after: float | None = None, message: str = "") -> None:
+        """Answer the next `count` requests with `status` (after recording them)."""
+        with self._lock:
+            text = message or f"injected failure {status}"
+            self._failures.extend(_Failure(status, retry_after, text) for _ in range(count))
+
+    # request handling, called from server threads
+
+    def handle(self, path: str, headers: dict[str, str], body: Any) -> tuple[int, dict[str, str], Any]:
+        with self._lock:
+            self.requests.append(Recorded(path, headers, body))
+            failure = self._failures.pop(0) if self._failures else None
+        anthropic = path == "/v1/messages"
+        if failure:
+            extra = {"Retry-After": f"{failure.retry_after:g}"} if failure.retry_after is not None else {}
+            return failure.status, extra, _error(anthropic, ApiError(failure.status, failure.message, "api_error"))
+        try:
+            if path == "/v1/chat/completions":
+                return 200, {}, self._chat(headers, body)
+            if anthropic:
+                return 200, {}, self._messages(headers, body)
+            raise ApiError(404, f"no route {path}", "not_found_error")
+        except ApiError as err:
+            return err.status, {}, _error(anthropic, err)
+
+    def _chat(self, headers: dict[str, str], body: Any) -> dict[str, Any]:
+        if self.api_key and headers.get("authorization") != f"Bearer {self.api_key}":
+            raise ApiError(401, "Incorrect API key provided.", "authentication_error")
+        messages = _require_chat(body, OPENAI_ROLES)
+        text = self._next_reply(messages)
+        prompt, completion = _words(messages), len(text.split())
+        return {
+            "id": f"chatcmpl-{len(self.requests)}",
+            "object": "chat.completion",
+            "model": self.served_model or body["model"],
+            "choices": [
+                {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+            ],
+            "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion},
+        }
+
+    def _messages(self, headers: dict[str, str], body: Any) -> dict[str, Any]:
+        if self.api_key and headers.get("x-api-key") != self.api_key:
+            raise ApiError(401, "invalid x-api-key", "authentication_error")
+        if not headers.get("anthropic-version"):
+            raise ApiError(400, "anthropic-version header is required")
+        messages = _require_chat(body, ANTHROPIC_ROLES)
+        if not isinstance(body.get("max_tokens"), int) or body["max_tokens"] < 1:
+            raise ApiError(400, "max_tokens: field required")
+        system = body.get("system")
+        if system is not None and not isinstance(system, str):
+            raise ApiError(400, "system: must be a string")
+        seen = ([{"role": "system", "content": system}] if system else []) + messages
+        text = self._next_reply(seen)
+        return {
+            "id": f"msg_{len(self.requests)}",
+            "type": "message",
+            "role": "assistant",
+            "model": self.served_model or body["model"],
+            "content": [{"type": "text", "text": text}],
+            "stop_reason": "end_turn",
+            "usage": {"input_tokens": _words(seen), "output_tokens": len(text.split())},
+        }
+
+    def _next_reply(self, messages: Messages) -> str:
+        if callable(self.reply):
+            return self.reply(messages)
+        if isinstance(self.reply, str):
+            return self.reply
+        with self._lock:
+            index = min(self._replies_given, len(self.reply) - 1)
+            self._replies_given += 1
+        return self.reply[index]
+
+
+def _require_chat(body: Any, roles: set[str]) -> Messages:
+    if not isinstance(body, dict):
+        raise ApiError(400, "request body must be a JSON object")
+    if not isinstance(body.get("model"), str) or not body["model"]:
+        raise ApiError(400, "you must provide a model parameter")
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        raise ApiError(400, "messages: must be a non-empty array")
+    for i, m in enumerate(messages):
+        if not isinstance(m, dict) or m.get("role") not in roles:
+            raise ApiError(400, f"messages[{i}].role: must be one of {sorted(roles)}")
+        if not isinstance(m.get("content"), str):
+            raise ApiError(400, f"messages[{i}].content: must be a string")
+    return messages
+
+
+def _words(messages: Messages) -> int:
+    return sum(len(str(m["content"]).split()) for m in messages)
+
+
+def _error(anthropic: bool, err: ApiError) -> dict[str, Any]:
+    if anthropic:
+        return {"type": "error", "error": {"type": err.kind, "message": err.message}}
+    return {"error": {"message": err.message, "type": err.kind, "param": None, "code": None}}
+
+
+def _handler_for(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:  # keep test output quiet
+            pass
+
+        def do_POST(self) -> None:
+            raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            headers = {k.lower(): v for k, v in self.headers.items()}
+            try:
+                body = json.loads(raw or b"null")
+            except ValueError:
+                self._send(400, {}, {"error": {"message": "body is not JSON", "type": "invalid_request_error"}})
+                return
+            self._send(*fake.handle(self.path, headers, body))
+
+        def _send(self, status: int, extra: dict[str, str], body: Any) -> None:
+            data = json.dumps(body).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            for name, value in extra.items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(data)
+
+    return Handler

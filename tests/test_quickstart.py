@@ -1,0 +1,60 @@
+"""The README's first command on a machine with no Temporal: the embedded dev server comes up,
+the quickstart completes offline, and its run survives a restart of that server."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from client import embedded
+from tests.conftest import ROOT
+
+
+def _client(*args: str, cwd, state) -> subprocess.CompletedProcess:
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("TEMPORAL_")}
+    environ["AGENTRUN_STATE_DIR"] = str(state)
+    return subprocess.run([sys.executable, "-m", "client", *args], cwd=cwd, env=environ,
+                          capture_output=True, text=True, timeout=120)
+
+
+def _stop_server(state) -> None:
+    pid_file = state / "temporal.pid"
+    if pid_file.exists():
+        try:
+            os.kill(int(pid_file.read_text()), signal.SIGTERM)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + 15
+        while embedded.listening() and time.monotonic() < deadline:
+            time.sleep(0.1)
+
+
+def test_quickstart_runs_offline_on_the_embedded_server(tmp_path):
+    if embedded.listening():
+        pytest.skip("something else listens on 127.0.0.1:7233; the embedded server cannot start")
+    shutil.copytree(ROOT / "examples", tmp_path / "examples", ignore=shutil.ignore_patterns("quickstart-work"))
+    state = tmp_path / "state"
+    try:
+        first = _client("start", "examples/quickstart.yaml", cwd=tmp_path, state=state)
+        assert first.returncode == 0, first.stdout + first.stderr
+        assert "started the embedded Temporal dev server" in first.stderr
+        run_id = re.search(r"run (\S+) started", first.stdout).group(1)
+        assert f"Temporal Web: http://localhost:8233/namespaces/default/workflows/{run_id}" in first.stdout
+        assert "- Status: COMPLETE" in first.stdout and "packaged" in first.stdout
+        assert (tmp_path / "examples" / "quickstart-work" / "calc.tar.gz").exists()
+        assert (state / "temporal.db").exists()
+
+        _stop_server(state)  # the run must outlive the server process that ran it
+        after = _client("status", run_id, cwd=tmp_path, state=state)
+        assert after.returncode == 0, after.stderr
+        assert f"{run_id}: completed" in after.stdout
+        assert "started the embedded Temporal dev server" in after.stderr
+    finally:
+        _stop_server(state)
