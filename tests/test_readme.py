@@ -1,0 +1,21 @@
+"""The README shows what works: its spec example is valid and its two commands are the promised ones."""
+
+from __future__ import annotations
+
+import re
+
+from spec.load import load
+from tests.conftest import ROOT, write_spec
+
+README = (ROOT / "README.md").read_text()
+
+
+def test_readme_task_tree_example_is_a_valid_spec(tmp_path):
+    block = re.search(r"## The task-tree language.*?```yaml\n(.*?)```", README, re.DOTALL).group(1)
+    plan = load(str(write_spec(tmp_path, block)))
+    assert [leaf.id for leaf in plan.leaves()] == ["setup.install", "research", "build", "publish"]
+
+
+def test_readme_has_the_two_commands():
+    assert "    pip install -e . && python -m client start examples/quickstart.yaml\n" in README
+    assert '    pip install -e ".[test]" && python -m pytest\n' in README
