@@ -88,6 +88,9 @@ def validate(path: str, console: Console) -> int:
     console.print(f"{path}: valid {plan.dialect} spec '{plan.name}' with {len(leaves)} task(s)", markup=False)
     for leaf in leaves:
         console.print(f"  {leaf.id} ({leaf.kind})", markup=False)
+    for key in ("requires_workdir", "requirements"):
+        if plan.info.get(key) is not None:
+            console.print(f"  {key}: {plan.info[key]}", markup=False)
     return EXIT_OK
 
 

@@ -55,7 +55,7 @@ def worker_process(env):
     proc = start_worker(env.client.service_client.config.target_host)
     yield proc
     proc.terminate()
-    proc.wait(timeout=30)
+    assert proc.wait(timeout=30) == 0, "the worker did not shut down gracefully on SIGTERM"
 
 
 def start_worker(address: str, *args: str, log: Path | None = None) -> subprocess.Popen:

@@ -86,8 +86,9 @@ def test_bad_specs_exit_2_with_position_and_no_traceback(cli, tmp_path):
         assert result.code == 2
         assert f"{spec}:8:5: error: unknown key 'instrucions'" in result.err
         assert "did you mean 'instructions'?" in result.err and "Traceback" not in result.err
-    good = cli("validate", str(write_spec(tmp_path, GOOD, "good.yaml")))
+    good = cli("validate", str(write_spec(tmp_path, GOOD + "requirements: [git, make]\n", "good.yaml")))
     assert good.code == 0 and "valid task-tree spec 'cli-demo' with 2 task(s)" in good.out
+    assert "requirements: ['git', 'make']" in good.out
     missing = cli("validate", str(tmp_path / "nope.yaml"))
     assert missing.code == 2 and "cannot read spec" in missing.err
 
