@@ -32,6 +32,8 @@ class Interpreter:
     async def _on_failure(self, node: ir.NodeBase, exc: TaskFailed) -> str | None:
         if node.on_failure == "skip":
             self.state.warnings.append(f"{node.id}: failed and skipped: {exc.message}")
+            if node.id in self.state.tasks:
+                self.state.tasks[node.id].status = "skipped"
             return None
         if node.on_failure == "fallback" and isinstance(node, ir.Task) and node.fallback:
             self.state.warnings.append(f"{node.id}: failed; falling back to agent {node.fallback}")
