@@ -28,10 +28,17 @@ from tests.fakes.openai_server import FakeOpenAI
 REPO = Path(__file__).resolve().parents[1]
 
 
-def make_call(uri: str, prompt: str = "hello", workdir: Path | str = ".", **fields: Any) -> AgentCall:
+def make_call(
+    uri: str, prompt: str = "hello", workdir: Path | str = ".", **fields: Any
+) -> AgentCall:
     return AgentCall(
-        run_id="run-1", task_id=fields.pop("task_id", "t1"), agent_id="a1",
-        uri=uri, prompt=prompt, workdir=str(workdir), **fields,
+        run_id="run-1",
+        task_id=fields.pop("task_id", "t1"),
+        agent_id="a1",
+        uri=uri,
+        prompt=prompt,
+        workdir=str(workdir),
+        **fields,
     )
 
 
@@ -79,7 +86,9 @@ def agentapi() -> Iterator[FakeAgentAPI]:
         yield server
 
 
-async def test_agentapi_waits_for_stable_and_sends_the_stripped_prompt(agentapi: FakeAgentAPI) -> None:
+async def test_agentapi_waits_for_stable_and_sends_the_stripped_prompt(
+    agentapi: FakeAgentAPI,
+) -> None:
     assert agentapi.status == "running"
     reply = await run(make_call(f"agentapi:{agentapi.url}", "  fix the tests please \n"))
     assert reply.text == "FIX THE TESTS PLEASE"  # not the banner, not the half-written screen
@@ -88,12 +97,18 @@ async def test_agentapi_waits_for_stable_and_sends_the_stripped_prompt(agentapi:
     assert agentapi.rejected == [] and agentapi.posts_while_running == 0
 
 
-async def test_agentapi_reuse_keeps_one_conversation_and_skips_stale_replies(agentapi: FakeAgentAPI) -> None:
+async def test_agentapi_reuse_keeps_one_conversation_and_skips_stale_replies(
+    agentapi: FakeAgentAPI,
+) -> None:
     first = await run(make_call(f"agentapi:{agentapi.url}", "first question"))
     second = await run(make_call(f"agentapi:{agentapi.url}", "second question", task_id="t2"))
     assert (first.text, second.text) == ("FIRST QUESTION", "SECOND QUESTION")
     assert [(m["id"], m["role"]) for m in agentapi.messages] == [
-        (0, "agent"), (1, "user"), (2, "agent"), (3, "user"), (4, "agent"),
+        (0, "agent"),
+        (1, "user"),
+        (2, "agent"),
+        (3, "user"),
+        (4, "agent"),
     ]
     assert agentapi.received == ["first question", "second question"]
     assert agentapi.rejected == []
@@ -123,11 +138,13 @@ async def test_agentapi_whole_wait_is_bounded_by_the_task_timeout() -> None:
 @pytest.fixture
 def agentapi_bin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     wrapper = tmp_path / "agentapi"
-    wrapper.write_text(textwrap.dedent(f"""\
+    wrapper.write_text(
+        textwrap.dedent(f"""\
         #!/bin/sh
         export PYTHONPATH={REPO}
         exec {sys.executable} -m tests.fakes.agentapi_server "$@"
-        """))
+        """)
+    )
     wrapper.chmod(0o755)
     log = tmp_path / "agentapi.log"
     monkeypatch.setenv("AGENTRUN_AGENTAPI_BIN", str(wrapper))
@@ -145,7 +162,9 @@ def refresh_uri(agent_type: str, cmd: str) -> str:
     return "agentapi:http://127.0.0.1:0?" + urlencode({"type": agent_type, "cmd": cmd})
 
 
-async def test_agentapi_refresh_runs_a_private_server_per_call(agentapi_bin: Path, tmp_path: Path) -> None:
+async def test_agentapi_refresh_runs_a_private_server_per_call(
+    agentapi_bin: Path, tmp_path: Path
+) -> None:
     workdir = tmp_path / "work"
     workdir.mkdir()
     (workdir / "agent.sh").write_text('echo "$(cat) in $(basename "$PWD") for $AGENTRUN_TASK_ID"\n')
@@ -158,7 +177,10 @@ async def test_agentapi_refresh_runs_a_private_server_per_call(agentapi_bin: Pat
     starts = [e for e in events(agentapi_bin) if e["event"] == "start"]
     assert len(starts) == 2 and starts[0]["pid"] != starts[1]["pid"]
     assert all(s["agent_type"] == "codex" and s["command"] == ["sh", "agent.sh"] for s in starts)
-    assert [e["content"] for e in events(agentapi_bin) if e["event"] == "message"] == ["ping 1", "ping 2"]
+    assert [e["content"] for e in events(agentapi_bin) if e["event"] == "message"] == [
+        "ping 1",
+        "ping 2",
+    ]
     assert [e["event"] for e in events(agentapi_bin)].count("stop") == 2  # SIGTERM honoured
     for start in starts:
         assert not alive(start["pid"])
@@ -171,7 +193,9 @@ async def test_agentapi_refresh_stops_the_server_on_cancel(
 ) -> None:
     monkeypatch.setenv("FAKE_AGENTAPI_BUSY_S", "30")
     env = ActivityEnvironment()
-    task = asyncio.create_task(run(make_call(refresh_uri("claude", "cat"), "work", tmp_path, lifecycle="refresh"), env))
+    task = asyncio.create_task(
+        run(make_call(refresh_uri("claude", "cat"), "work", tmp_path, lifecycle="refresh"), env)
+    )
     await wait_for(lambda: any(e["event"] == "message" for e in events(agentapi_bin)))
     env.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -184,7 +208,9 @@ async def test_agentapi_refresh_missing_binary_is_not_retryable(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("AGENTRUN_AGENTAPI_BIN", str(tmp_path / "no-such-agentapi"))
-    err = await failure(make_call(refresh_uri("claude", "claude"), "hi", tmp_path, lifecycle="refresh"))
+    err = await failure(
+        make_call(refresh_uri("claude", "claude"), "hi", tmp_path, lifecycle="refresh")
+    )
     assert err.non_retryable and "AGENTRUN_AGENTAPI_BIN" in err.message
 
 
@@ -195,7 +221,9 @@ async def test_agentapi_refresh_server_that_dies_reports_its_output(
     wrapper.write_text("#!/bin/sh\necho 'unknown flag --type' >&2\nexit 3\n")
     wrapper.chmod(0o755)
     monkeypatch.setenv("AGENTRUN_AGENTAPI_BIN", str(wrapper))
-    err = await failure(make_call(refresh_uri("claude", "claude"), "hi", tmp_path, lifecycle="refresh"))
+    err = await failure(
+        make_call(refresh_uri("claude", "claude"), "hi", tmp_path, lifecycle="refresh")
+    )
     assert err.non_retryable and "code 3" in err.message and "unknown flag --type" in err.message
 
 
@@ -236,7 +264,9 @@ async def test_openai_sends_transcript_and_reads_usage(llm: FakeOpenAI) -> None:
     ]
 
 
-async def test_openai_bad_key_is_not_retryable(llm: FakeOpenAI, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_openai_bad_key_is_not_retryable(
+    llm: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-wrong")
     err = await failure(make_call("openai:gpt-test"))
     assert err.non_retryable and err.type == "AgentError"
@@ -266,11 +296,18 @@ async def test_anthropic_puts_system_aside_and_reads_usage(llm: FakeOpenAI) -> N
     reply = await run(make_call("anthropic:claude-test", "how are you", transcript=TRANSCRIPT))
     (request,) = llm.requests
     assert request.path == "/v1/messages"
-    assert request.headers["x-api-key"] == "sk-test" and request.headers["anthropic-version"] == "2023-06-01"
+    assert (
+        request.headers["x-api-key"] == "sk-test"
+        and request.headers["anthropic-version"] == "2023-06-01"
+    )
     assert request.body["system"] == "be brief" and request.body["max_tokens"] == 4096
     assert [m["role"] for m in request.body["messages"]] == ["user", "assistant", "user"]
     assert reply.text == "4 messages, last: how are you"
-    assert (reply.usage.input_tokens, reply.usage.output_tokens, reply.model) == (8, 6, "served-model-1")
+    assert (reply.usage.input_tokens, reply.usage.output_tokens, reply.model) == (
+        8,
+        6,
+        "served-model-1",
+    )
 
 
 # command
@@ -304,8 +341,12 @@ async def test_command_timeout_kills_the_process_group(tmp_path: Path) -> None:
 
 async def test_command_cancel_kills_the_process_group(tmp_path: Path) -> None:
     env = ActivityEnvironment()
-    task = asyncio.create_task(run(make_call("command:sh -c 'sleep 30 & echo $! > pid; wait'", workdir=tmp_path), env))
-    await wait_for(lambda: (tmp_path / "pid").exists() and (tmp_path / "pid").read_text().strip() != "")
+    task = asyncio.create_task(
+        run(make_call("command:sh -c 'sleep 30 & echo $! > pid; wait'", workdir=tmp_path), env)
+    )
+    await wait_for(
+        lambda: (tmp_path / "pid").exists() and (tmp_path / "pid").read_text().strip() != ""
+    )
     env.cancel()
     with pytest.raises(asyncio.CancelledError):
         async with asyncio.timeout(5):  # nothing left holding the pipes open
@@ -333,7 +374,11 @@ async def test_scripted_indexes_by_turn_and_falls_back_to_default(tmp_path: Path
         return (await run(make_call(uri, workdir=tmp_path, task_id=task_id, turn=turn))).text
 
     assert [await text("plan", turn) for turn in range(5)] == [
-        "first plan", "second plan", "final plan", "final plan", "final plan",
+        "first plan",
+        "second plan",
+        "final plan",
+        "final plan",
+        "final plan",
     ]
     assert await text("review", 3) == "looks good"
     assert await text("7") == "numbered task"

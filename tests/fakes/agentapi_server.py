@@ -27,7 +27,7 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -81,7 +81,9 @@ class FakeAgentAPI:
         self.raw_received: list[str] = []
         self.rejected: list[Rejection] = []  # every refused POST /message
         self.posts_while_running = 0
-        self._busy = False  # set from acceptance to settling, even while a lagging status reads stable
+        self._busy = (
+            False  # set from acceptance to settling, even while a lagging status reads stable
+        )
         self._state = _State(messages=[_message(0, "agent", BANNER)])
         self._lock = threading.Lock()
         self._httpd = ThreadingHTTPServer((host, port), _handler_for(self))
@@ -99,7 +101,9 @@ class FakeAgentAPI:
         return f"http://{self._httpd.server_address[0]}:{self.port}"
 
     def start(self) -> FakeAgentAPI:
-        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.05,), name="fake-agentapi", daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, args=(0.05,), name="fake-agentapi", daemon=True
+        )
         self._thread.start()
         self._log(
             "start",
@@ -158,7 +162,9 @@ class FakeAgentAPI:
                 self.raw_received.append(body["content"])
                 return 200, {"ok": True}
             self.received.append(body["content"])
-            self._state.messages.append(_message(len(self._state.messages), "user", body["content"]))
+            self._state.messages.append(
+                _message(len(self._state.messages), "user", body["content"])
+            )
             self._busy = True
         self._log("message", content=body["content"])
         threading.Thread(target=self._work, args=(body["content"],), daemon=True).start()
@@ -189,7 +195,13 @@ class FakeAgentAPI:
     def _run_agent(self, content: str) -> str:
         shell = isinstance(self.command, str)
         done = subprocess.run(
-            self.command, shell=shell, input=content, capture_output=True, text=True, cwd=self.cwd, timeout=60
+            self.command,
+            shell=shell,
+            input=content,
+            capture_output=True,
+            text=True,
+            cwd=self.cwd,
+            timeout=60,
         )
         return (done.stdout + done.stderr).strip()
 
@@ -200,7 +212,12 @@ class FakeAgentAPI:
 
 
 def _message(index: int, role: str, content: str) -> dict[str, Any]:
-    return {"id": index, "role": role, "content": content, "time": datetime.now(timezone.utc).isoformat()}
+    return {
+        "id": index,
+        "role": role,
+        "content": content,
+        "time": datetime.now(UTC).isoformat(),
+    }
 
 
 def _validate(body: Any) -> tuple[int, str] | None:
@@ -262,7 +279,9 @@ def _handler_for(fake: FakeAgentAPI) -> type[BaseHTTPRequestHandler]:
 
 def main(argv: list[str]) -> int:
     """`server --type=X --port N [other real flags] -- CMD ARGS...`, like the real binary."""
-    head, command = (argv[: argv.index("--")], argv[argv.index("--") + 1 :]) if "--" in argv else (argv, [])
+    head, command = (
+        (argv[: argv.index("--")], argv[argv.index("--") + 1 :]) if "--" in argv else (argv, [])
+    )
     parser = argparse.ArgumentParser(prog="agentapi")
     sub = parser.add_subparsers(dest="verb", required=True)
     server = sub.add_parser("server")

@@ -59,7 +59,7 @@ class FakeOpenAI:
         host: str = "127.0.0.1",
         port: int = 0,
     ) -> None:
-        """reply: fixed text, a list used in order (the last repeats), or a function of the messages.
+        """reply: fixed text, a list used in order (the last repeats), or a function of messages.
         api_key: when set, requests must carry it (Bearer for OpenAI, x-api-key for Anthropic).
         served_model: the model name reported back; default the requested one.
         """
@@ -83,7 +83,9 @@ class FakeOpenAI:
         return f"{self.base_url}/v1"
 
     def start(self) -> FakeOpenAI:
-        threading.Thread(target=self._httpd.serve_forever, args=(0.05,), name="fake-openai", daemon=True).start()
+        threading.Thread(
+            target=self._httpd.serve_forever, args=(0.05,), name="fake-openai", daemon=True
+        ).start()
         return self
 
     def stop(self) -> None:
@@ -96,7 +98,9 @@ class FakeOpenAI:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def fail_next(self, count: int, status: int, *, retry_after: float | None = None, message: str = "") -> None:
+    def fail_next(
+        self, count: int, status: int, *, retry_after: float | None = None, message: str = ""
+    ) -> None:
         """Answer the next `count` requests with `status` (after recording them)."""
         with self._lock:
             text = message or f"injected failure {status}"
@@ -104,14 +108,24 @@ class FakeOpenAI:
 
     # request handling, called from server threads
 
-    def handle(self, path: str, headers: dict[str, str], body: Any) -> tuple[int, dict[str, str], Any]:
+    def handle(
+        self, path: str, headers: dict[str, str], body: Any
+    ) -> tuple[int, dict[str, str], Any]:
         with self._lock:
             self.requests.append(Recorded(path, headers, body))
             failure = self._failures.pop(0) if self._failures else None
         anthropic = path == "/v1/messages"
         if failure:
-            extra = {"Retry-After": f"{failure.retry_after:g}"} if failure.retry_after is not None else {}
-            return failure.status, extra, _error(anthropic, ApiError(failure.status, failure.message, "api_error"))
+            extra = (
+                {"Retry-After": f"{failure.retry_after:g}"}
+                if failure.retry_after is not None
+                else {}
+            )
+            return (
+                failure.status,
+                extra,
+                _error(anthropic, ApiError(failure.status, failure.message, "api_error")),
+            )
         try:
             if path == "/v1/chat/completions":
                 return 200, {}, self._chat(headers, body)
@@ -132,9 +146,17 @@ class FakeOpenAI:
             "object": "chat.completion",
             "model": self.served_model or body["model"],
             "choices": [
-                {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": text},
+                    "finish_reason": "stop",
+                }
             ],
-            "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion},
+            "usage": {
+                "prompt_tokens": prompt,
+                "completion_tokens": completion,
+                "total_tokens": prompt + completion,
+            },
         }
 
     def _messages(self, headers: dict[str, str], body: Any) -> dict[str, Any]:
@@ -210,7 +232,11 @@ def _handler_for(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             try:
                 body = json.loads(raw or b"null")
             except ValueError:
-                self._send(400, {}, {"error": {"message": "body is not JSON", "type": "invalid_request_error"}})
+                self._send(
+                    400,
+                    {},
+                    {"error": {"message": "body is not JSON", "type": "invalid_request_error"}},
+                )
                 return
             self._send(*fake.handle(self.path, headers, body))
 
