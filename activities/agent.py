@@ -19,7 +19,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities.agents import agentapi, anthropic, command, openai, scripted
 from activities.agents._common import AGENT_ERROR, AGENT_UNAVAILABLE
-from spec.calls import RUN_AGENT, AgentCall, AgentReply
+from spec.calls import RELEASE_AGENT, RUN_AGENT, AgentCall, AgentReply
 
 Driver = Callable[[AgentCall], Awaitable[AgentReply]]
 
@@ -158,3 +158,11 @@ def retry_after(response: httpx.Response) -> timedelta | None:
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
     return max(timedelta(0), when - datetime.now(UTC))
+
+
+@activity.defn(name=RELEASE_AGENT)
+async def release_agent(call: AgentCall) -> bool:
+    """End a task's refresh-mode agent (agentapi servers the driver started). True if one stopped."""
+    if call.uri.split(":", 1)[0] != "agentapi":
+        return False
+    return await agentapi.release(call)

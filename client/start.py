@@ -105,10 +105,12 @@ async def _local_worker(client: Client, task_queue: str, needed: bool):
     if not needed:
         yield
         return
+    from activities.agents.agentapi import release_all
     from worker.build import build_worker
 
     async with build_worker(client, task_queue):
         yield
+    await release_all()
 
 
 async def ensure_search_attributes(client: Client) -> bool:

@@ -10,6 +10,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 RUN_AGENT = "run_agent"
+RELEASE_AGENT = "release_agent"
 CHECK_CRITERIA = "check_criteria"
 CALL_PROVIDER = "call_provider"
 CHECK_PRECONDITIONS = "check_preconditions"

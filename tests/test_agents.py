@@ -20,7 +20,7 @@ import pytest
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from activities.agent import run_agent
+from activities.agent import release_agent, run_agent
 from spec.calls import AgentCall, AgentReply, ChatMessage
 from tests.fakes.agentapi_server import FakeAgentAPI
 from tests.fakes.openai_server import FakeOpenAI
@@ -162,7 +162,7 @@ def refresh_uri(agent_type: str, cmd: str) -> str:
     return "agentapi:http://127.0.0.1:0?" + urlencode({"type": agent_type, "cmd": cmd})
 
 
-async def test_agentapi_refresh_runs_a_private_server_per_call(
+async def test_agentapi_refresh_runs_one_private_server_per_task(
     agentapi_bin: Path, tmp_path: Path
 ) -> None:
     workdir = tmp_path / "work"
@@ -170,16 +170,18 @@ async def test_agentapi_refresh_runs_a_private_server_per_call(
     (workdir / "agent.sh").write_text('echo "$(cat) in $(basename "$PWD") for $AGENTRUN_TASK_ID"\n')
     uri = refresh_uri("codex", "sh agent.sh")
     for n in (1, 2):
-        call = make_call(uri, f" ping {n} ", workdir, lifecycle="refresh", task_id=f"t{n}")
-        reply = await run(call)
-        assert reply.text == f"ping {n} in work for t{n}"
-        assert reply.model == "codex"
+        for prompt in (f" ping {n} ", f"again {n}"):  # two prompts of one task: one server
+            call = make_call(uri, prompt, workdir, lifecycle="refresh", task_id=f"t{n}")
+            reply = await run(call)
+            assert reply.text == f"{prompt.strip()} in work for t{n}"
+            assert reply.model == "codex"
+        assert await release_agent(call) is True
+        assert await release_agent(call) is False  # already stopped
     starts = [e for e in events(agentapi_bin) if e["event"] == "start"]
     assert len(starts) == 2 and starts[0]["pid"] != starts[1]["pid"]
     assert all(s["agent_type"] == "codex" and s["command"] == ["sh", "agent.sh"] for s in starts)
     assert [e["content"] for e in events(agentapi_bin) if e["event"] == "message"] == [
-        "ping 1",
-        "ping 2",
+        "ping 1", "again 1", "ping 2", "again 2",
     ]
     assert [e["event"] for e in events(agentapi_bin)].count("stop") == 2  # SIGTERM honoured
     for start in starts:

@@ -237,3 +237,27 @@ subtasks:
         state = await run_spec(client, spec, f"agentapi:{agentapi.url}", agents={"reviewer": f"agentapi:{reviewer.url}"})
         assert state.status == "completed"
         assert len(agentapi.received) == 1 and len(reviewer.received) == 1 and "lgtm" in reviewer.received[0]
+
+
+async def test_refresh_gives_each_task_a_fresh_agentapi_server(client, tmp_path, monkeypatch):
+    wrapper = tmp_path / "agentapi"
+    wrapper.write_text(f"#!/bin/sh\nexport PYTHONPATH={ROOT}\nexec {sys.executable} -m tests.fakes.agentapi_server \"$@\"\n")
+    wrapper.chmod(0o755)
+    log = tmp_path / "agentapi.log"
+    monkeypatch.setenv("AGENTRUN_AGENTAPI_BIN", str(wrapper))
+    monkeypatch.setenv("FAKE_AGENTAPI_LOG", str(log))
+    monkeypatch.setenv("FAKE_AGENTAPI_BUSY_S", "0.1")
+    block = ('n=$(cat n 2>/dev/null || echo 0); n=$((n+1)); echo $n > n; '
+             'if [ $n -ge 2 ]; then echo COMPLETION_STATUS: DONE; else echo COMPLETION_STATUS: CONTINUE; fi')
+    spec = write_spec(tmp_path, f"""
+agent_lifecycle: refresh
+subtasks:
+  loop: {{instructions: "```sh\\n{block}\\n```", loop_until: {{status: DONE, message: m}}}}
+  after: {{instructions: {sh("echo after")}}}
+""")
+    uri = f"agentapi:http://127.0.0.1:0?type=claude&cmd={sys.executable}+{ROOT / 'examples/agents/shell_agent.py'}"
+    state = await run_spec(client, spec, uri)
+    assert state.status == "completed" and state.tasks["loop"].iterations == 2
+    events = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [e["event"] for e in events] == ["start", "message", "message", "stop", "start", "message", "stop"]
+    assert len({e["pid"] for e in events if e["event"] == "start"}) == 2

@@ -8,6 +8,7 @@ import signal
 import os
 import sys
 
+from activities.agents.agentapi import release_all
 from client.connection import Unreachable, connect
 from worker.build import TASK_QUEUE, build_worker
 
@@ -23,6 +24,7 @@ async def main(task_queue: str, max_concurrent_activities: int) -> None:
         print(f"worker polling task queue '{task_queue}' (Ctrl-C to stop)", flush=True)
         await stop.wait()
         print("worker stopping: finishing running activities", flush=True)
+    await release_all()  # refresh-mode agent servers this worker started
 
 
 def cli(argv: list[str] | None = None) -> int:

@@ -36,6 +36,7 @@ class Leaves:
     async def run(self, node: ir.Task | ir.Provider) -> str:
         task = self.state.begin(node.id, workflow.now())
         workflow.set_current_details(f"Running **{node.label}** ({node.kind})")
+        cancelled = False
         try:
             if node.preconditions:
                 await self._preconditions(node)
@@ -44,10 +45,28 @@ class Leaves:
             self.state.finish(node.id, "failed", workflow.now(), error=exc.message)
             raise
         except asyncio.CancelledError:
+            cancelled = True  # the driver stops a cancelled task's agent itself
             self.state.finish(node.id, "cancelled", workflow.now(), error="cancelled")
             raise
+        finally:
+            if not cancelled and isinstance(node, ir.Task) and self._refreshed(node):
+                await self._release(node)
         self.state.finish(node.id, "completed", workflow.now(), output=output)
         return output
+
+    def _refreshed(self, node: ir.Task) -> bool:
+        return self.inp.plan.lifecycle == "refresh" and self.inp.agent_uri(node.agent).startswith("agentapi:")
+
+    async def _release(self, node: ir.Task) -> None:
+        """The task is over: stop the agent server that refresh mode started for it."""
+        arg = calls.AgentCall(run_id=self.state.run_id, task_id=node.id, agent_id=node.agent,
+                              uri=self.inp.agent_uri(node.agent), prompt="", workdir=self.inp.workdir,
+                              lifecycle="refresh")
+        try:
+            await activity_calls.call(calls.RELEASE_AGENT, arg, bool, summary=f"{node.label}: stop agent",
+                                      timeout_s=60)
+        except ActivityError as exc:
+            self.state.warnings.append(f"{node.id}: could not stop its agent: {activity_calls.reason(exc)}")
 
     async def _preconditions(self, node: ir.Task | ir.Provider) -> None:
         pre = node.preconditions

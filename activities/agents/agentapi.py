@@ -8,7 +8,9 @@ The client rules from the protocol notes, each of which fixed a real bug:
 - the task timeout bounds the whole exchange.
 
 lifecycle "reuse" talks to a server that is already running and keeps the conversation.
-lifecycle "refresh" starts a private server for this one prompt and stops it afterwards.
+lifecycle "refresh" starts a private server for the task on its first prompt; later prompts of
+the same task (loop iterations, retries, the reminder) reach the same agent, and `release`
+(called when the task ends) stops it.
 """
 
 from __future__ import annotations
@@ -18,8 +20,6 @@ import os
 import shlex
 import socket
 import tempfile
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import IO, Any
 from urllib.parse import parse_qs, urlsplit
@@ -81,9 +81,67 @@ async def send(call: AgentCall) -> AgentReply:
         raise agent_error(f"agentapi: empty prompt for task {call.task_id!r}")
     async with asyncio.timeout(call.timeout_s):
         if call.lifecycle == "refresh":
-            async with _private_server(target, call) as base_url:
-                return await _converse(base_url, prompt, call.timeout_s)
+            return await _converse_refreshed(target, call, prompt)
         return await _converse(target.base_url(), prompt, call.timeout_s)
+
+
+@dataclass
+class _TaskServer:
+    proc: asyncio.subprocess.Process
+    base_url: str
+    log: IO[bytes]
+
+
+# Refresh-mode servers of tasks still running, by run and task, in this worker process.
+_task_servers: dict[str, _TaskServer] = {}
+
+
+def _task_key(call: AgentCall) -> str:
+    return f"{call.run_id}/{call.task_id}"
+
+
+async def _converse_refreshed(target: Target, call: AgentCall, prompt: str) -> AgentReply:
+    server = _task_servers.get(_task_key(call))
+    if server is None or server.proc.returncode is not None:
+        server = await _start_task_server(target, call)
+    try:
+        return await _converse(server.base_url, prompt, call.timeout_s)
+    except asyncio.CancelledError:
+        await release(call)  # the task is being cancelled: nobody will release it later
+        raise
+
+
+async def _start_task_server(target: Target, call: AgentCall) -> _TaskServer:
+    port = target.port or _free_port(target.host)
+    argv = [*_binary(), "server", f"--type={target.agent_type}", "--port", str(port), "--", *target.command]
+    log = tempfile.TemporaryFile()
+    proc = await _spawn(argv, call, log)
+    server = _TaskServer(proc, target.base_url(port), log)
+    try:
+        await _wait_started(server.base_url, proc, log)
+    except BaseException:
+        await stop_process_group(proc)
+        log.close()
+        raise
+    _task_servers[_task_key(call)] = server
+    return server
+
+
+async def release(call: AgentCall) -> bool:
+    """Stop the refresh-mode server of call's task, if this process runs one. True if it did."""
+    server = _task_servers.pop(_task_key(call), None)
+    if server is None:
+        return False
+    await stop_process_group(server.proc)
+    server.log.close()
+    return True
+
+
+async def release_all() -> None:
+    for key in list(_task_servers):
+        server = _task_servers.pop(key)
+        await stop_process_group(server.proc)
+        server.log.close()
 
 
 async def _converse(base_url: str, prompt: str, timeout_s: float) -> AgentReply:
@@ -181,29 +239,6 @@ async def _settled_reply(
         return None
     newest = max(fresh, key=lambda m: m["id"])
     return AgentReply(text=newest["content"], model=str(after.get("agent_type") or ""))
-
-
-@asynccontextmanager
-async def _private_server(target: Target, call: AgentCall) -> AsyncIterator[str]:
-    """Run `agentapi server` for one prompt in its own process group; always stop it afterwards."""
-    port = target.port or _free_port(target.host)
-    argv = [
-        *_binary(),
-        "server",
-        f"--type={target.agent_type}",
-        "--port",
-        str(port),
-        "--",
-        *target.command,
-    ]
-    base_url = target.base_url(port)
-    with tempfile.TemporaryFile() as log:
-        proc = await _spawn(argv, call, log)
-        try:
-            await _wait_started(base_url, proc, log)
-            yield base_url
-        finally:
-            await stop_process_group(proc)
 
 
 def _binary() -> list[str]:
