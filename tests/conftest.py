@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -102,3 +103,11 @@ def write_spec(folder: Path, text: str, name: str = "spec.yaml") -> Path:
     path = folder / name
     path.write_text(text)
     return path
+
+
+def wait_for(predicate, timeout_s: float = 30, poll_s: float = 0.1) -> None:
+    """Block until predicate() is true; fail the test after timeout_s."""
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out waiting"
+        time.sleep(poll_s)

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from tests.conftest import SHELL_AGENT, run_id, write_spec
+from tests.conftest import SHELL_AGENT, run_id, wait_for, write_spec
 
 pytestmark = pytest.mark.usefixtures("worker_process")
 
@@ -116,11 +116,11 @@ def test_unreachable_temporal_exits_3(cli, tmp_path):
 
 def test_cancel_stops_the_running_agent(cli, tmp_path):
     marker = tmp_path / "finished"
-    spec = write_spec(tmp_path, f"subtasks:\n  slow: {{instructions: wait}}\n  after: {{instructions: never}}\n")
+    spec = write_spec(tmp_path, "subtasks:\n  slow: {instructions: wait}\n  after: {instructions: never}\n")
     agent = f"command:sh -c 'cat >/dev/null; sleep 20; touch {marker}; echo COMPLETION_STATUS: COMPLETE'"
     rid = run_id("cancel")
     assert cli("start", str(spec), "--agent", agent, "--id", rid, "--detach").code == 0
-    _wait_for(lambda: json.loads(cli("status", rid, "--json").out)["current_task"] == "slow")
+    wait_for(lambda: json.loads(cli("status", rid, "--json").out)["current_task"] == "slow")
     assert cli("cancel", rid).code == 0
     assert cli("watch", rid).code == 1
     data = json.loads(cli("status", rid, "--json").out)
@@ -128,10 +128,3 @@ def test_cancel_stops_the_running_agent(cli, tmp_path):
     assert [t["status"] for t in data["tasks"]] == ["cancelled", "pending"]
     time.sleep(1)
     assert not marker.exists()  # the agent process was stopped, not left to finish
-
-
-def _wait_for(predicate, timeout_s: float = 30) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out waiting"
-        time.sleep(0.3)

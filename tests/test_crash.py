@@ -5,9 +5,8 @@ from __future__ import annotations
 import json
 import os
 import signal
-import time
 
-from tests.conftest import ROOT, run_id, start_worker, write_spec
+from tests.conftest import run_id, start_worker, wait_for, write_spec
 from tests.fakes.agentapi_server import FakeAgentAPI
 from tests.test_engine import SHELL_BRAIN, sh
 
@@ -24,7 +23,7 @@ def test_sigkill_mid_run_then_a_new_worker_completes_it(cli, address, tmp_path):
         started = cli("start", str(spec), "--agent", f"agentapi:{agent.url}", "--id", rid,
                       "--task-queue", QUEUE, "--detach")
         assert started.code == 0, started.err
-        _wait_for(lambda: len(agent.received) >= 2)  # t2 is with the agent now
+        wait_for(lambda: len(agent.received) >= 2)  # t2 is with the agent now
         os.kill(first.pid, signal.SIGKILL)
         first.wait()
         second = start_worker(address, "--task-queue", QUEUE)
@@ -41,10 +40,3 @@ def test_sigkill_mid_run_then_a_new_worker_completes_it(cli, address, tmp_path):
     assert sent.index("t3") > max(i for i, t in enumerate(sent) if t == "t2")
     status = json.loads(cli("status", rid, "--json").out)
     assert [t["status"] for t in status["tasks"]] == ["completed"] * 4
-
-
-def _wait_for(predicate, timeout_s: float = 30) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out waiting"
-        time.sleep(0.05)

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from tests.conftest import ROOT, SHELL_AGENT, write_spec
+from tests.conftest import ROOT, write_spec
 from tests.fakes.agentapi_server import FakeAgentAPI
 from tests.fakes.openai_server import FakeOpenAI
 from tests.runs import run_spec
