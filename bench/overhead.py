@@ -1,0 +1,218 @@
+"""Engine overhead against raw Temporal, on the same dev server in the same run.
+
+    python bench/overhead.py [--tasks 200] [--repeat 3]
+
+Engine: the AgentRun workflow runs a task-tree spec of N chained tasks whose agent answers at once
+(`scripted:` replies). Raw: RawChain, a hand-written workflow that calls the same `run_agent`
+activity N times in a row with the same AgentCall, and does nothing else. Both run on one worker
+in this process, alternately; the medians give ms per task and `ratio` (engine / raw).
+
+Then `python -m client start` runs a 1-task spec against the same, warm server, with a `command:`
+agent that writes the time it was invoked to a file: start-to-first-prompt is the time from just
+before the CLI process starts to that moment. The bench worker polls its own queue, so the CLI
+finds no worker on the default queue and starts its own, as it does for a user.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import shlex
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+
+from temporalio import workflow
+from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Worker
+
+# The sandbox re-imports this file to check RawChain; our modules come from outside it, once.
+with workflow.unsafe.imports_passed_through():
+    from pydantic import BaseModel
+
+    from client.embedded import temporal_binary
+    from spec import ir
+    from spec.calls import RUN_AGENT, AgentCall, AgentReply
+    from spec.load import load
+    from worker.build import ACTIVITIES, WORKFLOWS, runner
+    from workflows import prompt, search
+    from workflows.inputs import TASK_QUEUE, RunInput
+    from workflows.state import RunState
+
+BENCH_QUEUE = "agentrun-bench"
+HEARTBEAT_S = 30.0
+WARM_UP_TASKS = 20
+REPLY = "done\nCOMPLETION_STATUS: COMPLETE"
+
+
+class RawInput(BaseModel):
+    calls: list[AgentCall]
+    heartbeat_s: float
+
+
+@workflow.defn(name="RawChain")
+class RawChain:
+    """The baseline: one run_agent activity per call, in sequence."""
+
+    @workflow.run
+    async def run(self, inp: RawInput) -> str:
+        reply = ""
+        for call in inp.calls:
+            result = await workflow.execute_activity(
+                RUN_AGENT, call, result_type=AgentReply,
+                start_to_close_timeout=timedelta(seconds=call.timeout_s),
+                heartbeat_timeout=timedelta(seconds=inp.heartbeat_s))
+            reply = result.text
+        return reply
+
+
+def write_chain(folder: Path, tasks: int) -> Path:
+    """A task-tree spec of `tasks` chained tasks, and the instant scripted agent's replies next to it."""
+    lines = [f"name: chain{tasks}", "subtasks:"]
+    lines += [f"  t{i:03d}:\n    instructions: \"step {i}\"" for i in range(1, tasks + 1)]
+    spec = folder / f"chain{tasks}.yaml"
+    spec.write_text("\n".join(lines) + "\n")
+    (folder / "replies.yaml").write_text(f"default: {json.dumps(REPLY)}\n")  # JSON is YAML
+    return spec
+
+
+def raw_input(plan: ir.Plan, run_id: str, workdir: str, uri: str) -> RawInput:
+    """The AgentCalls the engine sends for `plan`, built once, outside any workflow."""
+    context = {"agent_type": uri.split(":", 1)[0], "skip_permissions": False, "workdir": workdir,
+               "run_id": run_id, "iteration": 1}
+    calls = []
+    for leaf in plan.leaves():
+        assert isinstance(leaf, ir.Task)
+        calls.append(AgentCall(run_id=run_id, task_id=leaf.id, agent_id=leaf.agent, uri=uri,
+                               prompt=prompt.build(leaf, context, None), workdir=workdir,
+                               lifecycle=plan.lifecycle, session=f"{run_id}/{leaf.agent}",
+                               timeout_s=leaf.timeout_s or 1800))
+    return RawInput(calls=calls, heartbeat_s=HEARTBEAT_S)
+
+
+@dataclass
+class Sample:
+    wall_s: float
+    cpu_s: float  # this process (worker, client, the SDK's native threads); the server is not counted
+
+
+async def measure(run: Awaitable[object], expected: Callable[[object], bool]) -> Sample:
+    wall, cpu = time.perf_counter(), time.process_time()
+    result = await run
+    sample = Sample(time.perf_counter() - wall, time.process_time() - cpu)
+    if not expected(result):
+        raise RuntimeError(f"unexpected result: {result!r}")
+    return sample
+
+
+async def run_engine(client: Client, plan: ir.Plan, workdir: str, uri: str) -> Sample:
+    inp = RunInput(plan=plan, params={}, workdir=workdir, default_agent=uri, heartbeat_s=HEARTBEAT_S)
+    run = client.execute_workflow("AgentRun", inp, id=f"engine-{uuid.uuid4().hex[:8]}",
+                                  task_queue=BENCH_QUEUE, result_type=RunState)
+    return await measure(run, lambda state: isinstance(state, RunState) and state.status == "completed")
+
+
+async def run_raw(client: Client, plan: ir.Plan, workdir: str, uri: str) -> Sample:
+    run_id = f"raw-{uuid.uuid4().hex[:8]}"
+    run = client.execute_workflow(RawChain.run, raw_input(plan, run_id, workdir, uri), id=run_id,
+                                  task_queue=BENCH_QUEUE)
+    return await measure(run, lambda reply: reply == REPLY)
+
+
+def start_to_first_prompt(folder: Path, address: str) -> float:
+    """Seconds from just before `python -m client start` is spawned to its agent's first prompt."""
+    stamp = folder / "invoked-at"
+    stamp.unlink(missing_ok=True)
+    spec = folder / "one.yaml"
+    spec.write_text("name: one\nsubtasks:\n  only:\n    instructions: \"step 1\"\n")
+    # `date +%s.%N` is time.time() without an interpreter start-up before the clock is read.
+    script = f"date +%s.%N > {shlex.quote(str(stamp))}; cat > /dev/null; echo 'COMPLETION_STATUS: COMPLETE'"
+    agent = "command:sh -c " + shlex.quote(script)
+    environ = {**os.environ, "TEMPORAL_ADDRESS": address, "AGENTRUN_STATE_DIR": str(folder / "state")}
+    environ.pop("TEMPORAL_PROFILE", None)
+    started = time.time()
+    done = subprocess.run([sys.executable, "-m", "client", "start", str(spec), "--agent", agent],
+                          cwd=folder, env=environ, capture_output=True, text=True, timeout=60)
+    if done.returncode != 0:
+        raise RuntimeError(f"client start exited {done.returncode}:\n{done.stdout}\n{done.stderr}")
+    return float(stamp.read_text()) - started
+
+
+def per_task(samples: list[Sample], tasks: int) -> str:
+    wall = statistics.median(s.wall_s for s in samples) / tasks * 1000
+    cpu = statistics.median(s.cpu_s for s in samples) / tasks * 1000
+    runs = ", ".join(f"{s.wall_s:.2f}" for s in samples)
+    return f"{wall:.2f} ms/task wall, {cpu:.2f} ms/task cpu (runs: {runs} s)"
+
+
+@contextlib.contextmanager
+def stdout_to_devnull() -> Iterator[None]:
+    """The dev server inherits our stdout and prints a banner on it; keep that out of the figures."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    with open(os.devnull, "wb") as null:
+        os.dup2(null.fileno(), 1)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+async def bench(tasks: int, repeat: int) -> None:
+    with stdout_to_devnull():
+        env = await WorkflowEnvironment.start_local(
+            dev_server_existing_path=temporal_binary(), data_converter=pydantic_data_converter,
+            search_attributes=list(search.ALL), dev_server_log_level="error")
+    async with env:
+        worker = Worker(env.client, task_queue=BENCH_QUEUE, workflows=[*WORKFLOWS, RawChain],
+                        activities=ACTIVITIES, workflow_runner=runner(), max_concurrent_activities=100,
+                        graceful_shutdown_timeout=timedelta(seconds=10))
+        with tempfile.TemporaryDirectory(prefix="agentrun-bench-") as tmp:
+            folder, uri = Path(tmp), "scripted:replies.yaml"
+            warm_plan = load(str(write_chain(folder, min(tasks, WARM_UP_TASKS))))
+            plan = load(str(write_chain(folder, tasks)))
+            engine: list[Sample] = []
+            raw: list[Sample] = []
+            async with worker:
+                await run_engine(env.client, warm_plan, tmp, uri)  # warm-ups, not counted
+                await run_raw(env.client, warm_plan, tmp, uri)
+                for _ in range(repeat):
+                    engine.append(await run_engine(env.client, plan, tmp, uri))
+                    raw.append(await run_raw(env.client, plan, tmp, uri))
+            print(f"{tasks} tasks, {repeat} runs each (medians), {os.cpu_count()} cores; "
+                  f"bench worker on queue '{BENCH_QUEUE}'")
+            print(f"engine: {per_task(engine, tasks)}")
+            print(f"raw:    {per_task(raw, tasks)}")
+            address = env.client.service_client.config.target_host
+            await asyncio.to_thread(start_to_first_prompt, folder, address)  # warm-up, not counted
+            firsts = [await asyncio.to_thread(start_to_first_prompt, folder, address) for _ in range(repeat)]
+            print(f"start-to-first-prompt: {statistics.median(firsts) * 1000:.0f} ms "
+                  f"(warm server; the CLI starts its own worker on queue '{TASK_QUEUE}')")
+            engine_wall = statistics.median(s.wall_s for s in engine)
+            raw_wall = statistics.median(s.wall_s for s in raw)
+            print(f"ratio {engine_wall / raw_wall:.2f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tasks", type=int, default=200, help="tasks in the chain (default 200)")
+    parser.add_argument("--repeat", type=int, default=3, help="timed runs of each side (default 3)")
+    args = parser.parse_args()
+    asyncio.run(bench(args.tasks, args.repeat))
+
+
+if __name__ == "__main__":
+    main()
