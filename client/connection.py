@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
+import time
 
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
@@ -26,17 +28,24 @@ def uses_embedded() -> bool:
 
 async def connect() -> Client:
     config = settings()
+    patience_s = 0.0
     if "target_host" not in config:
         try:
             embedded.ensure_running()
         except RuntimeError as exc:
             raise Unreachable(str(exc)) from None
         config["target_host"] = f"{embedded.HOST}:{embedded.PORT}"
-    try:
-        return await Client.connect(**config, data_converter=pydantic_data_converter)
-    except RuntimeError as exc:
-        raise Unreachable(f"cannot reach Temporal at {config['target_host']}: {exc}\n"
-                          "  hint: check TEMPORAL_ADDRESS, or unset it to use the embedded dev server") from None
+        patience_s = 30.0  # a dev server that has just started listens before its frontend is healthy
+    deadline = time.monotonic() + patience_s
+    while True:
+        try:
+            return await Client.connect(**config, data_converter=pydantic_data_converter)
+        except RuntimeError as exc:
+            if time.monotonic() >= deadline:
+                raise Unreachable(f"cannot reach Temporal at {config['target_host']}: {exc}\n"
+                                  "  hint: check TEMPORAL_ADDRESS, or unset it to use the embedded dev server"
+                                  ) from None
+            await asyncio.sleep(0.25)
 
 
 def web_url(client: Client, run_id: str) -> str | None:
