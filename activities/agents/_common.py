@@ -61,3 +61,15 @@ async def _stop(proc: asyncio.subprocess.Process, grace_s: float) -> None:
 def _signal_group(pgid: int, sig: signal.Signals) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)
+
+
+async def spawn(argv: list[str], task_id: str, workdir: str, what: str, **streams) -> asyncio.subprocess.Process:
+    """Start an agent process in its own process group (so it can be stopped whole), in workdir.
+
+    A missing program or workdir is a configuration mistake, not a transient failure.
+    """
+    env = {**os.environ, "AGENTRUN_TASK_ID": task_id}
+    try:
+        return await asyncio.create_subprocess_exec(*argv, cwd=workdir, env=env, start_new_session=True, **streams)
+    except (FileNotFoundError, PermissionError, NotADirectoryError) as err:
+        raise agent_error(f"{what}: cannot start {argv[0]!r} in {workdir!r}: {err}") from None

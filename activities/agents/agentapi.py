@@ -30,6 +30,7 @@ from activities.agents._common import (
     agent_error,
     http_client,
     scheme_rest,
+    spawn,
     stop_process_group,
     tail,
 )
@@ -115,7 +116,8 @@ async def _start_task_server(target: Target, call: AgentCall) -> _TaskServer:
     port = target.port or _free_port(target.host)
     argv = [*_binary(), "server", f"--type={target.agent_type}", "--port", str(port), "--", *target.command]
     log = tempfile.TemporaryFile()
-    proc = await _spawn(argv, call, log)
+    proc = await spawn(argv, call.task_id, call.workdir, "agentapi (set AGENTRUN_AGENTAPI_BIN)",
+                       stdin=asyncio.subprocess.DEVNULL, stdout=log, stderr=log)
     server = _TaskServer(proc, target.base_url(port), log)
     try:
         await _wait_started(server.base_url, proc, log)
@@ -251,25 +253,6 @@ def _free_port(host: str) -> int:
     with socket.socket(family, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))
         return int(sock.getsockname()[1])
-
-
-async def _spawn(argv: list[str], call: AgentCall, log: IO[bytes]) -> asyncio.subprocess.Process:
-    env = {**os.environ, "AGENTRUN_TASK_ID": call.task_id}
-    try:
-        return await asyncio.create_subprocess_exec(
-            *argv,
-            cwd=call.workdir,
-            env=env,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=log,
-            stderr=log,
-            start_new_session=True,
-        )
-    except (FileNotFoundError, PermissionError, NotADirectoryError) as err:
-        raise agent_error(
-            f"agentapi: cannot start {argv[0]!r} (set AGENTRUN_AGENTAPI_BIN) "
-            f"in {call.workdir!r}: {err}"
-        ) from None
 
 
 async def _wait_started(base_url: str, proc: asyncio.subprocess.Process, log: IO[bytes]) -> None:

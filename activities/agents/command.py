@@ -7,16 +7,16 @@ spawned, not just the direct child.
 from __future__ import annotations
 
 import asyncio
-import os
 import shlex
 
-from activities.agents._common import agent_error, scheme_rest, stop_process_group, tail
+from activities.agents._common import agent_error, scheme_rest, spawn, stop_process_group, tail
 from spec.calls import AgentCall, AgentReply
 
 
 async def send(call: AgentCall) -> AgentReply:
     argv = _argv(call.uri)
-    proc = await _spawn(argv, call)
+    pipe = asyncio.subprocess.PIPE
+    proc = await spawn(argv, call.task_id, call.workdir, "command", stdin=pipe, stdout=pipe, stderr=pipe)
     try:
         async with asyncio.timeout(call.timeout_s):
             out, err = await proc.communicate(call.prompt.encode())
@@ -38,20 +38,3 @@ def _argv(uri: str) -> list[str]:
     if not argv:
         raise agent_error(f"command: no program in {uri!r}")
     return argv
-
-
-async def _spawn(argv: list[str], call: AgentCall) -> asyncio.subprocess.Process:
-    env = {**os.environ, "AGENTRUN_TASK_ID": call.task_id}
-    try:
-        return await asyncio.create_subprocess_exec(
-            *argv,
-            cwd=call.workdir,
-            env=env,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            start_new_session=True,
-        )
-    except (FileNotFoundError, PermissionError, NotADirectoryError) as err:
-        # A missing program or workdir is a configuration mistake, not a transient failure.
-        raise agent_error(f"command: cannot start {argv[0]!r} in {call.workdir!r}: {err}") from None
