@@ -12,14 +12,14 @@ from rich.console import Console
 
 from client import report
 from client.connection import Unreachable, connect
-from client.runs import NoSuchRun, fetch_state, list_runs
+from client.runs import NoSuchRun, describe, fetch_state, list_runs
 from client.start import UsageError, prepare, start, watch
 from spec.check import check
 from spec.errors import SpecError
 from spec.load import load
 from workflows.inputs import TASK_QUEUE
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_UNREACHABLE = 0, 1, 2, 3
+EXIT_OK, EXIT_USAGE, EXIT_UNREACHABLE = 0, 2, 3  # 1, a failed run, comes from `watch`
 
 
 def parser() -> argparse.ArgumentParser:
@@ -124,7 +124,7 @@ async def _list(client, args, console: Console) -> int:
 
 
 async def _cancel(client, args, console: Console) -> int:
-    await fetch_state(client, args.run_id)  # a clear error for an unknown id
+    await describe(client, args.run_id)  # a clear error for an unknown id
     await client.get_workflow_handle(args.run_id).cancel()
     console.print(f"cancellation requested for {args.run_id}", markup=False)
     return EXIT_OK
@@ -137,7 +137,7 @@ async def _report(client, args, console: Console) -> int:
 
 
 async def _watch(client, args, console: Console) -> int:
-    await fetch_state(client, args.run_id)
+    await describe(client, args.run_id)
     return await watch(client, args.run_id, console)
 
 

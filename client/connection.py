@@ -22,10 +22,6 @@ def settings() -> dict:
     return dict(ClientConfig.load_client_connect_config(profile=os.environ.get("TEMPORAL_PROFILE")))
 
 
-def uses_embedded() -> bool:
-    return "target_host" not in settings()
-
-
 async def connect() -> Client:
     config = settings()
     patience_s = 0.0

@@ -44,10 +44,10 @@ def temporal_binary() -> str:
     return found
 
 
-def ensure_running(timeout_s: float = 30.0) -> bool:
-    """Start the dev server unless something listens on the port. True if this call started it."""
+def ensure_running(timeout_s: float = 30.0) -> None:
+    """Start the dev server unless something listens on the port."""
     if listening():
-        return False
+        return
     folder = state_dir()
     args = [temporal_binary(), "server", "start-dev", "--ip", HOST, "--port", str(PORT),
             "--ui-port", str(UI_PORT), "--db-filename", str(folder / "temporal.db"), "--log-level", "warn"]
@@ -61,7 +61,7 @@ def ensure_running(timeout_s: float = 30.0) -> bool:
         if listening():
             print(f"started the embedded Temporal dev server (pid {proc.pid}, "
                   f"Web UI http://localhost:{UI_PORT})", file=sys.stderr)
-            return True
+            return
         if proc.poll() is not None:
             break
         time.sleep(0.1)

@@ -8,7 +8,7 @@ import time
 from rich.console import Console
 from temporalio.client import Client, WorkflowFailureError
 
-from client.runs import fetch_state
+from client.runs import fetch_state, query_state
 from workflows.state import RunState, TaskState
 
 
@@ -19,7 +19,7 @@ async def follow(client: Client, run_id: str, console: Console, poll_s: float = 
     started = time.monotonic()
     with console.status("starting…") as status:
         while not ended.done():
-            state = await fetch_state(client, run_id)
+            state = await query_state(handle)
             printer.show(state)
             status.update(_live_line(state, time.monotonic() - started))
             await asyncio.wait([ended], timeout=poll_s)

@@ -10,7 +10,7 @@ from datetime import timedelta
 from temporalio.api.enums.v1 import TaskQueueType
 from temporalio.api.taskqueue.v1 import TaskQueue
 from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
-from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
+from temporalio.client import Client, WorkflowExecutionDescription, WorkflowExecutionStatus, WorkflowHandle
 from temporalio.service import RPCError
 
 from workflows.state import RunState
@@ -28,15 +28,19 @@ class NoSuchRun(Exception):
     pass
 
 
-async def fetch_state(client: Client, run_id: str) -> RunState:
-    """The latest state of a run: by query while it runs, from its memo once it has ended."""
-    handle = client.get_workflow_handle(run_id)
+async def describe(client: Client, run_id: str) -> WorkflowExecutionDescription:
+    """The run's description; NoSuchRun if there is none with that id."""
     try:
-        desc = await handle.describe()
+        return await client.get_workflow_handle(run_id).describe()
     except RPCError as exc:
         raise NoSuchRun(f"no run with id '{run_id}' ({exc.message})") from None
+
+
+async def fetch_state(client: Client, run_id: str) -> RunState:
+    """The latest state of a run: by query while it runs, from its memo once it has ended."""
+    desc = await describe(client, run_id)
     if desc.status == WorkflowExecutionStatus.RUNNING:
-        return await _query(handle, run_id)
+        return await query_state(client.get_workflow_handle(run_id))
     memo = await desc.memo()
     if "state" in memo:
         state = await desc.memo_value("state", type_hint=RunState)
@@ -47,12 +51,13 @@ async def fetch_state(client: Client, run_id: str) -> RunState:
     return state
 
 
-async def _query(handle: WorkflowHandle, run_id: str) -> RunState:
+async def query_state(handle: WorkflowHandle) -> RunState:
+    """The state of a running run, asked of the worker that holds it."""
     try:
         return await handle.query("state", result_type=RunState, rpc_timeout=timedelta(seconds=5))
     except RPCError:
         # No worker answered: the run is waiting for one; say so instead of hanging.
-        return RunState(run_id=run_id, status="running", warnings=["no worker is answering for this run"])
+        return RunState(run_id=handle.id, status="running", warnings=["no worker is answering for this run"])
 
 
 async def worker_polling(client: Client, task_queue: str) -> bool:

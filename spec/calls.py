@@ -27,7 +27,7 @@ class ChatMessage(BaseModel):
 
 
 class AgentCall(BaseModel):
-    """One prompt to one agent. `session` names the conversation kept across tasks in reuse mode."""
+    """One prompt to one agent."""
 
     run_id: str
     task_id: str
@@ -36,7 +36,6 @@ class AgentCall(BaseModel):
     prompt: str
     workdir: str
     lifecycle: Literal["reuse", "refresh"] = "reuse"
-    session: str = ""
     # Earlier turns of this conversation, for stateless protocols (openai) in reuse mode.
     transcript: list[ChatMessage] = []
     # How many prompts this task has sent before this one (scripted replies are indexed by it).

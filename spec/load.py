@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from typing import Iterable
 
 from spec import ir
@@ -31,6 +30,3 @@ def load(path: str, given_params: Iterable[str] = ()) -> ir.Plan:
     raise SpecError([Problem(path, 1, 1, "cannot tell which spec language this file is in",
                              "a task tree has 'subtasks:' or 'instructions:' at the top level")])
 
-
-def spec_name(path: str) -> str:
-    return os.path.splitext(os.path.basename(path))[0]

@@ -26,12 +26,13 @@ class Leaves:
         self.inp, self.state = inp, state
         self.transcripts: dict[str, list[calls.ChatMessage]] = {}
         self.turns: dict[str, int] = {}
+        builtins = {"agent_type": _agent_type(inp.default_agent), "skip_permissions": False,
+                    "workdir": inp.workdir, "run_id": state.run_id, "iteration": 1}
+        self._context = {**builtins, **inp.params}
 
     def context(self, **extra: Any) -> dict[str, Any]:
-        uri = self.inp.default_agent
-        builtins = {"agent_type": _agent_type(uri), "skip_permissions": False,
-                    "workdir": self.inp.workdir, "run_id": self.state.run_id, "iteration": 1}
-        return {**builtins, **self.inp.params, **extra}
+        """What templates see: built-ins, then the params, then per-prompt values like iteration."""
+        return {**self._context, **extra}
 
     async def run(self, node: ir.Task | ir.Provider) -> str:
         task = self.state.begin(node.id, workflow.now())
@@ -145,7 +146,7 @@ class Leaves:
         self.turns[node.id] = turn + 1
         arg = calls.AgentCall(run_id=self.state.run_id, task_id=node.id, agent_id=node.agent, uri=uri,
                               prompt=text, workdir=self.inp.workdir, lifecycle=self.inp.plan.lifecycle,
-                              session=f"{self.state.run_id}/{node.agent}", transcript=_stateless(uri, transcript),
+                              transcript=list(transcript) if _is_stateless(uri) else [],
                               turn=turn, timeout_s=node.timeout_s or 1800)
         reply = await self._activity(node, calls.RUN_AGENT, arg, calls.AgentReply, f"{node.label}: {_first_line(text)}",
                                      node.timeout_s or 1800, heartbeat=True)
@@ -180,10 +181,6 @@ def _loop_ended(node: ir.Task, reply: str) -> bool:
 
 def _is_stateless(uri: str) -> bool:
     return uri.split(":", 1)[0] in ("openai", "anthropic")
-
-
-def _stateless(uri: str, transcript: list[calls.ChatMessage]) -> list[calls.ChatMessage]:
-    return list(transcript) if _is_stateless(uri) else []
 
 
 def _agent_type(uri: str) -> str:

@@ -6,6 +6,7 @@ id a task talks to), `timeout`, `max_iterations`, and root `completion: strict |
 
 from __future__ import annotations
 
+import difflib
 import os
 from typing import Any, Literal
 
@@ -151,7 +152,7 @@ class _Builder:
         return ir.Sequence(id=task_id, title=name, line=line, children=children)
 
     def _work(self, raw: RawTask, path: tuple, task_id: str, name: str, system: str | None):
-        line, _ = position(self.data, path + ("name",)) if "name" in _at(self.data, path) else position(self.data, path)
+        line, _ = position(self.data, path)
         common = dict(id=task_id, title=name, line=line, timeout_s=self._timeout(raw.timeout, path + ("timeout",)))
         pre = self._preconditions(raw.preconditions)
         if raw.provider_call:
@@ -238,15 +239,7 @@ class _Builder:
         self.problems.append(Problem(self.file, line, col, message, hint))
 
 
-def _at(data: Any, path: tuple) -> Any:
-    for key in path:
-        data = data[key]
-    return data if isinstance(data, dict) else {}
-
-
 def _undefined_hint(name: str, known: set[str]) -> str:
-    import difflib
-
     close = difflib.get_close_matches(name, sorted(known), n=1)
     if close:
         return f"did you mean '{close[0]}'?"
