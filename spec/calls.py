@@ -14,6 +14,7 @@ RELEASE_AGENT = "release_agent"
 CHECK_CRITERIA = "check_criteria"
 CALL_PROVIDER = "call_provider"
 CHECK_PRECONDITIONS = "check_preconditions"
+VALIDATE_OUTPUT = "validate_output"
 
 
 class Usage(BaseModel):
@@ -83,3 +84,20 @@ class PreconditionCall(BaseModel):
     files_exist: list[str] = []
     min_count: int = 1
     sync_targets: list[str] = []
+
+
+class ValidateCall(BaseModel):
+    """An agent's reply and what its spec expects of it."""
+
+    task_id: str
+    text: str
+    format: Literal["text", "json", "markdown"] = "text"
+    json_schema: dict[str, Any] | None = None
+    rules: list[str] = []
+
+
+class ValidateResult(BaseModel):
+    ok: bool
+    value: Any = None  # the parsed JSON for format json, else the text
+    errors: list[str] = []
+    unchecked: list[str] = []  # rules of no known form, for the agent's model to judge
