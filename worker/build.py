@@ -12,10 +12,11 @@ from activities.agent import release_agent, run_agent
 from activities.criteria import check_criteria
 from activities.preconditions import check_preconditions
 from activities.provider import call_provider
+from activities.validation import validate_output
 from workflows.agent_run import AgentRun
 
 from workflows.inputs import TASK_QUEUE
-ACTIVITIES = [run_agent, release_agent, check_criteria, call_provider, check_preconditions]
+ACTIVITIES = [run_agent, release_agent, check_criteria, call_provider, check_preconditions, validate_output]
 WORKFLOWS = [AgentRun]
 
 # Our pure modules and their libraries are loaded once, not re-imported per workflow run.
