@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from workflows.state import RunState
+from workflows.state import RunState, TaskState
 
 _STEP_STATUS = {"completed": "SUCCESS", "failed": "FAILED", "skipped": "SKIPPED", "cancelled": "CANCELLED",
                 "running": "RUNNING", "pending": "NOT RUN"}
@@ -13,11 +13,13 @@ _STEP_STATUS = {"completed": "SUCCESS", "failed": "FAILED", "skipped": "SKIPPED"
 def verdict(state: RunState) -> str:
     tasks = state.tasks.values()
     done = sum(t.status == "completed" for t in tasks)
-    troubled = any(t.status in ("failed", "cancelled") for t in tasks)
     if state.status == "completed":
-        return "PARTIAL" if troubled else "COMPLETE"
+        # Failed rows in a finished run were recovered (fallback, selector); a skip left a null output.
+        return "PARTIAL" if any(t.status == "skipped" for t in tasks) else "COMPLETE"
     if state.status in ("running", "pending"):
         return "RUNNING"
+    if state.status == "timeout":
+        return "PARTIAL"
     return "PARTIAL" if done else "FAILED"
 
 
@@ -35,7 +37,7 @@ def summary(state: RunState) -> dict:
         "cancelled": sum(t.status == "cancelled" for t in tasks),
         "agents": len({t.agent for t in tasks if t.status != "pending" and t.kind == "task"}),
         "total_time_s": round(total, 3),
-        "retries": sum(max(t.attempts - 1, 0) for t in tasks),
+        "retries": sum(_retries(t) for t in tasks),
         "input_tokens": state.usage.input_tokens,
         "output_tokens": state.usage.output_tokens,
     }
@@ -67,11 +69,15 @@ def to_markdown(state: RunState) -> str:
               "|---|---|---|---|---|---|---|"]
     for n, t in enumerate(state.tasks.values(), 1):
         lines.append(f"| {n} | {t.id} | {t.agent} | {_STEP_STATUS.get(t.status, t.status.upper())} | "
-                     f"{_duration(t.duration_s)} | {max(t.attempts - 1, 0)} | {_size(t.output_size)} |")
+                     f"{_duration(t.duration_s)} | {_retries(t)} | {_size(t.output_size)} |")
     lines += ["", "## Final Output", "", state.final_output.strip() or "(none)", "", "## Issues and Warnings", ""]
     issues = [f"- ERROR {e}" for e in state.errors] + [f"- WARNING {w}" for w in state.warnings]
     lines += issues or ["- none"]
     return "\n".join(lines) + "\n"
+
+
+def _retries(task: TaskState) -> int:
+    return max(task.attempts - 1, 0) + task.retries
 
 
 def _duration(seconds: float) -> str:

@@ -5,10 +5,12 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import sys
 import uuid
 from typing import Any
 
 from rich.console import Console
+from rich.prompt import Prompt
 from temporalio.api.enums.v1 import IndexedValueType
 from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest, ListSearchAttributesRequest
 from temporalio.client import Client, WorkflowHandle
@@ -37,7 +39,7 @@ def prepare(args: argparse.Namespace) -> RunInput:
     given = dict(_cli_params(args.param))
     plan = load(args.spec, given_params=given)
     check(plan)
-    values = params.bind(plan, given)
+    values = params.bind(plan, ask_missing(plan, given))
     default, per_agent = agents.resolve(args.agent, plan.spec_dir)
     workdir = os.path.abspath(args.workdir or plan.spec_dir)
     if not os.path.isdir(workdir):
@@ -47,6 +49,18 @@ def prepare(args: argparse.Namespace) -> RunInput:
     return RunInput(plan=plan, params=values, workdir=workdir, default_agent=default, agents=per_agent,
                     resume_from=resume, max_iterations=args.max_iterations, lenient=args.lenient,
                     heartbeat_s=float(os.environ.get("AGENTRUN_HEARTBEAT_S", "30")))
+
+
+def ask_missing(plan: ir.Plan, given: dict[str, Any]) -> dict[str, Any]:
+    """On a terminal, ask for required inputs not given with -p; elsewhere `bind` names them all."""
+    missing = [p for name, p in plan.params.items() if p.required and name not in given]
+    if not missing or not sys.stdin.isatty():
+        return given
+    answers = dict(given)
+    for param in missing:
+        about = f" ({param.description})" if param.description else ""
+        answers[param.name] = Prompt.ask(f"{param.name}{about} [{param.type}]")
+    return answers
 
 
 def _cli_params(items: list[str]) -> list[tuple[str, Any]]:

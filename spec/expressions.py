@@ -348,6 +348,17 @@ def resolve(source: str, context: Mapping[str, Any]) -> Any:
     return evaluate(source, context)
 
 
+def is_reference(template: str) -> bool:
+    """True for a template that is exactly one `{{ ref }}`: its value is used as is, not as text."""
+    text = template.strip()
+    if not (text.startswith("{{") and text.endswith("}}")) or text.count("{{") != 1:
+        return False
+    try:
+        return isinstance(_parse(compile_expression(text)), _CHAIN)
+    except ExpressionError:
+        return False
+
+
 # ---- evaluation helpers ------------------------------------------------------------------------
 
 

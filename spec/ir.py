@@ -59,9 +59,12 @@ class NodeBase(Model):
     timeout_s: float | None = None
     retry: Retry = Retry()
     on_failure: Literal["abort", "skip", "fallback"] = "abort"
-    fallback: str | None = None
+    fallback: "Node | None" = None  # runs with the same input when this node fails for good
     compensation: "Node | None" = None
     output_key: str | None = None
+    # A pipeline step: its value is kept as `steps.<id>.output` (and under `store_as`) for later templates.
+    step: bool = False
+    store_as: str | None = None
 
     @property
     def label(self) -> str:
@@ -69,12 +72,20 @@ class NodeBase(Model):
 
 
 class Task(NodeBase):
-    """One agent prompt, optionally looped until a status and checked by success criteria."""
+    """One agent prompt, optionally looped until a status and checked by success criteria.
+
+    protocol "status": the agent ends replies with COMPLETION_STATUS (task trees).
+    protocol "plain": any non-empty reply is the output (pipelines); `input` is a template whose
+    value the prompt reads as `{{ input }}`, or gets appended as context when it does not.
+    """
 
     kind: Literal["task"] = "task"
     agent: str = "default"
     prompt: str = ""
     system: str | None = None
+    protocol: Literal["status", "plain"] = "status"
+    input: str | None = None
+    tools: list[str] = []
     output_format: Literal["text", "json", "markdown"] = "text"
     output_schema: dict[str, Any] | None = None
     rules: list[str] = []
@@ -129,6 +140,7 @@ class Loop(NodeBase):
     body: "Node"
     until: str | None = None
     validator: "Node | None" = None
+    feedback: str | None = None  # a reference into the validator's output, e.g. {{steps.ID.output.feedback}}
     max_iterations: int = 10
 
 
@@ -190,7 +202,10 @@ Node = Annotated[
 ]
 
 # Node kinds the interpreter runs today; `spec.check` refuses a Plan using any other.
-RUNNABLE_KINDS = frozenset({"task", "provider", "sequence", "parallel", "selector"})
+RUNNABLE_KINDS = frozenset({"task", "provider", "sequence", "parallel", "selector", "switch", "loop", "map"})
+
+# A task `input` that stands for every earlier step's output.
+ALL_PRIOR = "all prior context"
 
 
 class Param(Model):
@@ -212,6 +227,7 @@ class Plan(Model):
     params: dict[str, Param] = {}
     root: Node
     lifecycle: Literal["reuse", "refresh"] = "reuse"
+    timeout_s: float | None = None  # the whole run; past it running agents are cancelled
     info: dict[str, Any] = {}
 
     def walk(self) -> list[NodeBase]:
@@ -229,6 +245,11 @@ def _walk(node: NodeBase):
 
 
 def children_of(node: NodeBase) -> list[NodeBase]:
+    """The nodes directly under `node`, its fallback included."""
+    return _own_children(node) + ([node.fallback] if node.fallback else [])
+
+
+def _own_children(node: NodeBase) -> list[NodeBase]:
     if isinstance(node, (Sequence, Parallel, Selector)):
         return list(node.children)
     if isinstance(node, Switch):

@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Iterable
 
 from spec import ir
-from spec.dialects import task_tree
+from spec.dialects import pipeline, task_tree
 from spec.errors import Problem, SpecError
 from spec.yamlpos import PosDict, load_yaml
 
-DIALECTS = {"task-tree": task_tree}
+DIALECTS = {"task-tree": task_tree, "pipeline": pipeline}
 
 
 def load(path: str, given_params: Iterable[str] = ()) -> ir.Plan:
@@ -28,5 +28,6 @@ def load(path: str, given_params: Iterable[str] = ()) -> ir.Plan:
         if dialect.detect(data):
             return dialect.compile_plan(data, path, set(given_params))
     raise SpecError([Problem(path, 1, 1, "cannot tell which spec language this file is in",
-                             "a task tree has 'subtasks:' or 'instructions:' at the top level")])
+                             "a task tree has 'subtasks:' or 'instructions:' at the top level; "
+                             "a pipeline has 'workflow:' with agents: and steps:")])
 

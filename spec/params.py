@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 
 import yaml
@@ -63,9 +64,14 @@ def coerce(value: Any, type_name: str) -> Any:
             raise ValueError(f"{value!r} is not an integer") from None
     if kind in ("float", "number"):
         try:
-            return float(value)
+            number = float(value)
         except (TypeError, ValueError):
             raise ValueError(f"{value!r} is not a number") from None
+        return int(number) if kind == "number" and number.is_integer() else number
+    if kind == "file_path":
+        if not isinstance(value, str) or not os.path.isfile(value):
+            raise ValueError(f"no file at {value!r}")
+        return os.path.abspath(value)
     if kind in ("boolean", "bool"):
         if isinstance(value, bool):
             return value

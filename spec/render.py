@@ -6,13 +6,24 @@ are inserted as data and never rendered again.
 
 from __future__ import annotations
 
+import json
 from functools import lru_cache
 from typing import Any
 
 from jinja2 import StrictUndefined, TemplateSyntaxError, meta
-from jinja2.sandbox import SandboxedEnvironment
+from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-_ENV = SandboxedEnvironment(undefined=StrictUndefined, keep_trailing_newline=True, autoescape=False)
+
+def to_text(value: Any) -> str:
+    """How a value reads inside a prompt: JSON for structures and null, str for the rest."""
+    if value is None or isinstance(value, (dict, list)):
+        return json.dumps(value, ensure_ascii=False, indent=2)
+    return str(value)
+
+
+# Immutable: a template must not be able to change the run state it reads (e.g. steps.clear()).
+_ENV = ImmutableSandboxedEnvironment(undefined=StrictUndefined, keep_trailing_newline=True, autoescape=False,
+                                     finalize=lambda v: to_text(v) if v is None or isinstance(v, (dict, list)) else v)
 
 
 @lru_cache(maxsize=1024)
@@ -37,9 +48,10 @@ def render_value(value: Any, context: dict[str, Any]) -> Any:
     return value
 
 
-def names_used(source: str) -> set[str]:
+@lru_cache(maxsize=1024)
+def names_used(source: str) -> frozenset[str]:
     """Top-level names a template reads. Raises TemplateSyntaxError on bad syntax."""
-    return set(meta.find_undeclared_variables(_ENV.parse(source)))
+    return frozenset(meta.find_undeclared_variables(_ENV.parse(source)))
 
 
-__all__ = ["render", "render_value", "names_used", "TemplateSyntaxError"]
+__all__ = ["render", "render_value", "names_used", "to_text", "TemplateSyntaxError"]

@@ -15,6 +15,7 @@ class PosDict(dict):
     line: int = 0
     column: int = 0
     key_pos: dict[Any, tuple[int, int]]
+    text_line: dict[Any, int]  # where a scalar value's text starts (the line after `|` or `>`)
 
 
 class PosList(list):
@@ -30,7 +31,7 @@ def _construct_mapping(loader: _Loader, node: yaml.MappingNode) -> PosDict:
     loader.flatten_mapping(node)
     result = PosDict()
     result.line, result.column = node.start_mark.line + 1, node.start_mark.column + 1
-    result.key_pos = {}
+    result.key_pos, result.text_line = {}, {}
     for key_node, value_node in node.value:
         key = loader.construct_object(key_node, deep=True)
         if key in result:
@@ -38,6 +39,8 @@ def _construct_mapping(loader: _Loader, node: yaml.MappingNode) -> PosDict:
             raise yaml.MarkedYAMLError(problem=f"duplicate key '{key}'", problem_mark=mark)
         result[key] = loader.construct_object(value_node, deep=True)
         result.key_pos[key] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
+        block = isinstance(value_node, yaml.ScalarNode) and value_node.style in ("|", ">")
+        result.text_line[key] = value_node.start_mark.line + (2 if block else 1)
     return result
 
 
@@ -87,3 +90,14 @@ def position(data: Any, path: tuple) -> tuple[int, int]:
         else:
             break
     return best
+
+
+def text_line(data: Any, path: tuple) -> int:
+    """The line where the text of the scalar at `path` starts; 0 if unknown."""
+    node = data
+    for key in path[:-1]:
+        try:
+            node = node[key]
+        except (KeyError, IndexError, TypeError):
+            return 0
+    return getattr(node, "text_line", {}).get(path[-1], 0) if isinstance(node, PosDict) else 0

@@ -58,12 +58,12 @@ async def test_node_retries_then_skip_or_fallback(client, tmp_path):
     retry = ir.Retry(attempts=2, backoff="none", delay_s=0)
     root = ir.Sequence(id="r", children=[
         task("skipped", "bad", retry=retry, on_failure="skip"),
-        task("fallen", "bad", on_failure="fallback", fallback="default"),
+        task("fallen", "bad", on_failure="fallback", fallback=task("fallen.fallback")),
         task("last"),
     ])
     state = await _run(client, tmp_path, root, {"bad": FAIL})
     assert state.status == "completed"
-    assert [t.status for t in state.tasks.values()] == ["skipped", "completed", "completed"]
+    assert [t.status for t in state.tasks.values()] == ["skipped", "failed", "completed", "completed"]
     warnings = " | ".join(state.warnings)
     assert "skipped: attempt 1 failed" in warnings and "skipped: failed and skipped" in warnings
-    assert "fallen: failed; falling back to agent default" in warnings
+    assert "falling back to fallen.fallback" in warnings

@@ -29,6 +29,8 @@ async def call(name: str, arg: Any, result_type: type[T], *, summary: str, timeo
         arg,
         result_type=result_type,
         start_to_close_timeout=timedelta(seconds=timeout_s),
+        # The timeout bounds the whole call, transport retries included: a step's timeout is its own.
+        schedule_to_close_timeout=timedelta(seconds=timeout_s),
         heartbeat_timeout=timedelta(seconds=heartbeat_s) if heartbeat_s else None,
         retry_policy=RETRY,
         summary=summary[:200],

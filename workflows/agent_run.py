@@ -31,11 +31,17 @@ class AgentRun:
         self._publish()
         interpreter = Interpreter(Leaves(inp, self.run_state), self.run_state, _skipped(inp))
         try:
-            await interpreter.run(inp.plan.root)
+            await asyncio.wait_for(interpreter.run(inp.plan.root), timeout=inp.plan.timeout_s)
         except TaskFailed as exc:
             self._end("failed")
             raise ApplicationError(f"task {exc.task_id} failed: {exc.message}", self.run_state,
                                    type="RunFailed", non_retryable=True) from None
+        except asyncio.TimeoutError:
+            self.run_state.errors.append(f"the run's timeout ({inp.plan.timeout_s:g}s) was reached; "
+                                         "running agents were cancelled")
+            self._end("timeout")
+            raise ApplicationError("the run timed out; partial results are in its report", self.run_state,
+                                   type="RunTimedOut", non_retryable=True) from None
         except asyncio.CancelledError:
             self._end("cancelled")
             raise

@@ -1,99 +1,248 @@
-"""Walking a Plan: composite nodes here, leaves in `leaves.py`, plus each node's failure policy."""
+"""Walking a Plan: composite nodes here, leaves in `leaves.py`, plus each node's failure policy.
+
+`scope` carries the values a node's templates see besides the run's (input, item, index, feedback).
+"""
 
 from __future__ import annotations
 
 import asyncio
 from datetime import timedelta
+from typing import Any
 
 from temporalio import workflow
 
-from spec import ir
+from spec import expressions, ir
+from spec.rules import extract_json
 from workflows.leaves import Leaves, TaskFailed
-from workflows.state import RunState
+from workflows.state import RunState, TaskState
+
+Scope = dict[str, Any]
 
 
 class Interpreter:
     def __init__(self, leaves: Leaves, state: RunState, skip: set[str]):
         self.leaves, self.state, self.skip = leaves, state, skip
 
-    async def run(self, node: ir.NodeBase) -> str | None:
+    async def run(self, node: ir.NodeBase, scope: Scope | None = None) -> Any:
+        scope = scope or {}
+        value = await self._attempts(node, scope)
+        if node.step:
+            self.state.record_step(node.id, value, node.store_as)
+        return value
+
+    async def _attempts(self, node: ir.NodeBase, scope: Scope) -> Any:
         for attempt in range(1, node.retry.attempts + 1):
             try:
-                return await self._dispatch(node)
+                return await self._dispatch(node, scope)
             except TaskFailed as exc:
                 if attempt == node.retry.attempts:
-                    return await self._on_failure(node, exc)
-                delay = backoff_s(node.retry, attempt)
+                    return await self._on_failure(node, exc, scope)
+                delay = backoff_s(node.retry, attempt + 1)
+                if node.id in self.state.tasks:
+                    self.state.tasks[node.id].retries += 1
                 self.state.warnings.append(f"{node.id}: attempt {attempt} failed ({exc.message}); "
                                            f"retrying in {delay:g}s")
-                await workflow.sleep(timedelta(seconds=delay), summary=f"{node.label}: backoff")
+                if delay:
+                    await workflow.sleep(timedelta(seconds=delay), summary=f"{node.label}: backoff")
         return None
 
-    async def _on_failure(self, node: ir.NodeBase, exc: TaskFailed) -> str | None:
+    async def _on_failure(self, node: ir.NodeBase, exc: TaskFailed, scope: Scope) -> Any:
         if node.on_failure == "skip":
             self.state.warnings.append(f"{node.id}: failed and skipped: {exc.message}")
             if node.id in self.state.tasks:
                 self.state.tasks[node.id].status = "skipped"
             return None
-        if node.on_failure == "fallback" and isinstance(node, ir.Task) and node.fallback:
-            self.state.warnings.append(f"{node.id}: failed; falling back to agent {node.fallback}")
-            return await self.leaves.run(node.model_copy(update={"agent": node.fallback, "on_failure": "abort"}))
+        if node.on_failure == "fallback" and node.fallback:
+            self.state.warnings.append(f"{node.id}: failed ({exc.message}); falling back to {node.fallback.label}")
+            try:
+                return await self.run(node.fallback, scope)
+            except TaskFailed as again:
+                raise TaskFailed(node.id, f"its fallback {node.fallback.id} failed too: {again.message}") from None
         raise exc
 
-    async def _dispatch(self, node: ir.NodeBase) -> str | None:
+    async def _dispatch(self, node: ir.NodeBase, scope: Scope) -> Any:
         if isinstance(node, (ir.Task, ir.Provider)):
             if node.id in self.skip:
                 self.state.tasks[node.id].status = "skipped"
                 return None
-            return await self.leaves.run(node)
-        if isinstance(node, ir.Sequence):
-            return await self._sequence(node)
-        if isinstance(node, ir.Parallel):
-            return await self._parallel(node)
-        if isinstance(node, ir.Selector):
-            return await self._selector(node)
-        raise TaskFailed(node.id, f"{node.kind} nodes cannot run in this engine")
+            return await self.leaves.run(node, scope)
+        handler = {ir.Sequence: self._sequence, ir.Parallel: self._parallel, ir.Selector: self._selector,
+                   ir.Switch: self._switch, ir.Loop: self._loop, ir.Map: self._map}.get(type(node))
+        if handler is None:
+            raise TaskFailed(node.id, f"{node.kind} nodes cannot run in this engine")
+        return await handler(node, scope)
 
-    async def _sequence(self, node: ir.Sequence) -> str | None:
+    async def _sequence(self, node: ir.Sequence, scope: Scope) -> Any:
         output = None
         for child in node.children:
-            output = await self.run(child)
+            output = await self.run(child, scope)
         return output
 
-    async def _selector(self, node: ir.Selector) -> str | None:
+    async def _selector(self, node: ir.Selector, scope: Scope) -> Any:
         errors = []
         for child in node.children:
             try:
-                return await self.run(child)
+                return await self.run(child, scope)
             except TaskFailed as exc:
                 errors.append(exc.message)
         raise TaskFailed(node.id, "every alternative failed: " + "; ".join(errors))
 
-    async def _parallel(self, node: ir.Parallel) -> str | None:
-        running = [asyncio.ensure_future(self.run(child)) for child in node.children]
-        need = {"all": len(running), "any": 1}.get(node.wait, node.wait)
-        succeeded, failures, pending = [], [], set(running)
-        while pending and len(succeeded) < need and len(failures) <= len(running) - need:
-            done, pending = await workflow.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+    async def _parallel(self, node: ir.Parallel, scope: Scope) -> Any:
+        branches = {asyncio.ensure_future(self.run(child, scope)): child for child in node.children}
+        need = {"all": len(branches), "any": 1}.get(node.wait, node.wait)
+        results: dict[str, Any] = {}
+        failures: list[TaskFailed] = []
+        pending = set(branches)
+        deadline = workflow.time() + node.timeout_s if node.timeout_s else None
+        while pending and len(results) < need and len(failures) <= len(branches) - need:
+            timeout = max(deadline - workflow.time(), 0) if deadline is not None else None
+            done, pending = await workflow.wait(pending, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+            if not done:
+                break
             for fut in done:
                 if fut.exception() is None:
-                    succeeded.append(fut.result())
+                    results[branches[fut].id] = fut.result()
                 else:
                     failures.append(fut.exception())
+        await self._stop_branches(node, pending)
+        if deadline is not None and pending and workflow.time() >= deadline:
+            self._timed_out_branches(node, [branches[f] for f in pending], results, failures)
+        if len(results) < need:
+            raise failures[0]
+        return _joined(node, results)
+
+    async def _stop_branches(self, node: ir.Parallel, pending: set[asyncio.Future]) -> None:
         for fut in pending:
             fut.cancel()
         if pending:
             await workflow.wait(pending)
-            self.state.warnings.append(f"{node.id}: {len(pending)} branch(es) cancelled once "
-                                       f"{need} had finished")
-        if len(succeeded) < need:
-            raise failures[0]
-        return "\n\n".join(str(s) for s in succeeded if s)
+            self.state.warnings.append(f"{node.id}: {len(pending)} branch(es) cancelled once the wait "
+                                       f"policy ({node.wait}) was decided")
+
+    def _timed_out_branches(self, node: ir.Parallel, children: list[ir.NodeBase], results: dict[str, Any],
+                            failures: list[TaskFailed]) -> None:
+        """Past the step's timeout each unfinished agent gets its own failure policy: skip, or fail."""
+        for child in children:
+            reason = f"step {node.id} timed out after {node.timeout_s:g}s"
+            if child.on_failure == "skip":
+                results[child.id] = None
+                self.state.warnings.append(f"{child.id}: {reason}; skipped")
+                if child.id in self.state.tasks:
+                    self.state.tasks[child.id].status = "skipped"
+            else:
+                failures.append(TaskFailed(child.id, reason))
+
+    async def _switch(self, node: ir.Switch, scope: Scope) -> Any:
+        context = self.leaves.context(**scope)
+        for case in node.cases:
+            taken, warning = expressions.condition(case.when, context)
+            if warning:
+                self.state.warnings.append(f"{node.id}: {warning}")
+            if taken:
+                return await self.run(case.node, scope)
+        return await self.run(node.default, scope) if node.default else None
+
+    async def _loop(self, node: ir.Loop, scope: Scope) -> Any:
+        feedback = scope.get("feedback")
+        output = None
+        for iteration in range(1, node.max_iterations + 1):
+            output = await self.run(node.body, {**scope, "feedback": feedback, "iteration": iteration})
+            passed, feedback = await self._judge_iteration(node, scope, output)
+            if passed:
+                return output
+        self.state.warnings.append(f"{node.id}: max iterations ({node.max_iterations}) reached without passing; "
+                                   "kept the last output")
+        return output
+
+    async def _judge_iteration(self, node: ir.Loop, scope: Scope, output: Any) -> tuple[bool, Any]:
+        """Did this iteration pass, and what feedback goes to the next one?"""
+        if node.validator is None:
+            if node.until is None:
+                return True, None
+            taken, warning = expressions.condition(node.until, self.leaves.context(**scope, output=output))
+            if warning:
+                self.state.warnings.append(f"{node.id}: {warning}")
+            return taken, None
+        verdict = _as_data(await self.run(node.validator, {**scope, "input": output}))
+        passed = isinstance(verdict, dict) and verdict.get("passed") is True
+        return passed, None if passed else self._feedback(node, scope, verdict)
+
+    def _feedback(self, node: ir.Loop, scope: Scope, verdict: Any) -> Any:
+        if not node.feedback:
+            return verdict.get("feedback", verdict) if isinstance(verdict, dict) else verdict
+        # While the loop runs, steps.<loop id>.output is the validator's latest verdict.
+        steps = {**self.state.steps, node.id: {"output": verdict, "outputs": {}}}
+        try:
+            return expressions.resolve(node.feedback, self.leaves.context(**scope, steps=steps))
+        except expressions.ExpressionError as exc:
+            self.state.warnings.append(f"{node.id}: no feedback at {node.feedback} ({exc}); passing the whole verdict")
+            return verdict
+
+    async def _map(self, node: ir.Map, scope: Scope) -> Any:
+        items = self._items(node, scope)
+        self.state.expand(node.body.id, [TaskState(id=f"{node.id}[{i}]", title=f"{node.body.label} #{i + 1}",
+                                                   kind=node.body.kind) for i in range(len(items))])
+        results = await self._map_items(node, scope, items)
+        if node.reduce is None:
+            return results
+        return await self.run(node.reduce, {**scope, "input": results})
+
+    def _items(self, node: ir.Map, scope: Scope) -> list[Any]:
+        try:
+            items = expressions.resolve(node.over, self.leaves.context(**scope))
+        except expressions.ExpressionError as exc:
+            raise TaskFailed(node.id, f"cannot read the list to map over: {exc}") from None
+        items = _as_data(items)
+        if not isinstance(items, list):
+            raise TaskFailed(node.id, f"map over {node.over} needs a list, got {type(items).__name__}")
+        return items
+
+    async def _map_items(self, node: ir.Map, scope: Scope, items: list[Any]) -> list[Any]:
+        """One agent per element, at most `concurrency` in flight; results in the elements' order."""
+        results: list[Any] = [None] * len(items)
+        running: dict[asyncio.Future, int] = {}
+        try:
+            for index, item in enumerate(items):
+                if len(running) >= node.concurrency:
+                    await self._collect(running, results)
+                element = node.body.model_copy(update={"id": f"{node.id}[{index}]"})
+                child = {**scope, "item": item, "index": index, "input": item}
+                running[asyncio.ensure_future(self.run(element, child))] = index
+            while running:
+                await self._collect(running, results)
+        finally:
+            for fut in running:
+                fut.cancel()
+            if running:
+                await workflow.wait(list(running))
+        return results
+
+    async def _collect(self, running: dict[asyncio.Future, int], results: list[Any]) -> None:
+        done, _ = await workflow.wait(list(running), return_when=asyncio.FIRST_COMPLETED)
+        for fut in done:
+            results[running.pop(fut)] = fut.result()  # a failed element fails the map
+
+
+def _joined(node: ir.Parallel, results: dict[str, Any]) -> Any:
+    """Keyed outputs when the branches have output keys (pipelines), else the texts joined."""
+    if any(child.output_key for child in node.children):
+        return {child.output_key or child.id: results.get(child.id) for child in node.children}
+    return "\n\n".join(str(results[c.id]) for c in node.children if results.get(c.id))
+
+
+def _as_data(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            return extract_json(value)
+        except ValueError:
+            return value
+    return value
 
 
 def backoff_s(retry: ir.Retry, attempt: int) -> float:
+    """The wait before `attempt` (2, 3, …): linear delay × attempt, exponential delay × 2^attempt."""
     if retry.backoff == "linear":
         return retry.delay_s * attempt
     if retry.backoff == "exponential":
         return retry.delay_s * (2 ** attempt)
-    return retry.delay_s if retry.delay_s else 0.0
+    return retry.delay_s

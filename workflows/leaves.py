@@ -5,11 +5,12 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from jinja2 import TemplateError
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, CancelledError
 
-from spec import calls, ir
-from spec.render import render_value
+from spec import calls, expressions, ir
+from spec.render import render, render_value, to_text
 from workflows import activity_calls, completion, prompt
 from workflows.inputs import DEFAULT_MAX_ITERATIONS, RunInput
 from workflows.state import RunState, TaskState
@@ -28,20 +29,26 @@ class Leaves:
         self.turns: dict[str, int] = {}
         builtins = {"agent_type": _agent_type(inp.default_agent), "skip_permissions": False,
                     "workdir": inp.workdir, "run_id": state.run_id, "iteration": 1}
-        self._context = {**builtins, **inp.params}
+        self._context = {**builtins, **inp.params, "inputs": inp.params}
 
     def context(self, **extra: Any) -> dict[str, Any]:
-        """What templates see: built-ins, then the params, then per-prompt values like iteration."""
-        return {**self._context, **extra}
+        """What templates see: built-ins, params (bare and as `inputs`), step values and stored
+        names, then per-prompt values such as iteration, input or item."""
+        return {**self._context, **self.state.memory, "steps": self.state.steps, **extra}
 
-    async def run(self, node: ir.Task | ir.Provider) -> str:
+    async def run(self, node: ir.Task | ir.Provider, scope: dict[str, Any] | None = None) -> Any:
         task = self.state.begin(node.id, workflow.now())
         workflow.set_current_details(f"Running **{node.label}** ({node.kind})")
         cancelled = False
         try:
             if node.preconditions:
                 await self._preconditions(node)
-            output = await (self._task(node, task) if isinstance(node, ir.Task) else self._provider(node, task))
+            if isinstance(node, ir.Provider):
+                output = await self._provider(node, task)
+            elif node.protocol == "plain":
+                output = await self._plain(node, task, scope or {})
+            else:
+                output = await self._task(node, task)
         except TaskFailed as exc:
             self.state.finish(node.id, "failed", workflow.now(), error=exc.message)
             raise
@@ -52,7 +59,7 @@ class Leaves:
         finally:
             if not cancelled and isinstance(node, ir.Task) and self._refreshed(node):
                 await self._release(node)
-        self.state.finish(node.id, "completed", workflow.now(), output=output)
+        self.state.finish(node.id, "completed", workflow.now(), output=to_text(output))
         return output
 
     def _refreshed(self, node: ir.Task) -> bool:
@@ -138,9 +145,9 @@ class Leaves:
     def _lenient(self) -> bool:
         return self.inp.lenient or self.inp.plan.info.get("completion") == "lenient"
 
-    async def _ask(self, node: ir.Task, text: str) -> str:
+    async def _ask(self, node: ir.Task, text: str, fresh: bool = False) -> str:
         uri = self.inp.agent_uri(node.agent)
-        reuse = self.inp.plan.lifecycle == "reuse"
+        reuse = self.inp.plan.lifecycle == "reuse" and not fresh
         transcript = self.transcripts.setdefault(node.agent, []) if reuse else []
         turn = self.turns.get(node.id, 0)
         self.turns[node.id] = turn + 1
@@ -155,6 +162,56 @@ class Leaves:
             transcript += [calls.ChatMessage(role="user", content=text),
                            calls.ChatMessage(role="assistant", content=reply.text)]
         return reply.text
+
+    async def _plain(self, node: ir.Task, task: TaskState, scope: dict[str, Any]) -> Any:
+        """A pipeline agent: one prompt, a non-empty reply, then the output checks of its spec."""
+        task.agent, task.attempts = node.agent, 1
+        task.iterations += 1
+        try:
+            context = self.context(**scope)
+            context["input"] = self._input(node, context)
+            text = prompt.build_plain(node, context)
+        except (TemplateError, expressions.ExpressionError, TypeError) as exc:
+            raise TaskFailed(node.id, f"cannot fill in its prompt: {exc}") from None
+        workflow.set_current_details(f"Running **{node.label}** (agent {node.agent})")
+        reply = await self._ask(node, text)
+        if not reply.strip():
+            raise TaskFailed(node.id, "the agent returned an empty output")
+        if node.output_format != "json" and not node.output_schema and not node.rules:
+            return reply
+        return await self._validate(node, reply)
+
+    def _input(self, node: ir.Task, context: dict[str, Any]) -> Any:
+        if node.input is None:
+            return context.get("input")
+        if node.input == ir.ALL_PRIOR:
+            return {step: value["output"] for step, value in self.state.steps.items()}
+        if expressions.is_reference(node.input):
+            return expressions.resolve(node.input, context)
+        return render(node.input, context)
+
+    async def _validate(self, node: ir.Task, reply: str) -> Any:
+        arg = calls.ValidateCall(task_id=node.id, text=reply, format=node.output_format,
+                                 json_schema=node.output_schema, rules=node.rules)
+        result = await self._activity(node, calls.VALIDATE_OUTPUT, arg, calls.ValidateResult,
+                                      f"{node.label}: validate output", 60)
+        errors = list(result.errors)
+        for rule in result.unchecked:
+            errors += await self._judge(node, rule, reply)
+        if errors:
+            raise TaskFailed(node.id, "output failed validation: " + "; ".join(errors))
+        return result.value
+
+    async def _judge(self, node: ir.Task, rule: str, reply: str) -> list[str]:
+        """A rule of no known form is judged by the agent's model; an agent with no model flags it."""
+        if not _is_stateless(self.inp.agent_uri(node.agent)):
+            self.state.warnings.append(f"{node.id}: rule not checked (no known form, and agent '{node.agent}' "
+                                       f"has no model to judge it): {rule}")
+            return []
+        verdict = await self._ask(node, prompt.judge(rule, reply), fresh=True)
+        if verdict.strip().upper().startswith("PASS"):
+            return []
+        return [f"rule judged not met: {rule} ({_first_line(verdict)[:200]})"]
 
     async def _criteria(self, node: ir.Task) -> calls.CheckResult:
         crit = node.criteria

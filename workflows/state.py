@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
 from spec.calls import Usage
 
 TaskStatus = Literal["pending", "running", "completed", "failed", "skipped", "cancelled"]
-RunStatus = Literal["pending", "running", "completed", "failed", "cancelled"]
+RunStatus = Literal["pending", "running", "completed", "failed", "cancelled", "timeout"]
 
 # The memo and query carry outputs; keep each one well under Temporal's payload limits.
 MAX_OUTPUT_CHARS = 64_000
@@ -23,6 +23,7 @@ class TaskState(BaseModel):
     agent: str = ""
     status: TaskStatus = "pending"
     attempts: int = 0
+    retries: int = 0  # node-level re-runs after a failure (the spec's retry policy)
     iterations: int = 0
     started_at: datetime | None = None
     ended_at: datetime | None = None
@@ -42,13 +43,16 @@ class RunState(BaseModel):
     ended_at: datetime | None = None
     tasks: dict[str, TaskState] = {}
     outputs: dict[str, str] = {}
+    # Pipeline values later templates read: steps.<id>.output / .outputs, and store_as names.
+    steps: dict[str, dict[str, Any]] = {}
+    memory: dict[str, Any] = {}
     final_output: str = ""
     warnings: list[str] = []
     errors: list[str] = []
     usage: Usage = Usage()
 
     def begin(self, task_id: str, now: datetime) -> TaskState:
-        task = self.tasks[task_id]
+        task = self.tasks.setdefault(task_id, TaskState(id=task_id))
         task.status, task.started_at, self.current_task = "running", now, task_id
         return task
 
@@ -69,3 +73,18 @@ class RunState(BaseModel):
         for target in (self.tasks[task_id].usage, self.usage):
             target.input_tokens += usage.input_tokens
             target.output_tokens += usage.output_tokens
+
+    def record_step(self, step_id: str, value: Any, store_as: str | None) -> None:
+        self.steps[step_id] = {"output": value, "outputs": value if isinstance(value, dict) else {}}
+        if store_as:
+            self.memory[store_as] = value
+
+    def expand(self, template_id: str, rows: list[TaskState]) -> None:
+        """Put one row per map element where the map body's row was, keeping the report's order."""
+        tasks = {}
+        for key, task in self.tasks.items():
+            if key == template_id:
+                tasks.update({row.id: row for row in rows})
+            else:
+                tasks[key] = task
+        self.tasks = tasks

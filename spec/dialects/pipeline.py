@@ -1,0 +1,364 @@
+"""The multi-agent pipeline YAML (sub-agent orchestrator): `workflow:` with inputs, agents and steps.
+
+Every key of the seed's schema is accepted and unknown keys are errors. Extensions: a step may set
+`timeout` (for a parallel step it bounds the wait policy), a map step `concurrency` (default 20)
+and a parallel branch `output_key`, as the seed's own lead-scoring example does.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from spec import ir
+from spec.dialects import pipeline_refs
+from spec.durations import parse_duration
+from spec.errors import Problem, SpecError
+from spec.schema_errors import problems_from
+from spec.yamlpos import PosDict, position
+
+StepType = Literal["sequential", "parallel", "conditional", "loop", "map"]
+_ON_FAILURE = re.compile(r"^(skip|abort|fallback:\s*[\w-]+)$")
+# The seed's backoff: linear waits 5 s × attempt, exponential 2^attempt s.
+_BACKOFF_DELAY = {"none": 0.0, "linear": 5.0, "exponential": 1.0}
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class RawInput(_Strict):
+    name: str
+    type: Literal["string", "number", "boolean", "json", "file_path"] = "string"
+    required: bool = False
+    default: Any = None
+    description: str = ""
+
+
+class RawRetry(_Strict):
+    max_attempts: int = Field(1, ge=1)
+    backoff: Literal["none", "linear", "exponential"] = "none"
+    on_failure: str = "abort"
+
+    @field_validator("on_failure")
+    @classmethod
+    def _policy(cls, value: str) -> str:
+        if not _ON_FAILURE.match(value.strip()):
+            raise ValueError("must be skip, abort or fallback:<agent_id>")
+        return value.strip()
+
+
+class RawValidation(_Strict):
+    json_schema: dict[str, Any] | None = Field(None, alias="schema")
+    rules: list[str] = []
+
+
+class RawAgent(_Strict):
+    name: str = ""
+    role: str = ""
+    prompt: str
+    tools: list[str] = []
+    timeout: str | float | None = None
+    retry: RawRetry = RawRetry()
+    validation: RawValidation | None = None
+
+
+class RawBranch(_Strict):
+    agent: str
+    input: str | None = None
+    output_key: str | None = None
+
+
+class RawCondition(_Strict):
+    eval: str
+    true: str | None = None
+    false: str | None = None
+
+
+class RawLoop(_Strict):
+    agent: str
+    validator: str
+    max_iterations: int = Field(3, ge=1)
+    feedback_path: str | None = None
+
+
+class RawMap(_Strict):
+    over: str
+    agent: str
+    reduce: str | None = None
+    concurrency: int = Field(20, ge=1)
+
+
+class RawOutput(_Strict):
+    store_as: str | None = None
+    format: Literal["json", "text", "markdown"] = "text"
+
+
+class RawStep(_Strict):
+    id: str
+    agent: str | None = None
+    type: StepType = "sequential"
+    input: str | None = None
+    parallel: list[RawBranch] | None = None
+    wait: Literal["all", "any"] | int = "all"
+    condition: RawCondition | None = None
+    loop: RawLoop | None = None
+    map: RawMap | None = None
+    output: RawOutput = RawOutput()
+    timeout: str | float | None = None
+
+
+class RawWorkflow(_Strict):
+    name: str
+    description: str = ""
+    version: str = ""
+    timeout: str | float | None = None
+    inputs: list[RawInput] = []
+    agents: dict[str, RawAgent]
+    steps: list[RawStep] = Field(min_length=1)
+
+
+class RawSpec(_Strict):
+    workflow: RawWorkflow
+
+
+def detect(data: Any) -> bool:
+    return isinstance(data, dict) and isinstance(data.get("workflow"), dict)
+
+
+def compile_plan(data: PosDict, file: str, given: set[str] = frozenset()) -> ir.Plan:
+    _booleans_as_branch_names(data)
+    try:
+        raw = RawSpec.model_validate(data).workflow
+    except ValidationError as exc:
+        raise SpecError(problems_from(exc, data, file, RawSpec)) from None
+    builder = _Builder(file, data, raw)
+    plan = builder.build()
+    if builder.problems:
+        raise SpecError(builder.problems)
+    return plan
+
+
+def _booleans_as_branch_names(data: PosDict) -> None:
+    """YAML reads the keys `true:` and `false:` as booleans; a condition means them as names."""
+    for step in (data.get("workflow") or {}).get("steps") or []:
+        cond = step.get("condition") if isinstance(step, dict) else None
+        if isinstance(cond, PosDict):
+            for flag in (True, False):
+                if flag in cond:
+                    name = str(flag).lower()
+                    cond[name] = cond.pop(flag)
+                    cond.key_pos[name] = cond.key_pos.pop(flag)
+                    cond.text_line[name] = cond.text_line.pop(flag)
+
+
+class _Builder:
+    def __init__(self, file: str, data: PosDict, raw: RawWorkflow):
+        self.file, self.data, self.raw = file, data, raw
+        self.problems: list[Problem] = []
+        self.step_index = {step.id: i for i, step in enumerate(raw.steps)}
+
+    def build(self) -> ir.Plan:
+        self._check_names()
+        graph = pipeline_refs.StepGraph(self.file, self.data, self.raw)
+        self.problems += graph.problems
+        if self.problems:
+            return None  # type: ignore[return-value]
+        nodes = {step.id: self._step(step) for step in self.raw.steps}
+        attached: set[str] = set()
+        for step in self.raw.steps:
+            if step.type == "conditional" and step.id not in attached:
+                self._attach_branches(nodes, step, attached)
+        order = [nodes[step_id] for step_id in graph.order]
+        path = os.path.abspath(self.file)
+        return ir.Plan(
+            name=self.raw.name, description=self.raw.description, dialect="pipeline", source=path,
+            spec_dir=os.path.dirname(path), params=self._params(), lifecycle="refresh",
+            root=ir.Sequence(id=f"workflow:{self.raw.name}", title=self.raw.name, children=order),
+            timeout_s=self._duration(self.raw.timeout, ("workflow", "timeout")),
+            info={"version": self.raw.version, "order": graph.order, "branches": graph.branches,
+                  "agents": {aid: {"name": a.name, "role": a.role, "tools": a.tools}
+                             for aid, a in self.raw.agents.items()}},
+        )
+
+    def _params(self) -> dict[str, ir.Param]:
+        params = {}
+        for i, inp in enumerate(self.raw.inputs):
+            line, _ = position(self.data, ("workflow", "inputs", i))
+            params[inp.name] = ir.Param(name=inp.name, type=inp.type, required=inp.required,
+                                        default=inp.default, description=inp.description, line=line)
+        return params
+
+    # -- names ------------------------------------------------------------------------------
+
+    def _check_names(self) -> None:
+        seen: dict[str, int] = {}
+        for i, step in enumerate(self.raw.steps):
+            if step.id in seen:
+                self._problem(("workflow", "steps", i, "id"), f"two steps are both named '{step.id}'",
+                              f"the other is step {seen[step.id] + 1}; step ids must be unique")
+            seen.setdefault(step.id, i)
+            self._check_step_shape(step, ("workflow", "steps", i))
+        for aid, agent in self.raw.agents.items():
+            policy = agent.retry.on_failure
+            if policy.startswith("fallback:"):
+                self._agent_ref(policy.split(":", 1)[1].strip(), ("workflow", "agents", aid, "retry", "on_failure"))
+
+    def _check_step_shape(self, step: RawStep, path: tuple) -> None:
+        needs = {"sequential": "agent", "parallel": "parallel", "conditional": "condition", "loop": "loop",
+                 "map": "map"}[step.type]
+        if getattr(step, needs) is None:
+            self._problem(path, f"step '{step.id}' is of type {step.type} but has no '{needs}:'",
+                          _shape_hint(step.type))
+        for key in ("parallel", "condition", "loop", "map"):
+            if key != needs and getattr(step, key) is not None:
+                self._problem(path + (key,), f"'{key}:' only applies to steps of type "
+                              f"{'conditional' if key == 'condition' else key}, and '{step.id}' is {step.type}",
+                              f"set type: {'conditional' if key == 'condition' else key}, or remove '{key}:'")
+        for agent, where in _agents_of(step):
+            self._agent_ref(agent, path + where)
+        if step.parallel is not None:
+            self._check_parallel(step, path)
+        if step.condition is not None:
+            for branch in ("true", "false"):
+                target = getattr(step.condition, branch)
+                if target is not None and target not in self.step_index and target not in self.raw.agents:
+                    self._problem(path + ("condition", branch), f"'{target}' is neither a step id nor an agent id",
+                                  _close_hint(target, list(self.step_index) + list(self.raw.agents)))
+
+    def _check_parallel(self, step: RawStep, path: tuple) -> None:
+        keys = [b.output_key or b.agent for b in step.parallel]
+        for i, key in enumerate(keys):
+            if keys.index(key) != i:
+                self._problem(path + ("parallel", i), f"two branches of '{step.id}' both produce '{key}'",
+                              "give each branch its own output_key")
+        if isinstance(step.wait, int) and not 1 <= step.wait <= len(step.parallel):
+            self._problem(path + ("wait",), f"wait: {step.wait} but the step has {len(step.parallel)} agents",
+                          f"use all, any, or a number from 1 to {len(step.parallel)}")
+
+    def _agent_ref(self, agent: str, path: tuple) -> None:
+        if agent not in self.raw.agents:
+            self._problem(path, f"agent '{agent}' is not defined under agents:", _close_hint(agent, list(self.raw.agents)))
+
+    # -- compiling steps ----------------------------------------------------------------------
+
+    def _step(self, step: RawStep) -> ir.NodeBase:
+        i = self.step_index[step.id]
+        common = dict(id=step.id, title=step.id, line=position(self.data, ("workflow", "steps", i))[0],
+                      step=True, store_as=step.output.store_as)
+        fmt = step.output.format
+        timeout = self._duration(step.timeout, ("workflow", "steps", i, "timeout"))
+        step_input = ir.ALL_PRIOR if (step.input or "").strip().lower() == ir.ALL_PRIOR else step.input
+        if step.type == "sequential":
+            task = self._task(step.agent, step.id, step_input, fmt)
+            return task.model_copy(update={**common, "title": task.title,
+                                           "timeout_s": timeout or task.timeout_s})
+        if step.type == "parallel":
+            children = [self._task(b.agent, f"{step.id}.{b.output_key or b.agent}", b.input, fmt,
+                                   output_key=b.output_key or b.agent) for b in step.parallel]
+            return ir.Parallel(children=children, wait=step.wait, timeout_s=timeout, **common)
+        if step.type == "loop":
+            loop = step.loop
+            validator_id = f"{step.id}.{loop.validator}" + (".check" if loop.validator == loop.agent else "")
+            return ir.Loop(body=self._task(loop.agent, f"{step.id}.{loop.agent}", step_input, fmt),
+                           validator=self._task(loop.validator, validator_id, None, "json"),
+                           feedback=loop.feedback_path, max_iterations=loop.max_iterations,
+                           timeout_s=timeout, **common)
+        if step.type == "map":
+            m = step.map
+            body = self._task(m.agent, f"{step.id}.{m.agent}", None, "text" if m.reduce else fmt)
+            reduce = self._task(m.reduce, f"{step.id}.{m.reduce}", None, fmt) if m.reduce else None
+            return ir.Map(over=m.over, body=body, reduce=reduce, concurrency=m.concurrency, timeout_s=timeout,
+                          **common)
+        return ir.Switch(cases=[], timeout_s=timeout, **common)
+
+    def _attach_branches(self, nodes: dict[str, ir.NodeBase], step: RawStep, done: set[str]) -> None:
+        """Fill a conditional's branches, its own branch conditionals first (chains like hot/warm/cold)."""
+        done.add(step.id)
+        cond = step.condition
+        for target in (cond.true, cond.false):
+            inner = self.raw.steps[self.step_index[target]] if target in self.step_index else None
+            if inner is not None and inner.type == "conditional" and inner.id not in done:
+                self._attach_branches(nodes, inner, done)
+
+        def branch(target: str | None, name: str) -> ir.NodeBase | None:
+            if target is None:
+                return None
+            if target in nodes:
+                return nodes[target]
+            return self._task(target, f"{step.id}.{name}.{target}", step.input, step.output.format)
+
+        when_true = branch(cond.true, "true") or ir.Sequence(id=f"{step.id}.true")
+        nodes[step.id] = nodes[step.id].model_copy(update={"cases": [ir.Case(when=cond.eval, node=when_true)],
+                                                           "default": branch(cond.false, "false")})
+
+    def _task(self, agent_id: str, node_id: str, input_: str | None, fmt: str, output_key: str | None = None,
+              fallback: bool = True) -> ir.Task:
+        agent = self.raw.agents[agent_id]
+        validation = agent.validation or RawValidation()
+        policy = agent.retry.on_failure
+        on_failure = "fallback" if policy.startswith("fallback:") and fallback else \
+            ("abort" if policy.startswith("fallback:") else policy)
+        backup = None
+        if on_failure == "fallback":
+            other = policy.split(":", 1)[1].strip()
+            backup = self._task(other, f"{node_id}.fallback.{other}", input_, fmt, fallback=False)
+            backup = backup.model_copy(update={"on_failure": "abort"})
+        return ir.Task(
+            id=node_id, title=agent.name or agent_id, agent=agent_id, prompt=agent.prompt, protocol="plain",
+            input=input_, tools=agent.tools, output_key=output_key,
+            line=position(self.data, ("workflow", "agents", agent_id))[0],
+            timeout_s=self._duration(agent.timeout, ("workflow", "agents", agent_id, "timeout")),
+            retry=ir.Retry(attempts=agent.retry.max_attempts, backoff=agent.retry.backoff,
+                           delay_s=_BACKOFF_DELAY[agent.retry.backoff]),
+            on_failure=on_failure, fallback=backup,
+            output_format="json" if validation.json_schema else fmt,
+            output_schema=validation.json_schema, rules=validation.rules,
+        )
+
+    def _duration(self, value: str | float | None, path: tuple) -> float | None:
+        if value is None:
+            return None
+        try:
+            return parse_duration(value)
+        except ValueError as exc:
+            self._problem(path, str(exc), "write a duration like '90s', '5m' or '2h'")
+            return None
+
+    def _problem(self, path: tuple, message: str, hint: str = "") -> None:
+        line, col = position(self.data, path)
+        self.problems.append(Problem(self.file, line, col, message, hint))
+
+
+def _agents_of(step: RawStep) -> list[tuple[str, tuple]]:
+    """Every agent id a step names, with the path of the key naming it."""
+    found = [(step.agent, ("agent",))] if step.agent else []
+    for i, branch in enumerate(step.parallel or []):
+        found.append((branch.agent, ("parallel", i, "agent")))
+    if step.loop:
+        found += [(step.loop.agent, ("loop", "agent")), (step.loop.validator, ("loop", "validator"))]
+    if step.map:
+        found.append((step.map.agent, ("map", "agent")))
+        if step.map.reduce:
+            found.append((step.map.reduce, ("map", "reduce")))
+    return found
+
+
+def _shape_hint(step_type: str) -> str:
+    return {
+        "sequential": "name the agent that runs it: agent: <agent_id>",
+        "parallel": "list the agents: parallel: [{agent: a, input: ...}, {agent: b, input: ...}]",
+        "conditional": "condition: {eval: \"{{steps.x.output.y}} == 'z'\", true: <step or agent>, false: ...}",
+        "loop": "loop: {agent: writer, validator: reviewer, max_iterations: 3}",
+        "map": "map: {over: \"{{steps.split.output.chunks}}\", agent: worker, reduce: reducer}",
+    }[step_type]
+
+
+def _close_hint(name: str, known: list[str]) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(name, known, n=1)
+    return f"did you mean '{close[0]}'?" if close else ("defined: " + ", ".join(known) if known else "")

@@ -1,0 +1,228 @@
+"""A pipeline's references and step order: every {{…}} checked before the run, dependencies
+collected, cycles named, and the steps put in topological order (spec order breaks ties).
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import TYPE_CHECKING
+
+from spec import expressions, ir
+from spec.errors import Problem
+from spec.yamlpos import PosDict, position, text_line
+
+if TYPE_CHECKING:
+    from spec.dialects.pipeline import RawStep, RawWorkflow
+
+# Names a template may read besides inputs, steps and store_as names.
+LOCALS = {"input", "item", "index", "feedback", "iteration", "run_id", "workdir"}
+
+
+class StepGraph:
+    def __init__(self, file: str, data: PosDict, raw: RawWorkflow):
+        self.file, self.data, self.raw = file, data, raw
+        self.problems: list[Problem] = []
+        self.ids = [s.id for s in raw.steps]
+        self.inputs = {i.name for i in raw.inputs}
+        self.keys = {s.id: {b.output_key or b.agent for b in s.parallel or []} for s in raw.steps}
+        self.stored = self._stored()
+        self.branches = self._branches()
+        agent_deps = {aid: self._template(a.prompt, ("workflow", "agents", aid, "prompt"))
+                      for aid, a in raw.agents.items()}
+        deps = {s.id: self._step_deps(i, s, agent_deps) for i, s in enumerate(raw.steps)}
+        self.order = self._order(deps) if not self.problems else []
+
+    # -- names a template may use -----------------------------------------------------------
+
+    def _stored(self) -> dict[str, str]:
+        stored: dict[str, str] = {}
+        reserved = LOCALS | {"inputs", "steps"}
+        for i, step in enumerate(self.raw.steps):
+            name = step.output.store_as
+            if not name:
+                continue
+            where = ("workflow", "steps", i, "output", "store_as")
+            if name in reserved:
+                self._problem(where, f"store_as '{name}' is a name templates already use", "pick another name")
+            elif name in stored:
+                self._problem(where, f"steps '{stored[name]}' and '{step.id}' both store_as '{name}'",
+                              "each stored name must be unique")
+            stored.setdefault(name, step.id)
+        return stored
+
+    def _branches(self) -> dict[str, str]:
+        """Steps named by a condition run only inside it: branch step id -> its conditional."""
+        owners: dict[str, str] = {}
+        for i, step in enumerate(self.raw.steps):
+            for flag in ("true", "false"):
+                target = getattr(step.condition, flag) if step.condition else None
+                if target not in self.ids:
+                    continue
+                if target in owners and owners[target] != step.id:
+                    self._problem(("workflow", "steps", i, "condition", flag),
+                                  f"step '{target}' is already the branch of condition '{owners[target]}'",
+                                  "a step can be the branch of one condition; point the other at an agent id")
+                owners.setdefault(target, step.id)
+        return owners
+
+    # -- references -------------------------------------------------------------------------
+
+    def _template(self, source: str, path: tuple) -> set[str]:
+        try:
+            refs = expressions.template_references(source)
+        except expressions.ExpressionError as exc:
+            self._problem(path, f"template syntax: {exc}", "write references as {{ inputs.name }} or "
+                          "{{ steps.ID.output }}")
+            return set()
+        base = text_line(self.data, path) or position(self.data, path)[0]
+        return {d for ref, line in refs if (d := self._ref(ref, path, base + line - 1))}
+
+    def _expression(self, source: str, path: tuple) -> set[str]:
+        try:
+            expressions.compile_expression(source)
+            refs = expressions.references(source)
+        except expressions.ExpressionError as exc:
+            self._problem(path, str(exc), "conditions use ==, !=, <, <=, >, >=, and, or, not, in and literals")
+            return set()
+        line = text_line(self.data, path) or position(self.data, path)[0]
+        return {d for ref in refs if (d := self._ref(ref, path, line))}
+
+    def _ref(self, ref: tuple, path: tuple, line: int) -> str | None:
+        """The step a reference depends on, if any; a Problem if it names nothing."""
+        head, text = ref[0], ".".join(str(p) for p in ref)
+        if head == "inputs":
+            if len(ref) > 1 and ref[1] not in self.inputs:
+                self._problem(path, f"undefined reference '{text}': no input '{ref[1]}'",
+                              _did_you_mean(str(ref[1]), self.inputs, "declare it under inputs:"), line)
+            return None
+        if head == "steps":
+            return self._step_ref(ref, path, line) if len(ref) > 1 else None
+        if head in self.stored:
+            return self.stored[head]
+        if head not in LOCALS:
+            known = LOCALS | set(self.stored) | {"inputs", "steps"}
+            self._problem(path, f"undefined reference '{text}'",
+                          _did_you_mean(str(head), known, "use inputs.NAME, steps.ID.output or a store_as name"),
+                          line)
+        return None
+
+    def _step_ref(self, ref: tuple, path: tuple, line: int) -> str | None:
+        step, text = str(ref[1]), ".".join(str(p) for p in ref)
+        if step not in self.ids:
+            self._problem(path, f"undefined reference '{text}': no step '{step}'",
+                          _did_you_mean(step, set(self.ids), "steps: " + ", ".join(self.ids)), line)
+            return None
+        if len(ref) > 2 and ref[2] not in ("output", "outputs"):
+            self._problem(path, f"undefined reference '{text}'", f"write steps.{step}.output", line)
+        elif len(ref) > 3 and ref[2] == "outputs" and self.keys[step] and ref[3] not in self.keys[step]:
+            self._problem(path, f"undefined reference '{text}': step '{step}' has no output_key '{ref[3]}'",
+                          _did_you_mean(str(ref[3]), self.keys[step], "its keys: " + ", ".join(sorted(self.keys[step]))),
+                          line)
+        return step
+
+    # -- dependencies and order -------------------------------------------------------------
+
+    def _step_deps(self, i: int, step: RawStep, agent_deps: dict[str, set[str]]) -> set[str]:
+        path = ("workflow", "steps", i)
+        deps: set[str] = set()
+        if step.input is not None and step.input.strip().lower() == ir.ALL_PRIOR:
+            deps |= set(self.ids[:i])
+        elif step.input is not None:
+            deps |= self._template(step.input, path + ("input",))
+        for n, branch in enumerate(step.parallel or []):
+            if branch.input is not None:
+                deps |= self._template(branch.input, path + ("parallel", n, "input"))
+        if step.condition:
+            deps |= self._expression(step.condition.eval, path + ("condition", "eval"))
+        if step.loop and step.loop.feedback_path:
+            deps |= self._expression(step.loop.feedback_path, path + ("loop", "feedback_path"))
+        if step.map:
+            deps |= self._expression(step.map.over, path + ("map", "over"))
+        for agent in self._agents_run_by(step):
+            deps |= agent_deps.get(agent, set())
+        deps.discard(step.id)  # a loop's feedback_path reads its own validator's verdict
+        return deps
+
+    def _agents_run_by(self, step: RawStep) -> set[str]:
+        agents = {step.agent} if step.agent else set()
+        agents |= {b.agent for b in step.parallel or []}
+        if step.loop:
+            agents |= {step.loop.agent, step.loop.validator}
+        if step.map:
+            agents |= {step.map.agent} | ({step.map.reduce} if step.map.reduce else set())
+        if step.condition:
+            agents |= {t for t in (step.condition.true, step.condition.false) if t in self.raw.agents
+                       and t not in self.ids}
+        fallbacks = set()
+        for agent in agents:
+            policy = self.raw.agents[agent].retry.on_failure if agent in self.raw.agents else ""
+            if policy.startswith("fallback:"):
+                fallbacks.add(policy.split(":", 1)[1].strip())
+        return agents | fallbacks
+
+    def _order(self, deps: dict[str, set[str]]) -> list[str]:
+        graph = {s: set(d) for s, d in deps.items()}
+        for target, owner in self.branches.items():
+            graph[owner].add(target)  # a conditional's output is its branch's
+        cycle = _find_cycle(graph, self.ids)
+        if cycle:
+            i = self.ids.index(cycle[0])
+            self._problem(("workflow", "steps", i), "circular dependency between steps: " + " → ".join(cycle),
+                          "a step can only read the output of steps that do not read its own")
+            return []
+        top = [s for s in self.ids if s not in self.branches]
+        needs = {s: {self._owner(d) for d in _closure(graph, s)} - {s} for s in top}
+        order: list[str] = []
+        while len(order) < len(top):
+            ready = next(s for s in top if s not in order and needs[s] <= set(order))
+            order.append(ready)
+        return order
+
+    def _owner(self, step: str) -> str:
+        while step in self.branches:
+            step = self.branches[step]
+        return step
+
+    def _problem(self, path: tuple, message: str, hint: str = "", line: int | None = None) -> None:
+        at_line, col = position(self.data, path)
+        self.problems.append(Problem(self.file, line or at_line, col if line in (None, at_line) else 1,
+                                     message, hint))
+
+
+def _closure(graph: dict[str, set[str]], start: str) -> set[str]:
+    """Everything `start` depends on, through the branches it contains."""
+    seen, stack = set(), [start]
+    while stack:
+        for dep in graph[stack.pop()]:
+            if dep not in seen:
+                seen.add(dep)
+                stack.append(dep)
+    return seen
+
+
+def _find_cycle(graph: dict[str, set[str]], ids: list[str]) -> list[str] | None:
+    """The first cycle found, as a closed path of step ids (a → b → a)."""
+    state: dict[str, int] = {}
+    trail: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        trail.append(node)
+        for dep in sorted(graph[node], key=ids.index):
+            if state.get(dep) == 1:
+                return trail[trail.index(dep):] + [dep]
+            if dep not in state and (found := visit(dep)):
+                return found
+        state[node] = 2
+        trail.pop()
+        return None
+
+    for node in ids:
+        if node not in state and (found := visit(node)):
+            return found
+    return None
+
+
+def _did_you_mean(name: str, known: set[str], otherwise: str) -> str:
+    close = difflib.get_close_matches(name, sorted(known), n=1)
+    return f"did you mean '{close[0]}'?" if close else otherwise
