@@ -21,9 +21,27 @@ def to_text(value: Any) -> str:
     return str(value)
 
 
-# Immutable: a template must not be able to change the run state it reads (e.g. steps.clear()).
-_ENV = ImmutableSandboxedEnvironment(undefined=StrictUndefined, keep_trailing_newline=True, autoescape=False,
-                                     finalize=lambda v: to_text(v) if v is None or isinstance(v, (dict, list)) else v)
+def _finalize(value: Any) -> Any:
+    if value is None:
+        return ""  # a skipped step's null output reads as nothing
+    return to_text(value) if isinstance(value, (dict, list)) else value
+
+
+class _Env(ImmutableSandboxedEnvironment):
+    """Immutable, so a template cannot change the run state it reads (e.g. steps.clear()).
+
+    A field of a null value is null: `{{ steps.x.output.score }}` of a skipped step reads as
+    nothing instead of failing the prompt that mentions it.
+    """
+
+    def getattr(self, obj: Any, attribute: str) -> Any:
+        return None if obj is None else super().getattr(obj, attribute)
+
+    def getitem(self, obj: Any, argument: Any) -> Any:
+        return None if obj is None else super().getitem(obj, argument)
+
+
+_ENV = _Env(undefined=StrictUndefined, keep_trailing_newline=True, autoescape=False, finalize=_finalize)
 
 
 @lru_cache(maxsize=1024)

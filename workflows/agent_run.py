@@ -33,6 +33,8 @@ class AgentRun:
         try:
             await asyncio.wait_for(interpreter.run(inp.plan.root), timeout=inp.plan.timeout_s)
         except TaskFailed as exc:
+            if f"{exc.task_id}: {exc.message}" not in self.run_state.errors:
+                self.run_state.errors.append(f"{exc.task_id}: {exc.message}")
             self._end("failed")
             raise ApplicationError(f"task {exc.task_id} failed: {exc.message}", self.run_state,
                                    type="RunFailed", non_retryable=True) from None
