@@ -15,8 +15,11 @@ _PER_AGENT = re.compile(r"^([A-Za-z_][\w.-]*)=(.+)$")
 SCHEMES = ("agentapi", "openai", "anthropic", "command", "scripted")
 
 
-def resolve(flags: list[str], spec_dir: str) -> tuple[str, dict[str, str]]:
-    """(default URI, per-agent URIs). `--agent URI` sets the default, `--agent ID=URI` one agent."""
+def resolve(flags: list[str], spec_dir: str, needed: set[str] = frozenset()) -> tuple[str, dict[str, str]]:
+    """(default URI, per-agent URIs). `--agent URI` sets the default, `--agent ID=URI` one agent.
+
+    No default is needed when every agent id in `needed` has its own URI.
+    """
     default, per_agent = None, {}
     config = _config(spec_dir)
     default = config.pop("default", None) or os.environ.get("AGENTRUN_AGENT")
@@ -32,8 +35,12 @@ def resolve(flags: list[str], spec_dir: str) -> tuple[str, dict[str, str]]:
             _check_uri(uri)
     if default is None:
         default = per_agent.get("default")
+    if default is None and needed and needed <= set(per_agent):
+        default = ""
     if default is None:
-        raise SpecError([Problem("--agent", 0, 0, "no agent is configured for this run",
+        unset = sorted(needed - set(per_agent))
+        about = f" (agents without one: {', '.join(unset)})" if per_agent and unset else ""
+        raise SpecError([Problem("--agent", 0, 0, "no agent is configured for this run" + about,
                                  "pass --agent URI, e.g. --agent openai:gpt-4o-mini, --agent "
                                  "agentapi:http://127.0.0.1:3284 or --agent 'command:my-agent --flag', "
                                  f"or put agents: {{default: URI}} in {CONFIG_NAME} next to the spec")])

@@ -40,7 +40,8 @@ def prepare(args: argparse.Namespace) -> RunInput:
     plan = load(args.spec, given_params=given)
     check(plan)
     values = params.bind(plan, ask_missing(plan, given))
-    default, per_agent = agents.resolve(args.agent, plan.spec_dir)
+    needed = {leaf.agent for leaf in plan.leaves() if isinstance(leaf, ir.Task)}
+    default, per_agent = agents.resolve(args.agent, plan.spec_dir, needed)
     workdir = os.path.abspath(args.workdir or plan.spec_dir)
     if not os.path.isdir(workdir):
         raise SpecError([Problem("--workdir", 0, 0, f"work directory '{workdir}' does not exist",

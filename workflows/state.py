@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from spec.calls import Usage
+from spec.render import to_text
 
 TaskStatus = Literal["pending", "running", "completed", "failed", "skipped", "cancelled"]
 RunStatus = Literal["pending", "running", "completed", "failed", "cancelled", "timeout"]
@@ -76,6 +77,7 @@ class RunState(BaseModel):
 
     def record_step(self, step_id: str, value: Any, store_as: str | None) -> None:
         self.steps[step_id] = {"output": value, "outputs": value if isinstance(value, dict) else {}}
+        self.final_output = to_text(value)[:MAX_OUTPUT_CHARS] if value is not None else ""
         if store_as:
             self.memory[store_as] = value
 
