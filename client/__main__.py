@@ -1,4 +1,4 @@
-"""The command line: start, watch, status, list, cancel, report, validate."""
+"""The command line: start, watch, status, list, cancel, report, validate, inspect, dry-run."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import sys
 
 from rich.console import Console
 
-from client import report
+from client import explain, report
 from client.connection import Unreachable, connect
 from client.runs import NoSuchRun, describe, fetch_state, list_runs
 from client.start import UsageError, prepare, start, watch
@@ -48,6 +48,13 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("run_id")
     r.add_argument("--format", choices=["md", "json"], default="md")
     sub.add_parser("validate", help="check a spec without running it").add_argument("spec")
+    sub.add_parser("inspect", help="explain a spec: its steps, execution graph and agents").add_argument("spec")
+    d = sub.add_parser("dry-run", help="show the agent calls a run would make, calling none")
+    d.add_argument("spec")
+    d.add_argument("-p", "--param", action="append", default=[], metavar="KEY=VALUE",
+                   help="a param (YAML scalar), or KEY=@FILE to read it from a file")
+    d.add_argument("--agent", action="append", default=[], metavar="URI|ID=URI",
+                   help="the default agent URI, or the URI of one agent id")
     return p
 
 
@@ -57,6 +64,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "validate":
             return validate(args.spec, console)
+        if args.command == "inspect":
+            return explain.inspect_command(args.spec, console)
+        if args.command == "dry-run":
+            return explain.dry_run_command(args, console)
         if args.command == "start":
             inp = prepare(args)
             return asyncio.run(_with_client(lambda c: start(c, args, inp, console)))

@@ -1,0 +1,452 @@
+"""`inspect` and `dry-run`: a spec explained step by step, and the agent calls a run would make.
+
+Both work from the compiled Plan alone: nothing connects to Temporal and no agent is called.
+Steps are numbered as in the graph (`client.graph`), so 2a in a listing is 2a in the figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from jinja2 import TemplateError
+from rich.console import Console
+
+from client import agents as agent_config
+from client.graph import agent_name, bare, draw, is_empty, sub_tag, switch_branches, top_steps
+from client.start import _cli_params, ask_missing
+from spec import expressions, ir
+from spec.check import check
+from spec.load import load
+from spec.params import bind
+from spec.render import render, to_text
+from workflows import prompt
+from workflows.leaves import _agent_type
+
+PREVIEW_LINES = 6  # of each prompt and agent input a dry run shows
+INPUT_LINES = 20  # of each run input
+
+
+# ---- the commands ----------------------------------------------------------------------------
+
+
+def inspect_command(path: str, console: Console) -> int:
+    plan = load(path)
+    check(plan)
+    _print(console, inspect_text(plan))
+    return 0
+
+
+def dry_run_command(args: argparse.Namespace, console: Console) -> int:
+    """What `start` would run with these -p and --agent flags; SpecError as `start` raises it."""
+    given = dict(_cli_params(args.param))
+    plan = load(args.spec, given_params=given)
+    check(plan)
+    values = bind(plan, ask_missing(plan, given))
+    _print(console, dry_run_text(plan, values, agent_config.resolve(args.agent, plan.spec_dir)))
+    return 0
+
+
+def _print(console: Console, text: str) -> None:
+    # Prompts are the user's text: no markup, emoji codes or highlighting may change them.
+    console.print(text, markup=False, emoji=False, highlight=False)
+
+
+# ---- inspect ---------------------------------------------------------------------------------
+
+
+def inspect_text(plan: ir.Plan) -> str:
+    described = _Describer(plan.info.get("agents") or {})
+    lines = _header(plan) + ["", "Inputs"] + _inputs(plan) + ["", "Steps"]
+    for i, node in enumerate(top_steps(plan)):
+        lines += described.step(node, str(i + 1), "  ", "nothing but its prompt")
+    lines += ["", "Graph"] + ["  " + line if line else "" for line in draw(plan).splitlines()]
+    lines += ["", "Agents"] + _agents(plan)
+    return "\n".join(lines)
+
+
+def _header(plan: ir.Plan) -> list[str]:
+    version = plan.info.get("version")
+    lines = [f"Workflow: {plan.name}" + (f", version {version}" if version else "")]
+    if plan.description:
+        lines.append(plan.description.strip())
+    if plan.timeout_s:
+        lines.append(f"Timeout for the whole run: {duration(plan.timeout_s)}")
+    return lines
+
+
+def _inputs(plan: ir.Plan) -> list[str]:
+    if not plan.params:
+        return ["  (none)"]
+    lines = []
+    for p in plan.params.values():
+        need = "required" if p.required else f"default {_value(p.default if p.default is not None else '')}"
+        lines.append(f"  {p.name} ({p.type}, {need})" + (f": {p.description}" if p.description else ""))
+    return lines
+
+
+def _agents(plan: ir.Plan) -> list[str]:
+    declared = plan.info.get("agents")
+    if declared:
+        return [f"  {aid}: {a.get('name') or aid}" + (f" — {a['role']}" if a.get("role") else "")
+                + (f" (tools: {', '.join(a['tools'])})" if a.get("tools") else "") for aid, a in declared.items()]
+    users: dict[str, list[str]] = {}
+    for leaf in plan.leaves():
+        users.setdefault(getattr(leaf, "agent", None) or "(provider)", []).append(leaf.id)
+    return [f"  {agent}: runs {', '.join(ids)}" for agent, ids in users.items()]
+
+
+class _Describer:
+    """Each step in words: who runs, what it gets, where its output goes, and its policies."""
+
+    def __init__(self, agents: dict):
+        self.agents = agents
+
+    def step(self, node: ir.NodeBase | None, tag: str, pad: str, gets: str, lead: str = "") -> list[str]:
+        head = f"{pad}{tag}. {lead}"
+        more = pad + " " * (len(tag) + 2)
+        if is_empty(node):
+            return [head + "nothing runs"]
+        head += f"{node.id} — " if node.step else ""
+        if isinstance(node, ir.Parallel):
+            keys = ", ".join(c.output_key or c.id for c in node.children)
+            lines = [head + f"parallel: {len(node.children)} agents at once, {wait_text(node.wait)}; "
+                     f"outputs {keys}{_stored(node)}{_step_timeout(node)}"]
+            for i, child in enumerate(node.children):
+                lines += self.step(child, sub_tag(tag, i), more, gets)
+            return lines
+        if isinstance(node, ir.Switch):
+            lines = [head + "conditional: the first branch whose condition holds runs" + _step_timeout(node)]
+            for i, (branch, cond) in enumerate(switch_branches(node)):
+                lines += self.step(branch, sub_tag(tag, i), more, gets, f"{_if(cond)} → ")
+            return lines
+        if isinstance(node, ir.Loop):
+            return self._loop(node, tag, head, more, gets)
+        if isinstance(node, ir.Map):
+            return self._map(node, tag, head, more)
+        if isinstance(node, (ir.Sequence, ir.Selector)):
+            lines = [head + ("in order:" if isinstance(node, ir.Sequence) else "the first that succeeds:")]
+            for i, child in enumerate(node.children):
+                lines += self.step(child, sub_tag(tag, i), more, gets)
+            return lines
+        return [head + self._leaf(node, gets)] + [more + line for line in self.details(node)]
+
+    def who(self, node: ir.NodeBase) -> str:
+        if isinstance(node, ir.Provider):
+            return f"{node.label}: provider {node.call.provider}.{node.call.method}"
+        return f"{agent_name(node, self.agents)} ({getattr(node, 'agent', node.id)})"
+
+    def _leaf(self, node: ir.NodeBase, gets: str) -> str:
+        if not isinstance(node, ir.Task) or node.protocol != "plain":
+            return self.who(node)
+        text = f"{self.who(node)} gets {_gets(node, gets)}"
+        if node.output_key:
+            text += f"; output as outputs.{node.output_key}"
+        if node.step:
+            text = "sequential: " + text + _stored(node, node.output_format)
+        return text
+
+    def _loop(self, node: ir.Loop, tag: str, head: str, more: str, gets: str) -> list[str]:
+        if node.validator:
+            feedback = bare(node.feedback) if node.feedback else "the check's feedback field"
+            text = (f"loop: {self.who(node.body)} produces, {self.who(node.validator)} checks, until the check "
+                    f"passes (its reply has passed: true), at most {node.max_iterations} iterations; "
+                    f"feedback from {feedback}")
+        else:
+            text = f"loop: {self.who(node.body)} runs until {_until(node)}, at most {node.max_iterations} iterations"
+        lines = [head + text + _stored(node, getattr(node.body, "output_format", None)) + _step_timeout(node)]
+        lines += self.step(node.body, sub_tag(tag, 0), more, gets)
+        if node.validator:
+            lines += self.step(node.validator, sub_tag(tag, 1), more, f"the output of {sub_tag(tag, 0)}")
+        return lines
+
+    def _map(self, node: ir.Map, tag: str, head: str, more: str) -> list[str]:
+        body_tag = sub_tag(tag, 0) if node.reduce else tag
+        last = node.reduce or node.body
+        text = (f"map: {self.who(node.body)} runs once per item of {bare(node.over)}, "
+                f"at most {node.concurrency} at a time")
+        if node.reduce:
+            text += f"; {self.who(node.reduce)} combines the results"
+        lines = [head + text + _stored(node, getattr(last, "output_format", None)) + _step_timeout(node)]
+        if node.reduce:
+            lines += self.step(node.body, body_tag, more, "one item")
+            lines += self.step(node.reduce, sub_tag(tag, 1), more, f"the list of {body_tag} outputs")
+        else:
+            lines += [more + line for line in self.details(node.body)]
+        return lines
+
+    def details(self, node: ir.NodeBase) -> list[str]:
+        policy = policy_text(node, self.who)
+        return ([policy] if policy else []) + checks(node)
+
+
+def checks(node: ir.NodeBase) -> list[str]:
+    """What a task's output must satisfy, and how a task tree's task decides it is done."""
+    if not isinstance(node, ir.Task):
+        return []
+    lines = ["schema: " + _compact(node.output_schema)] if node.output_schema else []
+    lines += [f"rule: {rule}" for rule in node.rules]
+    if node.loop_until:
+        limit = node.loop_until.max_iterations
+        lines.append(f"repeats until the agent reports {node.loop_until.status}"
+                     + (f", at most {limit} iterations" if limit else ""))
+    if node.criteria:
+        kind = "python" if node.criteria.python else f"script {node.criteria.script}"
+        retries = node.criteria.max_retries
+        lines.append(f"success check: {kind}, up to {retries} {'retry' if retries == 1 else 'retries'}")
+    return lines
+
+
+def _gets(node: ir.Task, otherwise: str) -> str:
+    if node.input is None:
+        return otherwise
+    if node.input == ir.ALL_PRIOR:
+        return "all prior context (every earlier step's output)"
+    return node.input
+
+
+def _stored(node: ir.NodeBase, fmt: str | None = None) -> str:
+    """Where later steps find a step's output."""
+    if not node.step:
+        return ""
+    where = f"stored as {node.store_as}" if node.store_as else f"in steps.{node.id}.output"
+    return f"; output {where}" + (f" ({fmt})" if fmt else "")
+
+
+def _until(node: ir.Loop) -> str:
+    return f"{bare(node.until)} holds" if node.until else "it passes"
+
+
+def _step_timeout(node: ir.NodeBase) -> str:
+    return f"; step timeout {duration(node.timeout_s)}" if node.timeout_s else ""
+
+
+def _if(cond: str) -> str:
+    return "else" if cond == "else" else ("" if cond.startswith("else if ") else "if ") + cond
+
+
+def wait_text(wait: str | int) -> str:
+    if wait == "all":
+        return "waits for all"
+    if wait == "any":
+        return "takes the first to finish and cancels the rest"
+    return f"takes the first {wait} to finish and cancels the rest"
+
+
+def policy_text(node: ir.NodeBase, who) -> str:
+    """Retries, failure policy and timeout, where they differ from a single try that stops the run."""
+    parts = []
+    if node.retry.attempts > 1:
+        backoff = f", {node.retry.backoff} backoff" if node.retry.backoff != "none" else ""
+        parts.append(f"up to {node.retry.attempts} attempts{backoff}")
+    if node.on_failure == "skip":
+        parts.append("on failure: skipped, the run goes on")
+    elif node.on_failure == "fallback" and node.fallback is not None:
+        parts.append(f"on failure: falls back to {who(node.fallback)}")
+    elif node.retry.attempts > 1:
+        parts.append("on failure: the run stops")
+    if node.timeout_s:
+        parts.append(f"timeout {duration(node.timeout_s)}")
+    return "; ".join(parts)
+
+
+def duration(seconds: float) -> str:
+    hours, rest = divmod(int(seconds), 3600)
+    minutes, secs = divmod(rest, 60)
+    secs += seconds - int(seconds)
+    text = (f"{hours}h" if hours else "") + (f"{minutes}m" if minutes else "") + (f"{secs:g}s" if secs else "")
+    return text or "0s"
+
+
+def _compact(value: Any, limit: int = 200) -> str:
+    text = json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def _value(value: Any) -> str:
+    return '""' if value == "" else to_text(value)
+
+
+# ---- dry run ---------------------------------------------------------------------------------
+
+
+class _Shown(str):
+    """A value a dry run does not have, such as a step's output. It is its label as text, so it
+    renders and serializes as one, and any field read from it is a label too (`<output of x>.score`):
+    templates fill in without an agent having run."""
+
+    def __getattribute__(self, name: str) -> Any:
+        if name.startswith("_"):
+            return super().__getattribute__(name)
+        return _Shown(f"{self}.{name}")
+
+    def __getitem__(self, key: Any) -> _Shown:
+        return _Shown(f"{self}[{key}]" if isinstance(key, int) else f"{self}.{key}")
+
+    def __iter__(self):
+        return iter([_Shown(f"{self}[0]")])
+
+
+def dry_run_text(plan: ir.Plan, params: dict[str, Any], agents: tuple[str, dict[str, str]]) -> str:
+    """The run's inputs, then every agent call in execution order with what it would be sent."""
+    dry = _DryRun(plan, params, agents)
+    lines = _header(plan) + ["", "Inputs"] + _bound(plan, params) + ["", "Plan"]
+    for i, node in enumerate(top_steps(plan)):
+        lines += dry.calls(node, str(i + 1), "  ", {})
+        if node.step:
+            dry.done.append(node.id)
+    if dry.problems:
+        lines += ["", "Problems a run would meet"] + [f"  {p}" for p in dry.problems]
+    lines += ["", "No agent was called."]
+    return "\n".join(lines)
+
+
+def _bound(plan: ir.Plan, values: dict[str, Any]) -> list[str]:
+    lines = []
+    for name, value in values.items():
+        param = plan.params.get(name)
+        shown = _block("  ", f"{name} = ", _value(value), INPUT_LINES)
+        if param is None:
+            shown[-1] += " (not declared by the spec)"
+        elif not param.required and value == (param.default if param.default is not None else ""):
+            shown[-1] += " (default)"
+        lines += shown
+    return lines or ["  (none)"]
+
+
+class _DryRun:
+    def __init__(self, plan: ir.Plan, values: dict[str, Any], agents: tuple[str, dict[str, str]]):
+        self.default_uri, self.uris = agents
+        self.described = _Describer(plan.info.get("agents") or {})
+        steps = [n for n in plan.walk() if n.step]
+        shown = {n.id: _Shown(f"<output of {n.id}>") for n in steps}
+        # What templates see at run time (workflows.leaves): built-ins, params bare and as `inputs`,
+        # stored names, then the steps.
+        self.context = {"agent_type": _agent_type(self.default_uri), "skip_permissions": False,
+                        "workdir": plan.spec_dir, "run_id": "<run id>", "iteration": 1, **values, "inputs": values,
+                        **{n.store_as: shown[n.id] for n in steps if n.store_as},
+                        "steps": {sid: {"output": s, "outputs": s} for sid, s in shown.items()}}
+        self.done: list[str] = []  # top-level steps before the current one, for "all prior context"
+        self.problems: list[str] = []
+
+    def calls(self, node: ir.NodeBase | None, tag: str, pad: str, scope: dict[str, Any], lead: str = "") -> list[str]:
+        head = f"{pad}{tag}. {lead}"
+        more = pad + " " * (len(tag) + 2)
+        if is_empty(node):
+            return [head + "nothing runs"]
+        head += f"{node.id} — " if node.step else ""
+        if isinstance(node, ir.Parallel):
+            lines = [head + f"parallel, {wait_text(node.wait)}" + _stored(node) + _step_timeout(node)]
+            for i, child in enumerate(node.children):
+                lines += self.calls(child, sub_tag(tag, i), more, scope)
+            return lines
+        if isinstance(node, ir.Switch):
+            lines = [head + "conditional, decided at run time" + _step_timeout(node)]
+            for i, (branch, cond) in enumerate(switch_branches(node)):
+                lines += self.calls(branch, sub_tag(tag, i), more, scope, f"{_if(cond)} → ")
+            return lines
+        if isinstance(node, ir.Loop):
+            return self._loop(node, tag, head, more, scope)
+        if isinstance(node, ir.Map):
+            return self._map(node, tag, head, more, scope)
+        if isinstance(node, (ir.Sequence, ir.Selector)):
+            lines = [head + ("in order" if isinstance(node, ir.Sequence) else "the first that succeeds")]
+            for i, child in enumerate(node.children):
+                lines += self.calls(child, sub_tag(tag, i), more, scope)
+            return lines
+        return self._call(node, tag, head, more, scope)
+
+    def _loop(self, node: ir.Loop, tag: str, head: str, more: str, scope: dict[str, Any]) -> list[str]:
+        until = f"{agent_name(node.validator, self.described.agents)} passes it" if node.validator else _until(node)
+        lines = [head + f"loop, at most {node.max_iterations} iterations, until {until}"
+                 + _stored(node) + _step_timeout(node)]
+        body_tag, judge_tag = sub_tag(tag, 0), sub_tag(tag, 1)
+        # The first iteration, as workflows.interpreter runs it: no feedback yet.
+        lines += self.calls(node.body, body_tag, more, {**scope, "feedback": None, "iteration": 1})
+        if node.validator:
+            feedback = self._fill(node.feedback, scope) if node.feedback else "the check's feedback field"
+            lines.append(f"{more}{' ' * (len(body_tag) + 2)}from iteration 2 it also gets the feedback: {feedback}")
+            checked = {**scope, "input": _Shown(f"<output of {node.body.id}>")}
+            lines += self.calls(node.validator, judge_tag, more, checked)
+            lines.append(f"{more}{' ' * (len(judge_tag) + 2)}the loop ends when its reply has passed: true")
+        return lines
+
+    def _map(self, node: ir.Map, tag: str, head: str, more: str, scope: dict[str, Any]) -> list[str]:
+        over = self._fill(node.over, scope)
+        lines = [head + f"map over {over}, at most {node.concurrency} at a time"
+                 + _stored(node) + _step_timeout(node)]
+        item = _Shown(f"<one item of {over}>")
+        body_tag = sub_tag(tag, 0) if node.reduce else tag
+        lines += self.calls(node.body, body_tag, more, {**scope, "item": item, "index": _Shown("<its index>"),
+                                                         "input": item}, "once per item: ")
+        if node.reduce:
+            results = _Shown(f"<the list of {node.body.id} outputs>")
+            lines += self.calls(node.reduce, sub_tag(tag, 1), more, {**scope, "input": results})
+        return lines
+
+    def _call(self, node: ir.NodeBase, tag: str, head: str, more: str, scope: dict[str, Any]) -> list[str]:
+        if isinstance(node, ir.Provider):
+            return [head + self.described.who(node) + " (no agent)"] + \
+                [more + line for line in self.described.details(node)]
+        uri = self.uris.get(node.agent, self.default_uri)
+        lines = [head + f"{self.described.who(node)} via {uri}"]
+        context = {**self.context, **scope}
+        try:
+            context["input"] = self._input(node, context)
+            text = prompt.build_plain(node, context) if node.protocol == "plain" else prompt.build(node, context, None)
+        except (TemplateError, expressions.ExpressionError, TypeError) as exc:
+            self.problems.append(f"{tag}: cannot fill in its prompt: {exc}")
+            return lines + [f"{more}cannot fill in its prompt: {exc}"]
+        if node.protocol == "plain":
+            lines += _block(more, "input: ", "(none)" if context["input"] is None else to_text(context["input"]))
+        lines += _preview(more, text)
+        lines.append(f"{more}expected output: {_expected(node)}")
+        lines += [f"{more}  {line}" for line in checks(node)]
+        policy = policy_text(node, self.described.who)
+        return lines + ([f"{more}{policy}"] if policy else [])
+
+    def _input(self, node: ir.Task, context: dict[str, Any]) -> Any:
+        """The value the step gets, as workflows.leaves works it out."""
+        if node.input is None:
+            return context.get("input")
+        if node.input == ir.ALL_PRIOR:
+            return _Shown(f"<outputs of {', '.join(self.done)}>" if self.done else "<no earlier outputs>")
+        if expressions.is_reference(node.input):
+            return expressions.resolve(node.input, context)
+        return render(node.input, context)
+
+    def _fill(self, template: str, scope: dict[str, Any]) -> str:
+        try:
+            return render(template, {**self.context, **scope})
+        except (TemplateError, TypeError):
+            return bare(template)
+
+
+def _expected(node: ir.Task) -> str:
+    if node.protocol == "status":
+        return "a reply ending with its COMPLETION_STATUS"
+    parts = [node.output_format]
+    if node.output_key:
+        parts.append(f"as outputs.{node.output_key}")
+    if node.step:
+        parts.append(f"stored as {node.store_as}" if node.store_as else f"as steps.{node.id}.output")
+    return ", ".join(parts)
+
+
+def _preview(pad: str, text: str) -> list[str]:
+    lines = text.strip("\n").splitlines()
+    shown = [f"{pad}prompt ({len(lines)} line{'s' if len(lines) != 1 else ''}):"]
+    shown += [f"{pad}  | {line}".rstrip() for line in lines[:PREVIEW_LINES]]
+    if len(lines) > PREVIEW_LINES:
+        shown.append(f"{pad}  | … {len(lines) - PREVIEW_LINES} more lines")
+    return shown
+
+
+def _block(pad: str, label: str, text: str, limit: int = PREVIEW_LINES) -> list[str]:
+    """`label` then text, continued under it, cut after `limit` lines."""
+    lines = text.splitlines() or [""]
+    out = [f"{pad}{label}{lines[0]}"] + [f"{pad}{' ' * len(label)}{line}" for line in lines[1:limit]]
+    if len(lines) > limit:
+        out.append(f"{pad}{' ' * len(label)}… {len(lines) - limit} more lines")
+    return [line.rstrip() for line in out]
