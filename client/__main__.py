@@ -14,7 +14,9 @@ from client import explain, report
 from client.connection import Unreachable, connect
 from client.runs import NoSuchRun, describe, fetch_state, list_runs
 from client.start import UsageError, prepare, start, watch
+from spec import ir
 from spec.check import check
+from spec.rules import parse_rule
 from spec.errors import SpecError
 from spec.load import load
 from workflows.inputs import TASK_QUEUE
@@ -102,7 +104,24 @@ def validate(path: str, console: Console) -> int:
     for key in ("requires_workdir", "requirements"):
         if plan.info.get(key) is not None:
             console.print(f"  {key}: {plan.info[key]}", markup=False)
+    for warning in unknown_rules(plan):
+        console.print(warning, markup=False)
     return EXIT_OK
+
+
+def unknown_rules(plan: ir.Plan) -> list[str]:
+    """Validation rules of no known form: only an agent with a model can judge them at run time."""
+    seen, warnings = set(), []
+    for leaf in plan.leaves():
+        for rule in getattr(leaf, "rules", []):
+            if (leaf.agent, rule) not in seen and parse_rule(rule) is None:
+                seen.add((leaf.agent, rule))
+                warnings.append(f"{plan.source}:{leaf.line}: warning: rule of agent '{leaf.agent}' has no known "
+                                f"form: {rule!r}\n  hint: an openai: or anthropic: agent judges it with its model; "
+                                "with other agents it is not checked. Known forms: 'Must include X field', "
+                                "'Must identify exactly N items', 'Each item must have a, b fields', "
+                                "'X must be between A and B'")
+    return warnings
 
 
 async def _status(client, args, console: Console) -> int:

@@ -141,3 +141,13 @@ def test_sigkill_mid_parallel_step_does_not_call_finished_agents_again(cli, addr
 def _statuses(cli, rid: str) -> list[str]:
     result = cli("status", rid, "--json")
     return [t["status"] for t in json.loads(result.out)["tasks"]] if result.code == 0 else []
+
+
+def test_validate_flags_rules_of_no_known_form(cli, tmp_path):
+    spec = tmp_path / "rules.yaml"
+    spec.write_text(FAN.replace('a: {prompt: "A"}', 'a: {prompt: "A", validation: {rules: '
+                                '["The tone must be friendly", "Must include score field"]}}'))
+    result = cli("validate", str(spec))
+    assert result.code == 0, result.err
+    assert "has no known form: 'The tone must be friendly'" in result.out
+    assert "Must include score field" not in result.out
