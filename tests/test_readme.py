@@ -19,3 +19,13 @@ def test_readme_task_tree_example_is_a_valid_spec(tmp_path):
 def test_readme_has_the_two_commands():
     assert "    pip install -e . && python -m client start examples/quickstart.yaml\n" in README
     assert '    pip install -e ".[test]" && python -m pytest\n' in README
+
+
+def test_readme_pipeline_section_matches_the_example_and_its_graph():
+    from client.graph import draw
+
+    section = README.split("## Multi-agent pipelines", 1)[1]
+    example = ROOT / "examples" / "pipelines" / "lead-scoring.yaml"
+    assert re.search(r"```yaml\n(.*?)```", section, re.DOTALL).group(1) == example.read_text()
+    graph = re.search(r"draws the graph:\n\n```\n(.*?)```", section, re.DOTALL).group(1)
+    assert graph.rstrip("\n").splitlines() == ["  " + line for line in draw(load(str(example))).splitlines()]
