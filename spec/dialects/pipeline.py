@@ -1,12 +1,15 @@
 """The multi-agent pipeline YAML (sub-agent orchestrator): `workflow:` with inputs, agents and steps.
 
-Every key of the seed's schema is accepted and unknown keys are errors. Extensions: a step may set
+Every key of the seed's schema is accepted; unknown keys, and step keys the step's type would
+ignore (agent: on a parallel step, wait: on a sequential one), are errors. Extensions: a step may set
 `timeout` (for a parallel step it bounds the wait policy), a map step `concurrency` (default 20)
 and a parallel branch `output_key`, as the seed's own lead-scoring example does.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import difflib
 import os
 import re
 from typing import Any, Literal
@@ -17,6 +20,7 @@ from spec import ir
 from spec.dialects import pipeline_refs
 from spec.durations import parse_duration
 from spec.errors import Problem, SpecError
+from spec.params import coerce
 from spec.schema_errors import problems_from
 from spec.yamlpos import PosDict, position
 
@@ -103,12 +107,25 @@ class RawStep(_Strict):
     type: StepType = "sequential"
     input: str | None = None
     parallel: list[RawBranch] | None = None
-    wait: Literal["all", "any"] | int = "all"
+    wait: str | int = "all"
     condition: RawCondition | None = None
     loop: RawLoop | None = None
     map: RawMap | None = None
     output: RawOutput = RawOutput()
     timeout: str | float | None = None
+
+    @field_validator("wait", mode="before")
+    @classmethod
+    def _wait(cls, value: Any) -> str | int:
+        # One check instead of a union, so `wait: some` is one error, and `wait: yes` (a YAML
+        # boolean) is not read as 1.
+        if value in ("all", "any"):
+            return value
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.strip().isdigit():
+            return int(value)
+        raise ValueError(f"'{value}' is not a wait policy")
 
 
 class RawWorkflow(_Strict):
@@ -134,12 +151,65 @@ def compile_plan(data: PosDict, file: str, given: set[str] = frozenset()) -> ir.
     try:
         raw = RawSpec.model_validate(data).workflow
     except ValidationError as exc:
-        raise SpecError(problems_from(exc, data, file, RawSpec)) from None
+        raise SpecError(_schema_problems(exc, data, file)) from None
     builder = _Builder(file, data, raw)
     plan = builder.build()
     if builder.problems:
         raise SpecError(builder.problems)
     return plan
+
+
+# Hints for values a validator refused, by the key holding the value.
+_VALUE_HINTS = {
+    "on_failure": "retries are set with max_attempts: N (and backoff:); on_failure says what happens after "
+                  "the last attempt: skip, abort or fallback:<agent_id>",
+    "wait": "use all, any, or how many agents must finish (a number)",
+}
+
+
+def _schema_problems(exc: ValidationError, data: PosDict, file: str) -> list[Problem]:
+    """One problem per mistake: a misspelled or misplaced key is reported once, as the unknown key,
+    not again as the required key it should have been; every problem gets a hint."""
+    errors = exc.errors()
+    unknown = [e["loc"] for e in errors if e["type"] == "extra_forbidden"]
+    problems = []
+    for err, problem in zip(errors, problems_from(exc, data, file, RawSpec)):
+        loc, name = err["loc"], err["loc"][-1]
+        if err["type"] == "missing" and any(_explains(u, loc) for u in unknown):
+            continue
+        hint = problem.hint
+        if err["type"] == "extra_forbidden":
+            owner = next((m["loc"] for m in errors if m["type"] == "missing" and m["loc"][-1] == name
+                          and m["loc"][:-1] != loc[:-1]), None)
+            if owner is not None:
+                hint = f"'{name}:' belongs under '{_parent(owner)}:'; check its indentation"
+        elif err["type"] == "missing":
+            hint = f"add '{name}:' under '{_parent(loc)}:'"
+        elif err["type"] == "literal_error":
+            choices = re.findall(r"'([^']*)'", err["ctx"]["expected"])
+            close = difflib.get_close_matches(str(err["input"]), choices, n=1)
+            hint = f"did you mean '{close[0]}'?" if close else "write one of: " + ", ".join(choices)
+        elif err["type"] == "value_error":
+            hint = _VALUE_HINTS.get(name, hint)
+            problem = dataclasses.replace(problem, message=problem.message.replace("Value error, ", ""))
+        elif err["type"] == "too_short":
+            hint = f"list at least one entry under '{name}:'"
+        elif err["type"] == "greater_than_equal":
+            hint = f"use a whole number of at least {err['ctx']['ge']}"
+        problems.append(dataclasses.replace(problem, hint=hint) if hint != problem.hint else problem)
+    return problems
+
+
+def _explains(unknown: tuple, missing: tuple) -> bool:
+    """Whether the unknown key at `unknown` is the `missing` key misspelled beside it, or put elsewhere."""
+    if unknown[-1] == missing[-1]:
+        return True
+    return unknown[:-1] == missing[:-1] and bool(difflib.get_close_matches(str(unknown[-1]), [missing[-1]]))
+
+
+def _parent(loc: tuple) -> str:
+    """The key whose mapping `loc` is in (list indexes skipped)."""
+    return next((str(p) for p in reversed(loc[:-1]) if isinstance(p, str)), "workflow")
 
 
 def _booleans_as_branch_names(data: PosDict) -> None:
@@ -163,6 +233,8 @@ class _Builder:
 
     def build(self) -> ir.Plan:
         self._check_names()
+        if len(self.step_index) < len(self.raw.steps):
+            return None  # type: ignore[return-value]  # with two steps of one id, no reference is clear
         graph = pipeline_refs.StepGraph(self.file, self.data, self.raw)
         self.problems += graph.problems
         if self.problems:
@@ -189,8 +261,20 @@ class _Builder:
         for i, inp in enumerate(self.raw.inputs):
             line, _ = position(self.data, ("workflow", "inputs", i))
             params[inp.name] = ir.Param(name=inp.name, type=inp.type, required=inp.required,
-                                        default=inp.default, description=inp.description, line=line)
+                                        default=self._default(inp, i), description=inp.description, line=line)
         return params
+
+    def _default(self, inp: RawInput, i: int) -> Any:
+        """The default as a value of the input's type, so a bad default is found now, not mid-run.
+        A file_path default is not checked: the file may only exist where the run starts."""
+        if inp.default is None or inp.type in ("string", "file_path"):
+            return inp.default
+        try:
+            return coerce(inp.default, inp.type)
+        except ValueError as exc:
+            self._problem(("workflow", "inputs", i, "default"), f"default of input '{inp.name}': {exc}",
+                          f"write a {inp.type} value, or leave default: out")
+            return inp.default
 
     # -- names ------------------------------------------------------------------------------
 
@@ -202,14 +286,36 @@ class _Builder:
                               f"the other is step {seen[step.id] + 1}; step ids must be unique")
             seen.setdefault(step.id, i)
             self._check_step_shape(step, ("workflow", "steps", i))
+        inputs: set[str] = set()
+        for i, inp in enumerate(self.raw.inputs):
+            if inp.name in inputs:
+                self._problem(("workflow", "inputs", i, "name"), f"two inputs are both named '{inp.name}'",
+                              "input names must be unique; rename or remove one")
+            inputs.add(inp.name)
         for aid, agent in self.raw.agents.items():
             policy = agent.retry.on_failure
             if policy.startswith("fallback:"):
-                self._agent_ref(policy.split(":", 1)[1].strip(), ("workflow", "agents", aid, "retry", "on_failure"))
+                other, where = policy.split(":", 1)[1].strip(), ("workflow", "agents", aid, "retry", "on_failure")
+                if other == aid:
+                    self._problem(where, f"agent '{aid}' is its own fallback",
+                                  "name a different agent, or use max_attempts to run it again")
+                self._agent_ref(other, where)
 
     def _check_step_shape(self, step: RawStep, path: tuple) -> None:
         needs = {"sequential": "agent", "parallel": "parallel", "conditional": "condition", "loop": "loop",
                  "map": "map"}[step.type]
+        shape = next((key for key in _SHAPE_KEYS if getattr(step, key) is not None), None)
+        if "type" not in step.model_fields_set and shape is not None:
+            kind = _SHAPE_KEYS[shape]
+            self._problem(path + (shape,), f"step '{step.id}' has '{shape}:' but no type:", f"add type: {kind}")
+            return
+        for key, types in _USED_BY.items():
+            if key in step.model_fields_set and step.type not in types:
+                self._problem(path + (key,), f"'{key}:' is not used by a {step.type} step ('{step.id}')",
+                              f"remove it; {_shape_hint(step.type)}")
+        if step.condition is not None and step.condition.true is None and step.condition.false is None:
+            self._problem(path + ("condition",), f"the condition of '{step.id}' names nothing to run",
+                          "add true: and/or false:, each a step id or an agent id")
         if getattr(step, needs) is None:
             self._problem(path, f"step '{step.id}' is of type {step.type} but has no '{needs}:'",
                           _shape_hint(step.type))
@@ -331,6 +437,12 @@ class _Builder:
     def _problem(self, path: tuple, message: str, hint: str = "") -> None:
         line, col = position(self.data, path)
         self.problems.append(Problem(self.file, line, col, message, hint))
+
+
+# The key that gives each step type its shape, and the type it belongs to.
+_SHAPE_KEYS = {"parallel": "parallel", "condition": "conditional", "loop": "loop", "map": "map"}
+# Step keys only some step types read; elsewhere they would be silently ignored.
+_USED_BY = {"agent": {"sequential"}, "input": {"sequential", "conditional", "loop"}, "wait": {"parallel"}}
 
 
 def _agents_of(step: RawStep) -> list[tuple[str, tuple]]:

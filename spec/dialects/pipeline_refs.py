@@ -16,6 +16,9 @@ if TYPE_CHECKING:
 
 # Names a template may read besides inputs, steps and store_as names.
 LOCALS = {"input", "item", "index", "feedback", "iteration", "run_id", "workdir"}
+# Locals set only where some agents run: a map's agent gets item and index, a loop's agent feedback.
+SCOPED = {"item": "map", "index": "map", "feedback": "loop"}
+_NOWHERE = frozenset(SCOPED)
 
 
 class StepGraph:
@@ -27,7 +30,12 @@ class StepGraph:
         self.keys = {s.id: {b.output_key or b.agent for b in s.parallel or []} for s in raw.steps}
         self.stored = self._stored()
         self.branches = self._branches()
-        agent_deps = {aid: self._template(a.prompt, ("workflow", "agents", aid, "prompt"))
+        places: dict[str, set[str]] = {}
+        for step in raw.steps:
+            for agent, place in self._runs(step):
+                places.setdefault(agent, set()).add(place)
+        agent_deps = {aid: self._template(a.prompt, ("workflow", "agents", aid, "prompt"),
+                                          _unset(places.get(aid, set())))
                       for aid, a in raw.agents.items()}
         deps = {s.id: self._step_deps(i, s, agent_deps) for i, s in enumerate(raw.steps)}
         self.order = self._order(deps) if not self.problems else []
@@ -58,6 +66,11 @@ class StepGraph:
                 target = getattr(step.condition, flag) if step.condition else None
                 if target not in self.ids:
                     continue
+                if target == step.id:
+                    self._problem(("workflow", "steps", i, "condition", flag),
+                                  f"the condition of '{step.id}' names its own step",
+                                  "name another step, or an agent id to run")
+                    continue
                 if target in owners and owners[target] != step.id:
                     self._problem(("workflow", "steps", i, "condition", flag),
                                   f"step '{target}' is already the branch of condition '{owners[target]}'",
@@ -67,7 +80,7 @@ class StepGraph:
 
     # -- references -------------------------------------------------------------------------
 
-    def _template(self, source: str, path: tuple) -> set[str]:
+    def _template(self, source: str, path: tuple, unset: frozenset[str] = _NOWHERE) -> set[str]:
         try:
             refs = expressions.template_references(source)
         except expressions.ExpressionError as exc:
@@ -75,7 +88,7 @@ class StepGraph:
                           "{{ steps.ID.output }}")
             return set()
         base = text_line(self.data, path) or position(self.data, path)[0]
-        return {d for ref, line in refs if (d := self._ref(ref, path, base + line - 1))}
+        return {d for ref, line in refs if (d := self._ref(ref, path, base + line - 1, unset))}
 
     def _expression(self, source: str, path: tuple) -> set[str]:
         try:
@@ -85,9 +98,19 @@ class StepGraph:
             self._problem(path, str(exc), "conditions use ==, !=, <, <=, >, >=, and, or, not, in and literals")
             return set()
         line = text_line(self.data, path) or position(self.data, path)[0]
-        return {d for ref in refs if (d := self._ref(ref, path, line))}
+        return {d for ref in refs if (d := self._ref(ref, path, line, _NOWHERE))}
 
-    def _ref(self, ref: tuple, path: tuple, line: int) -> str | None:
+    def _reference(self, source: str, path: tuple) -> set[str]:
+        """`over:` and `feedback_path:` name one value, which the run reads as data, not as text."""
+        bare = "{{" not in source and expressions.is_reference("{{ " + source + " }}")
+        if not (expressions.is_reference(source) or bare):
+            example = "steps.split.output.chunks" if path[-1] == "over" else "steps.review.output.feedback"
+            self._problem(path, f"'{source}' must be a single reference",
+                          f"write one reference, like {{{{ {example} }}}}")
+            return set()
+        return self._expression(source, path)
+
+    def _ref(self, ref: tuple, path: tuple, line: int, unset: frozenset[str]) -> str | None:
         """The step a reference depends on, if any; a Problem if it names nothing."""
         head, text = ref[0], ".".join(str(p) for p in ref)
         if head == "inputs":
@@ -99,7 +122,16 @@ class StepGraph:
             return self._step_ref(ref, path, line) if len(ref) > 1 else None
         if head in self.stored:
             return self.stored[head]
-        if head not in LOCALS:
+        if head in unset:
+            self._problem(path, f"'{head}' is not set here: only {_SCOPE_OWNER[SCOPED[head]]} gets it",
+                          _SCOPE_HINT[SCOPED[head]], line)
+            return None
+        if head in LOCALS:
+            return None
+        if head in self.inputs or head in self.ids:
+            form = f"inputs.{text}" if head in self.inputs else f"steps.{head}.output"
+            self._problem(path, f"undefined reference '{text}'", f"did you mean '{form}'?", line)
+        else:
             known = LOCALS | set(self.stored) | {"inputs", "steps"}
             self._problem(path, f"undefined reference '{text}'",
                           _did_you_mean(str(head), known, "use inputs.NAME, steps.ID.output or a store_as name"),
@@ -128,37 +160,47 @@ class StepGraph:
         if step.input is not None and step.input.strip().lower() == ir.ALL_PRIOR:
             deps |= set(self.ids[:i])
         elif step.input is not None:
-            deps |= self._template(step.input, path + ("input",))
+            # A loop's input is filled in for its agent, each time with the latest feedback.
+            unset = _NOWHERE - {"feedback"} if step.type == "loop" else _NOWHERE
+            deps |= self._template(step.input, path + ("input",), unset)
         for n, branch in enumerate(step.parallel or []):
             if branch.input is not None:
                 deps |= self._template(branch.input, path + ("parallel", n, "input"))
         if step.condition:
             deps |= self._expression(step.condition.eval, path + ("condition", "eval"))
-        if step.loop and step.loop.feedback_path:
-            deps |= self._expression(step.loop.feedback_path, path + ("loop", "feedback_path"))
         if step.map:
-            deps |= self._expression(step.map.over, path + ("map", "over"))
+            deps |= self._reference(step.map.over, path + ("map", "over"))
         for agent in self._agents_run_by(step):
             deps |= agent_deps.get(agent, set())
-        deps.discard(step.id)  # a loop's feedback_path reads its own validator's verdict
-        return deps
+        if step.id in deps:
+            self._problem(path, f"step '{step.id}' reads its own output (steps.{step.id})",
+                          "a step can read the output of other steps only; a loop's feedback_path is the exception")
+        if step.loop and step.loop.feedback_path:
+            # The loop's own id here is its validator's latest verdict, so it is no dependency.
+            deps |= self._reference(step.loop.feedback_path, path + ("loop", "feedback_path")) - {step.id}
+        return deps - {step.id}
 
     def _agents_run_by(self, step: RawStep) -> set[str]:
-        agents = {step.agent} if step.agent else set()
-        agents |= {b.agent for b in step.parallel or []}
+        return {agent for agent, _ in self._runs(step)}
+
+    def _runs(self, step: RawStep) -> list[tuple[str, str]]:
+        """(agent, place) for each agent a step runs, fallbacks included (they run in the place of the
+        agent they stand in for): "map" for a map's agent, "loop" for a loop's agent, else "step"."""
+        runs = [(step.agent, "step")] if step.agent and step.type == "sequential" else []
+        runs += [(b.agent, "step") for b in step.parallel or []]
         if step.loop:
-            agents |= {step.loop.agent, step.loop.validator}
+            runs += [(step.loop.agent, "loop"), (step.loop.validator, "step")]
         if step.map:
-            agents |= {step.map.agent} | ({step.map.reduce} if step.map.reduce else set())
+            runs += [(step.map.agent, "map")] + ([(step.map.reduce, "step")] if step.map.reduce else [])
         if step.condition:
-            agents |= {t for t in (step.condition.true, step.condition.false) if t in self.raw.agents
-                       and t not in self.ids}
-        fallbacks = set()
-        for agent in agents:
+            runs += [(t, "step") for t in (step.condition.true, step.condition.false)
+                     if t in self.raw.agents and t not in self.ids]
+        fallbacks = []
+        for agent, place in runs:
             policy = self.raw.agents[agent].retry.on_failure if agent in self.raw.agents else ""
             if policy.startswith("fallback:"):
-                fallbacks.add(policy.split(":", 1)[1].strip())
-        return agents | fallbacks
+                fallbacks.append((policy.split(":", 1)[1].strip(), place))
+        return runs + fallbacks
 
     def _order(self, deps: dict[str, set[str]]) -> list[str]:
         graph = {s: set(d) for s, d in deps.items()}
@@ -187,6 +229,17 @@ class StepGraph:
         at_line, col = position(self.data, path)
         self.problems.append(Problem(self.file, line or at_line, col if line in (None, at_line) else 1,
                                      message, hint))
+
+
+_SCOPE_OWNER = {"map": "a map's agent (map: agent:)", "loop": "a loop's agent (loop: agent:)"}
+_SCOPE_HINT = {"map": "read {{ input }} instead, which every agent gets, or give the map its own agent",
+               "loop": "give the loop its own agent, or leave {{ feedback }} out: an agent that does not place "
+                       "it gets the feedback appended"}
+
+
+def _unset(places: set[str]) -> frozenset[str]:
+    """The scoped locals an agent cannot read, because at least one place it runs does not set them."""
+    return frozenset(name for name, place in SCOPED.items() if places - {place})
 
 
 def _closure(graph: dict[str, set[str]], start: str) -> set[str]:
