@@ -104,20 +104,21 @@ class Interpreter:
                     results[branches[fut].id] = fut.result()
                 else:
                     failures.append(fut.exception())
-        await self._stop_branches(node, pending)
-        if deadline is not None and pending and workflow.time() >= deadline:
+        timed_out = deadline is not None and bool(pending) and workflow.time() >= deadline
+        await self._stop_branches(node, pending, f"the step's timeout ({node.timeout_s:g}s) passed" if timed_out
+                                  else f"the wait policy ({node.wait}) was met")
+        if timed_out:
             self._timed_out_branches(node, [branches[f] for f in pending], results, failures)
         if len(results) < need:
             raise failures[0]
         return _joined(node, results)
 
-    async def _stop_branches(self, node: ir.Parallel, pending: set[asyncio.Future]) -> None:
+    async def _stop_branches(self, node: ir.Parallel, pending: set[asyncio.Future], why: str) -> None:
         for fut in pending:
             fut.cancel()
         if pending:
             await workflow.wait(pending)
-            self.state.warnings.append(f"{node.id}: {len(pending)} branch(es) cancelled once the wait "
-                                       f"policy ({node.wait}) was decided")
+            self.state.warnings.append(f"{node.id}: {len(pending)} branch(es) cancelled once {why}")
 
     def _timed_out_branches(self, node: ir.Parallel, children: list[ir.NodeBase], results: dict[str, Any],
                             failures: list[TaskFailed]) -> None:
