@@ -15,14 +15,14 @@ from rich.console import Console
 
 from client import agents as agent_config
 from client.graph import agent_name, bare, draw, is_empty, sub_tag, switch_branches, top_steps
-from client.start import _cli_params, ask_missing
+from client.start import cli_params, ask_missing
 from spec import expressions, ir
 from spec.check import check
 from spec.load import load
 from spec.params import bind
 from spec.render import render, to_text
 from workflows import prompt
-from workflows.leaves import _agent_type
+from workflows.leaves import agent_type
 
 PREVIEW_LINES = 6  # of each prompt and agent input a dry run shows
 INPUT_LINES = 20  # of each run input
@@ -40,7 +40,7 @@ def inspect_command(path: str, console: Console) -> int:
 
 def dry_run_command(args: argparse.Namespace, console: Console) -> int:
     """What `start` would run with these -p and --agent flags; SpecError as `start` raises it."""
-    given = dict(_cli_params(args.param))
+    given = dict(cli_params(args.param))
     plan = load(args.spec, given_params=given)
     check(plan)
     values = bind(plan, ask_missing(plan, given))
@@ -323,7 +323,7 @@ class _DryRun:
         shown = {n.id: _Shown(f"<output of {n.id}>") for n in steps}
         # What templates see at run time (workflows.leaves): built-ins, params bare and as `inputs`,
         # stored names, then the steps.
-        self.context = {"agent_type": _agent_type(self.default_uri), "skip_permissions": False,
+        self.context = {"agent_type": agent_type(self.default_uri), "skip_permissions": False,
                         "workdir": plan.spec_dir, "run_id": "<run id>", "iteration": 1, **values, "inputs": values,
                         **{n.store_as: shown[n.id] for n in steps if n.store_as},
                         "steps": {sid: {"output": s, "outputs": s} for sid, s in shown.items()}}

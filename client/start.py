@@ -36,7 +36,7 @@ class UsageError(Exception):
 
 def prepare(args: argparse.Namespace) -> RunInput:
     """Everything a run needs, checked before Temporal is involved. Raises SpecError."""
-    given = dict(_cli_params(args.param))
+    given = dict(cli_params(args.param))
     plan = load(args.spec, given_params=given)
     check(plan)
     values = params.bind(plan, ask_missing(plan, given))
@@ -64,7 +64,7 @@ def ask_missing(plan: ir.Plan, given: dict[str, Any]) -> dict[str, Any]:
     return answers
 
 
-def _cli_params(items: list[str]) -> list[tuple[str, Any]]:
+def cli_params(items: list[str]) -> list[tuple[str, Any]]:
     out = []
     for item in items:
         try:

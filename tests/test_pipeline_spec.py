@@ -662,12 +662,12 @@ def test_badly_typed_inputs(tmp_path, name, value, says):
 def test_cli_params_from_values_and_files(tmp_path):
     (tmp_path / "lead.json").write_text('{"name": "Ada"}')
     plan = plan_of(tmp_path, TYPED)
-    given = dict(start._cli_params(["count=42", "flag=true", f"data=@{tmp_path / 'lead.json'}",
+    given = dict(start.cli_params(["count=42", "flag=true", f"data=@{tmp_path / 'lead.json'}",
                                     f"brief={tmp_path / 'lead.json'}"]))
     values = params.bind(plan, given)
     assert values["count"] == 42 and values["flag"] is True and values["data"] == {"name": "Ada"}
     with pytest.raises(SpecError, match="KEY=VALUE"):
-        start._cli_params(["count"])
+        start.cli_params(["count"])
 
 
 def test_ask_missing_prompts_on_a_terminal_only(tmp_path, monkeypatch):

@@ -27,7 +27,7 @@ class Leaves:
         self.inp, self.state = inp, state
         self.transcripts: dict[str, list[calls.ChatMessage]] = {}
         self.turns: dict[str, int] = {}
-        builtins = {"agent_type": _agent_type(inp.default_agent), "skip_permissions": False,
+        builtins = {"agent_type": agent_type(inp.default_agent), "skip_permissions": False,
                     "workdir": inp.workdir, "run_id": state.run_id, "iteration": 1}
         self._context = {**builtins, **inp.params, "inputs": inp.params}
 
@@ -240,7 +240,7 @@ def _is_stateless(uri: str) -> bool:
     return uri.split(":", 1)[0] in ("openai", "anthropic")
 
 
-def _agent_type(uri: str) -> str:
+def agent_type(uri: str) -> str:
     scheme, _, rest = uri.partition(":")
     if scheme == "agentapi" and "type=" in rest:
         return rest.split("type=", 1)[1].split("&", 1)[0]
