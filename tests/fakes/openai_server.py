@@ -7,12 +7,26 @@
 
 It validates requests the way the real APIs do (auth, model, messages, roles), answers with the
 real response shapes including token usage (words counted), and records every request.
+
+Per-model control, so one server can play several agents of a run:
+
+    server = FakeOpenAI(by_model={"planner": "PLAN", "coder": ["one", "two"]}, delay_s={"slow": 2})
+    gate = server.hold("coder")          # coder requests now block inside the handler...
+    server.in_flight("coder")            # ...and are counted here while they wait
+    server.release("coder")              # (or gate.set()) lets them, and later ones, through
+    server.prompts_for("coder")          # the last user message of every coder request
+
+A held or delayed request whose client goes away (a killed worker, a cancelled activity) is
+abandoned quietly: nothing is written back, it is marked `abandoned`, the server carries on.
 """
 
 from __future__ import annotations
 
 import json
+import select
+import socket
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -30,6 +44,21 @@ class Recorded:
     path: str
     headers: dict[str, str]  # lower-cased names
     body: Any
+    abandoned: bool = False  # the client went away while the request was held or delayed
+
+    @property
+    def model(self) -> str | None:
+        model = self.body.get("model") if isinstance(self.body, dict) else None
+        return model if isinstance(model, str) else None
+
+    @property
+    def prompt(self) -> str | None:
+        """The content of the last user message, if there is one."""
+        messages = self.body.get("messages") if isinstance(self.body, dict) else None
+        for m in reversed(messages if isinstance(messages, list) else []):
+            if isinstance(m, dict) and m.get("role") == "user":
+                return m.get("content") if isinstance(m.get("content"), str) else None
+        return None
 
 
 @dataclass
@@ -58,17 +87,28 @@ class FakeOpenAI:
         served_model: str | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
+        by_model: dict[str, str | Sequence[str] | ReplyFn] | None = None,
+        delay_s: dict[str, float] | None = None,
     ) -> None:
         """reply: fixed text, a list used in order (the last repeats), or a function of messages.
         api_key: when set, requests must carry it (Bearer for OpenAI, x-api-key for Anthropic).
         served_model: the model name reported back; default the requested one.
+        by_model: replies (same forms as `reply`) for particular requested models; lists are
+            counted per model. Models not named here get `reply`.
+        delay_s: seconds to wait, per requested model, before answering.
         """
         self.reply = reply
         self.api_key = api_key
         self.served_model = served_model
+        self.by_model: dict[str, str | Sequence[str] | ReplyFn] = dict(by_model or {})
+        self.delay_s: dict[str, float] = dict(delay_s or {})
         self.requests: list[Recorded] = []
         self._failures: list[_Failure] = []
         self._replies_given = 0
+        self._given_by_model: dict[str, int] = {}
+        self._gates: dict[str, threading.Event] = {}
+        self._blocked: dict[str, int] = {}
+        self._stopped = threading.Event()
         self._lock = threading.Lock()
         self._httpd = ThreadingHTTPServer((host, port), _handler_for(self))
         self._httpd.daemon_threads = True
@@ -89,6 +129,7 @@ class FakeOpenAI:
         return self
 
     def stop(self) -> None:
+        self._stopped.set()  # held and delayed requests give up instead of outliving the server
         self._httpd.shutdown()
         self._httpd.server_close()
 
@@ -106,14 +147,54 @@ class FakeOpenAI:
             text = message or f"injected failure {status}"
             self._failures.extend(_Failure(status, retry_after, text) for _ in range(count))
 
+    def hold(self, model: str) -> threading.Event:
+        """Make requests for `model` block until released; returns the gate (set() releases it)."""
+        with self._lock:
+            gate = self._gates.get(model)
+            if gate is None or gate.is_set():
+                gate = self._gates[model] = threading.Event()
+            return gate
+
+    def release(self, model: str | None = None) -> None:
+        """Let held requests for `model` (every model when None), and later ones, through."""
+        with self._lock:
+            gates = [self._gates.pop(model, None)] if model is not None else list(self._gates.values())
+            if model is None:
+                self._gates.clear()
+        for gate in gates:
+            if gate is not None:
+                gate.set()
+
+    def requests_for(self, model: str) -> list[Recorded]:
+        with self._lock:
+            return [r for r in self.requests if r.model == model]
+
+    def prompts_for(self, model: str) -> list[str]:
+        """The last user message of each request for `model`, in arrival order."""
+        return [r.prompt for r in self.requests_for(model) if r.prompt is not None]
+
+    def in_flight(self, model: str) -> int:
+        """Requests for `model` blocked right now (held or delayed, client still connected)."""
+        with self._lock:
+            return self._blocked.get(model, 0)
+
     # request handling, called from server threads
 
     def handle(
-        self, path: str, headers: dict[str, str], body: Any
-    ) -> tuple[int, dict[str, str], Any]:
+        self,
+        path: str,
+        headers: dict[str, str],
+        body: Any,
+        gone: Callable[[], bool] | None = None,
+    ) -> tuple[int, dict[str, str], Any] | None:
+        """The response for one request; None when the client (checked with `gone`) went away
+        while the request was held or delayed, so nothing should be written back."""
+        record = Recorded(path, headers, body)
         with self._lock:
-            self.requests.append(Recorded(path, headers, body))
+            self.requests.append(record)
             failure = self._failures.pop(0) if self._failures else None
+        if record.model is not None and not self._wait_turn(record, gone or (lambda: False)):
+            return None
         anthropic = path == "/v1/messages"
         if failure:
             extra = (
@@ -139,7 +220,7 @@ class FakeOpenAI:
         if self.api_key and headers.get("authorization") != f"Bearer {self.api_key}":
             raise ApiError(401, "Incorrect API key provided.", "authentication_error")
         messages = _require_chat(body, OPENAI_ROLES)
-        text = self._next_reply(messages)
+        text = self._next_reply(messages, body["model"])
         prompt, completion = _words(messages), len(text.split())
         return {
             "id": f"chatcmpl-{len(self.requests)}",
@@ -171,7 +252,7 @@ class FakeOpenAI:
         if system is not None and not isinstance(system, str):
             raise ApiError(400, "system: must be a string")
         seen = ([{"role": "system", "content": system}] if system else []) + messages
-        text = self._next_reply(seen)
+        text = self._next_reply(seen, body["model"])
         return {
             "id": f"msg_{len(self.requests)}",
             "type": "message",
@@ -182,7 +263,47 @@ class FakeOpenAI:
             "usage": {"input_tokens": _words(seen), "output_tokens": len(text.split())},
         }
 
-    def _next_reply(self, messages: Messages) -> str:
+    def _wait_turn(self, record: Recorded, gone: Callable[[], bool]) -> bool:
+        """Sit out the model's delay and hold; False when the client left (or the server stopped)."""
+        model = record.model
+        assert model is not None
+        deadline = time.monotonic() + self.delay_s.get(model, 0.0)
+        with self._lock:
+            gate = self._gates.get(model)
+            blocked = deadline > time.monotonic() or (gate is not None and not gate.is_set())
+            if blocked:
+                self._blocked[model] = self._blocked.get(model, 0) + 1
+        if not blocked:
+            return True
+        try:
+            while True:
+                with self._lock:
+                    gate = self._gates.get(model)
+                waiting = deadline - time.monotonic()
+                if waiting <= 0 and (gate is None or gate.is_set()):
+                    return True
+                if self._stopped.is_set() or gone():
+                    record.abandoned = True
+                    return False
+                if gate is not None and not gate.is_set():
+                    gate.wait(0.05)
+                else:
+                    time.sleep(min(0.05, max(waiting, 0.0)))
+        finally:
+            with self._lock:
+                self._blocked[model] -= 1
+
+    def _next_reply(self, messages: Messages, model: str) -> str:
+        if model in self.by_model:
+            reply = self.by_model[model]
+            if callable(reply):
+                return reply(messages)
+            if isinstance(reply, str):
+                return reply
+            with self._lock:
+                given = self._given_by_model.get(model, 0)
+                self._given_by_model[model] = given + 1
+            return reply[min(given, len(reply) - 1)]
         if callable(self.reply):
             return self.reply(messages)
         if isinstance(self.reply, str):
@@ -238,16 +359,33 @@ def _handler_for(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                     {"error": {"message": "body is not JSON", "type": "invalid_request_error"}},
                 )
                 return
-            self._send(*fake.handle(self.path, headers, body))
+            response = fake.handle(self.path, headers, body, gone=self._client_gone)
+            if response is None:  # abandoned: the client hung up while we held its request
+                self.close_connection = True
+                return
+            self._send(*response)
+
+        def _client_gone(self) -> bool:
+            """True once the peer closed or reset the connection (it sends nothing else meanwhile)."""
+            sock = self.connection
+            try:
+                readable, _, _ = select.select([sock], [], [], 0)
+                return bool(readable) and sock.recv(1, socket.MSG_PEEK) == b""
+            except (OSError, ValueError):
+                return True
 
         def _send(self, status: int, extra: dict[str, str], body: Any) -> None:
             data = json.dumps(body).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            for name, value in extra.items():
-                self.send_header(name, value)
-            self.end_headers()
-            self.wfile.write(data)
+            try:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                for name, value in extra.items():
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(data)
+                self.wfile.flush()
+            except (BrokenPipeError, ConnectionResetError):
+                self.close_connection = True  # the client left before its answer; not our problem
 
     return Handler
