@@ -24,6 +24,7 @@ from workflows.inputs import RunInput
 from workflows.state import RunState
 
 pytestmark = pytest.mark.usefixtures("time_worker")
+WEDGED_S = 30  # a skip or a result slower than this in wall time means the session's server is stuck
 
 
 @pytest.fixture
@@ -54,9 +55,9 @@ async def finish(env: WorkflowEnvironment, handle: WorkflowHandle, skip_s: float
     """Await the run, moving the server's clock on by skip_s once. The clock is locked by the client and
     by the running activity; awaiting result() releases the first, env.sleep the second, in either order."""
     result = asyncio.ensure_future(handle.result())
-    await env.sleep(skip_s)
+    await asyncio.wait_for(env.sleep(skip_s), WEDGED_S)
     try:
-        await asyncio.wait_for(result, 30)
+        await asyncio.wait_for(result, WEDGED_S)
     except WorkflowFailureError:
         pass
     return await fetch_state(env.client, handle.id)
@@ -100,7 +101,7 @@ subtasks:
     llm.fail_next(2, 429, retry_after=600)
     wall = time.monotonic()
     handle = await start(time_env.client, spec, "openai:m-busy")
-    await handle.result()
+    await asyncio.wait_for(handle.result(), WEDGED_S)
     state = await fetch_state(time_env.client, handle.id)
     wall = time.monotonic() - wall
 
