@@ -28,11 +28,7 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m client", description="Run durable multi-agent workflows.")
     sub = p.add_subparsers(dest="command", required=True)
     s = sub.add_parser("start", help="start a run of a spec and follow it")
-    s.add_argument("spec")
-    s.add_argument("-p", "--param", action="append", default=[], metavar="KEY=VALUE",
-                   help="a param (YAML scalar), or KEY=@FILE to read it from a file")
-    s.add_argument("--agent", action="append", default=[], metavar="URI|ID=URI",
-                   help="the default agent URI, or the URI of one agent id")
+    _spec_and_inputs(s)
     s.add_argument("--workdir", help="where agents and checks run (default: the spec's folder)")
     s.add_argument("--id", help="the run id (default: spec name + random suffix)")
     s.add_argument("--detach", action="store_true", help="start and return at once")
@@ -52,12 +48,17 @@ def parser() -> argparse.ArgumentParser:
     sub.add_parser("validate", help="check a spec without running it").add_argument("spec")
     sub.add_parser("inspect", help="explain a spec: its steps, execution graph and agents").add_argument("spec")
     d = sub.add_parser("dry-run", help="show the agent calls a run would make, calling none")
-    d.add_argument("spec")
-    d.add_argument("-p", "--param", action="append", default=[], metavar="KEY=VALUE",
-                   help="a param (YAML scalar), or KEY=@FILE to read it from a file")
-    d.add_argument("--agent", action="append", default=[], metavar="URI|ID=URI",
-                   help="the default agent URI, or the URI of one agent id")
+    _spec_and_inputs(d)
     return p
+
+
+def _spec_and_inputs(command: argparse.ArgumentParser) -> None:
+    """The arguments `start` and `dry-run` share: the spec, its params and its agents."""
+    command.add_argument("spec")
+    command.add_argument("-p", "--param", action="append", default=[], metavar="KEY=VALUE",
+                         help="a param (YAML scalar), or KEY=@FILE to read it from a file")
+    command.add_argument("--agent", action="append", default=[], metavar="URI|ID=URI",
+                         help="the default agent URI, or the URI of one agent id")
 
 
 def main(argv: list[str] | None = None) -> int:
