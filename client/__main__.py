@@ -10,7 +10,7 @@ import sys
 
 from rich.console import Console
 
-from client import explain, report
+from client import report
 from client.connection import Unreachable, connect
 from client.runs import NoSuchRun, describe, fetch_state, list_runs
 from client.start import UsageError, prepare, start, watch
@@ -67,10 +67,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "validate":
             return validate(args.spec, console)
-        if args.command == "inspect":
-            return explain.inspect_command(args.spec, console)
-        if args.command == "dry-run":
-            return explain.dry_run_command(args, console)
+        if args.command in ("inspect", "dry-run"):
+            from client import explain  # its prompt rendering is not needed by the other commands
+
+            return explain.inspect_command(args.spec, console) if args.command == "inspect" \
+                else explain.dry_run_command(args, console)
         if args.command == "start":
             inp = prepare(args)
             return asyncio.run(_with_client(lambda c: start(c, args, inp, console)))

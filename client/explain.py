@@ -13,13 +13,11 @@ from typing import Any
 from jinja2 import TemplateError
 from rich.console import Console
 
-from client import agents as agent_config
 from client.graph import agent_name, bare, draw, is_empty, sub_tag, switch_branches, top_steps
-from client.start import cli_params, ask_missing
+from client.start import load_run
 from spec import expressions, ir
 from spec.check import check
 from spec.load import load
-from spec.params import bind
 from spec.render import render, to_text
 from workflows import prompt
 from workflows.leaves import agent_type
@@ -40,11 +38,8 @@ def inspect_command(path: str, console: Console) -> int:
 
 def dry_run_command(args: argparse.Namespace, console: Console) -> int:
     """What `start` would run with these -p and --agent flags; SpecError as `start` raises it."""
-    given = dict(cli_params(args.param))
-    plan = load(args.spec, given_params=given)
-    check(plan)
-    values = bind(plan, ask_missing(plan, given))
-    _print(console, dry_run_text(plan, values, agent_config.resolve(args.agent, plan.spec_dir)))
+    plan, values, default, per_agent = load_run(args)
+    _print(console, dry_run_text(plan, values, (default, per_agent)))
     return 0
 
 

@@ -7,7 +7,7 @@ import contextlib
 import os
 import sys
 import uuid
-from typing import Any
+from typing import Any, NamedTuple
 
 from rich.console import Console
 from rich.prompt import Prompt
@@ -34,14 +34,26 @@ class UsageError(Exception):
     """A mistake on the command line (exit code 2)."""
 
 
-def prepare(args: argparse.Namespace) -> RunInput:
-    """Everything a run needs, checked before Temporal is involved. Raises SpecError."""
+class Loaded(NamedTuple):
+    plan: ir.Plan
+    params: dict[str, Any]
+    default_agent: str
+    agents: dict[str, str]
+
+
+def load_run(args: argparse.Namespace) -> Loaded:
+    """The spec, its inputs and its agents from `start`/`dry-run` arguments. Raises SpecError."""
     given = dict(cli_params(args.param))
     plan = load(args.spec, given_params=given)
     check(plan)
     values = params.bind(plan, ask_missing(plan, given))
     needed = {leaf.agent for leaf in plan.leaves() if isinstance(leaf, ir.Task)}
-    default, per_agent = agents.resolve(args.agent, plan.spec_dir, needed)
+    return Loaded(plan, values, *agents.resolve(args.agent, plan.spec_dir, needed))
+
+
+def prepare(args: argparse.Namespace) -> RunInput:
+    """Everything a run needs, checked before Temporal is involved. Raises SpecError."""
+    plan, values, default, per_agent = load_run(args)
     workdir = os.path.abspath(args.workdir or plan.spec_dir)
     if not os.path.isdir(workdir):
         raise SpecError([Problem("--workdir", 0, 0, f"work directory '{workdir}' does not exist",

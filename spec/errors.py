@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 
@@ -25,3 +27,9 @@ class SpecError(Exception):
     def __init__(self, problems: list[Problem]):
         self.problems = problems
         super().__init__("\n".join(str(p) for p in problems))
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """The hint "did you mean 'x'?" for the known name closest to `name`, or "" if none is close."""
+    close = difflib.get_close_matches(name, sorted(known), n=1)
+    return f"did you mean '{close[0]}'?" if close else ""

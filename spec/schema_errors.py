@@ -3,22 +3,38 @@
 from __future__ import annotations
 
 import difflib
+import re
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from spec.errors import Problem
+from spec.errors import Problem, did_you_mean
 from spec.yamlpos import position
 
 
 def problems_from(exc: ValidationError, data: Any, file: str, model: type[BaseModel],
-                  base: tuple = ()) -> list[Problem]:
+                  value_hints: dict[str, str] | None = None) -> list[Problem]:
+    """One problem per mistake, each with a hint: a misspelled or misplaced key is reported once, as
+    the unknown key, not again as the required key it should have been. `value_hints` are hints for
+    values a validator refused, by the key holding the value."""
+    errors = exc.errors()
+    unknown = [e["loc"] for e in errors if e["type"] == "extra_forbidden"]
     problems = []
-    for err in exc.errors():
-        loc = base + tuple(err["loc"])
+    for err in errors:
+        loc = tuple(err["loc"])
+        if err["type"] == "missing" and any(_explains(u, loc) for u in unknown):
+            continue
         line, col = position(data, loc)
-        problems.append(Problem(file, line, col, _message(err, loc), _hint(err, loc, model)))
+        hint = (value_hints or {}).get(loc[-1]) if err["type"] == "value_error" else None
+        problems.append(Problem(file, line, col, _message(err, loc), hint or _hint(err, loc, model, errors)))
     return problems
+
+
+def _explains(unknown: tuple, missing: tuple) -> bool:
+    """Whether the unknown key at `unknown` is the `missing` key misspelled beside it, or put elsewhere."""
+    if unknown[-1] == missing[-1]:
+        return True
+    return unknown[:-1] == missing[:-1] and bool(difflib.get_close_matches(str(unknown[-1]), [missing[-1]]))
 
 
 def _message(err: dict, loc: tuple) -> str:
@@ -27,23 +43,40 @@ def _message(err: dict, loc: tuple) -> str:
         return f"unknown key '{loc[-1]}'"
     if err["type"] == "missing":
         return f"'{where}' is required"
-    return f"{where}: {err['msg']}"
+    return f"{where}: {err['msg'].removeprefix('Value error, ')}"
 
 
-def _hint(err: dict, loc: tuple, model: type[BaseModel]) -> str:
+def _hint(err: dict, loc: tuple, model: type[BaseModel], errors: list[dict]) -> str:
+    name = loc[-1]
     if err["type"] == "extra_forbidden":
+        owner = next((m["loc"] for m in errors if m["type"] == "missing" and m["loc"][-1] == name
+                      and m["loc"][:-1] != loc[:-1]), None)
+        if owner is not None:
+            return f"'{name}:' belongs under '{_parent(owner)}:'; check its indentation"
         allowed = _allowed_keys(model, loc[:-1])
-        close = difflib.get_close_matches(str(loc[-1]), allowed, n=1, cutoff=0.6)
-        if close:
-            return f"did you mean '{close[0]}'?"
-        return "allowed keys here: " + ", ".join(sorted(allowed)) if allowed else ""
+        return did_you_mean(str(name), allowed) or ("allowed keys here: " + ", ".join(sorted(allowed))
+                                                    if allowed else "")
     if err["type"] in ("dict_type", "model_type"):
         return "expected a mapping (key: value lines indented under this key)"
     if err["type"] == "list_type":
         return "expected a list (lines starting with '- ')"
     if err["type"] == "string_type":
         return "expected text; quote it if it looks like a number, a boolean or a mapping"
+    if err["type"] == "missing":
+        return f"add '{name}:' under '{_parent(loc)}:'"
+    if err["type"] == "literal_error":
+        choices = re.findall(r"'([^']*)'", err["ctx"]["expected"])
+        return did_you_mean(str(err["input"]), choices) or "write one of: " + ", ".join(choices)
+    if err["type"] == "too_short":
+        return f"list at least one entry under '{name}:'"
+    if err["type"] == "greater_than_equal":
+        return f"use a whole number of at least {err['ctx']['ge']}"
     return ""
+
+
+def _parent(loc: tuple) -> str:
+    """The key whose mapping `loc` is in (list indexes skipped)."""
+    return next((str(p) for p in reversed(loc[:-1]) if isinstance(p, str)), "the top level")
 
 
 def _allowed_keys(model: type[BaseModel], loc: tuple) -> list[str]:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -66,6 +68,40 @@ def start_worker(address: str, *args: str, log: Path | None = None) -> subproces
                             stdout=subprocess.PIPE, stderr=out)
     assert proc.stdout.readline().startswith(b"worker polling"), "the worker did not start"
     return proc
+
+
+async def until(predicate, timeout_s: float = 30, poll_s: float = 0.05) -> None:
+    """wait_for for async tests: it does not block the event loop an in-process worker runs on."""
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out waiting"
+        await asyncio.sleep(poll_s)
+
+
+def sigkill(proc: subprocess.Popen) -> None:
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
+def watch_with_new_worker(cli, address: str, queue: str, rid: str) -> "Result":
+    """Start a fresh worker on `queue`, follow run `rid` to its end with `client watch`, stop the worker."""
+    worker = start_worker(address, "--task-queue", queue)
+    try:
+        return cli("watch", rid)
+    finally:
+        worker.terminate()
+        worker.wait(timeout=30)
+
+
+@pytest.fixture
+def llm(monkeypatch):
+    """A fake OpenAI-compatible server for the run's agents; each agent id can be its own model."""
+    from tests.fakes.openai_server import FakeOpenAI
+
+    with FakeOpenAI(api_key="sk-test") as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+        yield server
 
 
 @pytest.fixture

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import json
-import os
-import signal
 
-from tests.conftest import run_id, start_worker, wait_for, write_spec
+from tests.conftest import run_id, sigkill, start_worker, wait_for, watch_with_new_worker, write_spec
 from tests.fakes.agentapi_server import FakeAgentAPI
 from tests.test_engine import SHELL_BRAIN, sh
 
@@ -24,14 +22,8 @@ def test_sigkill_mid_run_then_a_new_worker_completes_it(cli, address, tmp_path):
                       "--task-queue", QUEUE, "--detach")
         assert started.code == 0, started.err
         wait_for(lambda: len(agent.received) >= 2)  # t2 is with the agent now
-        os.kill(first.pid, signal.SIGKILL)
-        first.wait()
-        second = start_worker(address, "--task-queue", QUEUE)
-        try:
-            watched = cli("watch", rid)
-        finally:
-            second.terminate()
-            second.wait(timeout=30)
+        sigkill(first)
+        watched = watch_with_new_worker(cli, address, QUEUE, rid)
         sent = [next(t for t in tasks if f"done-{t}" in prompt) for prompt in agent.received]
     assert watched.code == 0, watched.out + watched.err
     assert "- Status: COMPLETE" in watched.out

@@ -18,7 +18,7 @@ from client import report
 from client.runs import fetch_state
 from spec import params as spec_params
 from spec.load import load
-from tests.conftest import TIME_QUEUE, run_id, write_spec
+from tests.conftest import TIME_QUEUE, run_id, until, write_spec
 from tests.fakes.openai_server import FakeOpenAI
 from workflows.inputs import RunInput
 from workflows.state import RunState
@@ -42,13 +42,6 @@ async def start(client: Client, spec: Path, agent: str, **options) -> WorkflowHa
     inp = RunInput(plan=plan, params=spec_params.bind(plan, {}), workdir=str(spec.parent), default_agent=agent,
                    **options)
     return await client.start_workflow("AgentRun", inp, id=run_id(plan.name), task_queue=TIME_QUEUE)
-
-
-async def until(predicate, timeout_s: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        assert time.monotonic() < deadline, "condition not met in time"
-        await asyncio.sleep(0.02)
 
 
 async def finish(env: WorkflowEnvironment, handle: WorkflowHandle, skip_s: float) -> RunState:

@@ -48,10 +48,7 @@ class Interpreter:
 
     async def _on_failure(self, node: ir.NodeBase, exc: TaskFailed, scope: Scope) -> Any:
         if node.on_failure == "skip":
-            self.state.warnings.append(f"{node.id}: failed and skipped: {exc.message}")
-            if node.id in self.state.tasks:
-                self.state.tasks[node.id].status = "skipped"
-            return None
+            return self._skip(node, f"failed and skipped: {exc.message}")
         if node.on_failure == "fallback" and node.fallback:
             self.state.warnings.append(f"{node.id}: failed ({exc.message}); falling back to {node.fallback.label}")
             try:
@@ -59,6 +56,13 @@ class Interpreter:
             except TaskFailed as again:
                 raise TaskFailed(node.id, f"its fallback {node.fallback.id} failed too: {again.message}") from None
         raise exc
+
+    def _skip(self, node: ir.NodeBase, why: str) -> None:
+        """The skip policy: a warning, the row marked skipped, and a null output."""
+        self.state.warnings.append(f"{node.id}: {why}")
+        if node.id in self.state.tasks:
+            self.state.tasks[node.id].status = "skipped"
+        return None
 
     async def _dispatch(self, node: ir.NodeBase, scope: Scope) -> Any:
         if isinstance(node, (ir.Task, ir.Provider)):
@@ -70,7 +74,12 @@ class Interpreter:
                    ir.Switch: self._switch, ir.Loop: self._loop, ir.Map: self._map}.get(type(node))
         if handler is None:
             raise TaskFailed(node.id, f"{node.kind} nodes cannot run in this engine")
-        return await handler(node, scope)
+        if node.timeout_s is None or isinstance(node, ir.Parallel):  # a parallel step's timeout bounds its wait
+            return await handler(node, scope)
+        try:
+            return await asyncio.wait_for(handler(node, scope), node.timeout_s)
+        except asyncio.TimeoutError:
+            raise TaskFailed(node.id, f"step timed out after {node.timeout_s:g}s") from None
 
     async def _sequence(self, node: ir.Sequence, scope: Scope) -> Any:
         output = None
@@ -126,10 +135,7 @@ class Interpreter:
         for child in children:
             reason = f"step {node.id} timed out after {node.timeout_s:g}s"
             if child.on_failure == "skip":
-                results[child.id] = None
-                self.state.warnings.append(f"{child.id}: {reason}; skipped")
-                if child.id in self.state.tasks:
-                    self.state.tasks[child.id].status = "skipped"
+                results[child.id] = self._skip(child, f"{reason}; skipped")
             else:
                 failures.append(TaskFailed(child.id, reason))
 

@@ -8,8 +8,6 @@ and a parallel branch `output_key`, as the seed's own lead-scoring example does.
 
 from __future__ import annotations
 
-import dataclasses
-import difflib
 import os
 import re
 from typing import Any, Literal
@@ -19,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from spec import ir
 from spec.dialects import pipeline_refs
 from spec.durations import parse_duration
-from spec.errors import Problem, SpecError
+from spec.errors import Problem, SpecError, did_you_mean
 from spec.params import coerce
 from spec.schema_errors import problems_from
 from spec.yamlpos import PosDict, position
@@ -151,7 +149,7 @@ def compile_plan(data: PosDict, file: str, given: set[str] = frozenset()) -> ir.
     try:
         raw = RawSpec.model_validate(data).workflow
     except ValidationError as exc:
-        raise SpecError(_schema_problems(exc, data, file)) from None
+        raise SpecError(problems_from(exc, data, file, RawSpec, _VALUE_HINTS)) from None
     builder = _Builder(file, data, raw)
     plan = builder.build()
     if builder.problems:
@@ -165,51 +163,6 @@ _VALUE_HINTS = {
                   "the last attempt: skip, abort or fallback:<agent_id>",
     "wait": "use all, any, or how many agents must finish (a number)",
 }
-
-
-def _schema_problems(exc: ValidationError, data: PosDict, file: str) -> list[Problem]:
-    """One problem per mistake: a misspelled or misplaced key is reported once, as the unknown key,
-    not again as the required key it should have been; every problem gets a hint."""
-    errors = exc.errors()
-    unknown = [e["loc"] for e in errors if e["type"] == "extra_forbidden"]
-    problems = []
-    for err, problem in zip(errors, problems_from(exc, data, file, RawSpec)):
-        loc, name = err["loc"], err["loc"][-1]
-        if err["type"] == "missing" and any(_explains(u, loc) for u in unknown):
-            continue
-        hint = problem.hint
-        if err["type"] == "extra_forbidden":
-            owner = next((m["loc"] for m in errors if m["type"] == "missing" and m["loc"][-1] == name
-                          and m["loc"][:-1] != loc[:-1]), None)
-            if owner is not None:
-                hint = f"'{name}:' belongs under '{_parent(owner)}:'; check its indentation"
-        elif err["type"] == "missing":
-            hint = f"add '{name}:' under '{_parent(loc)}:'"
-        elif err["type"] == "literal_error":
-            choices = re.findall(r"'([^']*)'", err["ctx"]["expected"])
-            close = difflib.get_close_matches(str(err["input"]), choices, n=1)
-            hint = f"did you mean '{close[0]}'?" if close else "write one of: " + ", ".join(choices)
-        elif err["type"] == "value_error":
-            hint = _VALUE_HINTS.get(name, hint)
-            problem = dataclasses.replace(problem, message=problem.message.replace("Value error, ", ""))
-        elif err["type"] == "too_short":
-            hint = f"list at least one entry under '{name}:'"
-        elif err["type"] == "greater_than_equal":
-            hint = f"use a whole number of at least {err['ctx']['ge']}"
-        problems.append(dataclasses.replace(problem, hint=hint) if hint != problem.hint else problem)
-    return problems
-
-
-def _explains(unknown: tuple, missing: tuple) -> bool:
-    """Whether the unknown key at `unknown` is the `missing` key misspelled beside it, or put elsewhere."""
-    if unknown[-1] == missing[-1]:
-        return True
-    return unknown[:-1] == missing[:-1] and bool(difflib.get_close_matches(str(unknown[-1]), [missing[-1]]))
-
-
-def _parent(loc: tuple) -> str:
-    """The key whose mapping `loc` is in (list indexes skipped)."""
-    return next((str(p) for p in reversed(loc[:-1]) if isinstance(p, str)), "workflow")
 
 
 def _booleans_as_branch_names(data: PosDict) -> None:
@@ -357,7 +310,7 @@ class _Builder:
                       step=True, store_as=step.output.store_as)
         fmt = step.output.format
         timeout = self._duration(step.timeout, ("workflow", "steps", i, "timeout"))
-        step_input = ir.ALL_PRIOR if (step.input or "").strip().lower() == ir.ALL_PRIOR else step.input
+        step_input = _step_input(step)
         if step.type == "sequential":
             task = self._task(step.agent, step.id, step_input, fmt)
             return task.model_copy(update={**common, "title": task.title,
@@ -395,24 +348,22 @@ class _Builder:
                 return None
             if target in nodes:
                 return nodes[target]
-            return self._task(target, f"{step.id}.{name}.{target}", step.input, step.output.format)
+            return self._task(target, f"{step.id}.{name}.{target}", _step_input(step), step.output.format)
 
         when_true = branch(cond.true, "true") or ir.Sequence(id=f"{step.id}.true")
         nodes[step.id] = nodes[step.id].model_copy(update={"cases": [ir.Case(when=cond.eval, node=when_true)],
                                                            "default": branch(cond.false, "false")})
 
     def _task(self, agent_id: str, node_id: str, input_: str | None, fmt: str, output_key: str | None = None,
-              fallback: bool = True) -> ir.Task:
+              is_fallback: bool = False) -> ir.Task:
         agent = self.raw.agents[agent_id]
         validation = agent.validation or RawValidation()
-        policy = agent.retry.on_failure
-        on_failure = "fallback" if policy.startswith("fallback:") and fallback else \
-            ("abort" if policy.startswith("fallback:") else policy)
+        policy, _, other = agent.retry.on_failure.partition(":")
         backup = None
-        if on_failure == "fallback":
-            other = policy.split(":", 1)[1].strip()
-            backup = self._task(other, f"{node_id}.fallback.{other}", input_, fmt, fallback=False)
-            backup = backup.model_copy(update={"on_failure": "abort"})
+        if policy == "fallback" and not is_fallback:
+            backup = self._task(other.strip(), f"{node_id}.fallback.{other.strip()}", input_, fmt, is_fallback=True)
+        # A failing fallback aborts the step, whatever its own policy says.
+        on_failure = "abort" if is_fallback else ("fallback" if backup else policy)
         return ir.Task(
             id=node_id, title=agent.name or agent_id, agent=agent_id, prompt=agent.prompt, protocol="plain",
             input=input_, tools=agent.tools, output_key=output_key,
@@ -445,6 +396,10 @@ _SHAPE_KEYS = {"parallel": "parallel", "condition": "conditional", "loop": "loop
 _USED_BY = {"agent": {"sequential"}, "input": {"sequential", "conditional", "loop"}, "wait": {"parallel"}}
 
 
+def _step_input(step: RawStep) -> str | None:
+    return ir.ALL_PRIOR if (step.input or "").strip().lower() == ir.ALL_PRIOR else step.input
+
+
 def _agents_of(step: RawStep) -> list[tuple[str, tuple]]:
     """Every agent id a step names, with the path of the key naming it."""
     found = [(step.agent, ("agent",))] if step.agent else []
@@ -470,7 +425,4 @@ def _shape_hint(step_type: str) -> str:
 
 
 def _close_hint(name: str, known: list[str]) -> str:
-    import difflib
-
-    close = difflib.get_close_matches(name, known, n=1)
-    return f"did you mean '{close[0]}'?" if close else ("defined: " + ", ".join(known) if known else "")
+    return did_you_mean(name, known) or ("defined: " + ", ".join(known) if known else "")

@@ -4,11 +4,10 @@ collected, cycles named, and the steps put in topological order (spec order brea
 
 from __future__ import annotations
 
-import difflib
 from typing import TYPE_CHECKING
 
 from spec import expressions, ir
-from spec.errors import Problem
+from spec.errors import Problem, did_you_mean
 from spec.yamlpos import PosDict, position, text_line
 
 if TYPE_CHECKING:
@@ -116,7 +115,7 @@ class StepGraph:
         if head == "inputs":
             if len(ref) > 1 and ref[1] not in self.inputs:
                 self._problem(path, f"undefined reference '{text}': no input '{ref[1]}'",
-                              _did_you_mean(str(ref[1]), self.inputs, "declare it under inputs:"), line)
+                              did_you_mean(str(ref[1]), self.inputs) or "declare it under inputs:", line)
             return None
         if head == "steps":
             return self._step_ref(ref, path, line) if len(ref) > 1 else None
@@ -134,7 +133,7 @@ class StepGraph:
         else:
             known = LOCALS | set(self.stored) | {"inputs", "steps"}
             self._problem(path, f"undefined reference '{text}'",
-                          _did_you_mean(str(head), known, "use inputs.NAME, steps.ID.output or a store_as name"),
+                          did_you_mean(str(head), known) or "use inputs.NAME, steps.ID.output or a store_as name",
                           line)
         return None
 
@@ -142,13 +141,13 @@ class StepGraph:
         step, text = str(ref[1]), ".".join(str(p) for p in ref)
         if step not in self.ids:
             self._problem(path, f"undefined reference '{text}': no step '{step}'",
-                          _did_you_mean(step, set(self.ids), "steps: " + ", ".join(self.ids)), line)
+                          did_you_mean(step, self.ids) or "steps: " + ", ".join(self.ids), line)
             return None
         if len(ref) > 2 and ref[2] not in ("output", "outputs"):
             self._problem(path, f"undefined reference '{text}'", f"write steps.{step}.output", line)
         elif len(ref) > 3 and ref[2] == "outputs" and self.keys[step] and ref[3] not in self.keys[step]:
             self._problem(path, f"undefined reference '{text}': step '{step}' has no output_key '{ref[3]}'",
-                          _did_you_mean(str(ref[3]), self.keys[step], "its keys: " + ", ".join(sorted(self.keys[step]))),
+                          did_you_mean(str(ref[3]), self.keys[step]) or "its keys: " + ", ".join(sorted(self.keys[step])),
                           line)
         return step
 
@@ -275,7 +274,3 @@ def _find_cycle(graph: dict[str, set[str]], ids: list[str]) -> list[str] | None:
             return found
     return None
 
-
-def _did_you_mean(name: str, known: set[str], otherwise: str) -> str:
-    close = difflib.get_close_matches(name, sorted(known), n=1)
-    return f"did you mean '{close[0]}'?" if close else otherwise

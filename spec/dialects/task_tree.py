@@ -6,7 +6,6 @@ id a task talks to), `timeout`, `max_iterations`, and root `completion: strict |
 
 from __future__ import annotations
 
-import difflib
 import os
 from typing import Any, Literal
 
@@ -14,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from spec import ir
 from spec.durations import parse_duration
-from spec.errors import Problem, SpecError
+from spec.errors import Problem, SpecError, did_you_mean
 from spec.render import TemplateSyntaxError, names_used
 from spec.schema_errors import problems_from
 from spec.yamlpos import PosDict, position
@@ -240,10 +239,7 @@ class _Builder:
 
 
 def _undefined_hint(name: str, known: set[str]) -> str:
-    close = difflib.get_close_matches(name, sorted(known), n=1)
-    if close:
-        return f"did you mean '{close[0]}'?"
-    return f"declare it under params: ({name}: {{range: string}}) or pass it with -p {name}=VALUE"
+    return did_you_mean(name, known) or f"declare it under params: ({name}: {{range: string}}) or pass it with -p {name}=VALUE"
 
 
 RawTask.model_rebuild()
