@@ -52,6 +52,21 @@ class LoopUntil(Model):
     max_iterations: int | None = None
 
 
+class Budget(Model):
+    """Limits on what a run (or one step) may spend; checked before each prompt is sent."""
+
+    tokens: int | None = None
+    usd: float | None = None
+    on_exceeded: Literal["fail", "pause"] = "fail"
+
+
+class Price(Model):
+    """US dollars per million tokens of one model."""
+
+    input: float
+    output: float
+
+
 class NodeBase(Model):
     id: str
     title: str = ""
@@ -60,7 +75,11 @@ class NodeBase(Model):
     retry: Retry = Retry()
     on_failure: Literal["abort", "skip", "fallback"] = "abort"
     fallback: "Node | None" = None  # runs with the same input when this node fails for good
+    # Undoes this node's effect, rendered with its output as `output`; pushed on the
+    # compensation stack once the node succeeds, run last-in first-out when the run fails.
     compensation: "Node | None" = None
+    gate: "Human | None" = None  # a person answers before the node runs (approval: true, human:)
+    budget: Budget | None = None  # what the node and everything under it may spend
     output_key: str | None = None
     # A pipeline step: its value is kept as `steps.<id>.output` (and under `store_as`) for later templates.
     step: bool = False
@@ -153,10 +172,20 @@ class Map(NodeBase):
 
 
 class Human(NodeBase):
+    """A person answers; the run waits durably (no activity open) until they do or `timeout_s` passes.
+
+    The node's id is the gate id people answer with. Its value is the answer, also read as
+    `human.<id>`. An approval gate's choices are approve and reject; a rejection fails the run,
+    skips the node the gate guards (`skip`), or is only recorded (`continue`) for later routing.
+    `on_timeout` is fail, continue (the value is null) or one of the choices, taken as the answer.
+    """
+
     kind: Literal["human"] = "human"
     prompt: str
     choices: list[str] = []
+    approval: bool = False
     on_timeout: str = "fail"
+    on_reject: Literal["fail", "skip", "continue"] = "fail"
 
 
 class Evaluate(NodeBase):
@@ -202,7 +231,9 @@ Node = Annotated[
 ]
 
 # Node kinds the interpreter runs today; `spec.check` refuses a Plan using any other.
-RUNNABLE_KINDS = frozenset({"task", "provider", "sequence", "parallel", "selector", "switch", "loop", "map"})
+RUNNABLE_KINDS = frozenset({"task", "provider", "human", "sequence", "parallel", "selector", "switch", "loop",
+                            "map"})
+APPROVE, REJECT = "approve", "reject"
 
 # A task `input` that stands for every earlier step's output.
 ALL_PRIOR = "all prior context"
@@ -228,14 +259,23 @@ class Plan(Model):
     root: Node
     lifecycle: Literal["reuse", "refresh"] = "reuse"
     timeout_s: float | None = None  # the whole run; past it running agents are cancelled
+    goal: str = ""
+    constraints: list[str] = []
+    budget: Budget | None = None
+    prices: dict[str, Price] = {}  # by model name, as the agent's replies report it
     info: dict[str, Any] = {}
 
     def walk(self) -> list[NodeBase]:
         """Every node, depth first, in execution order."""
         return list(_walk(self.root))
 
-    def leaves(self) -> list[Task | Provider]:
-        return [n for n in self.walk() if isinstance(n, (Task, Provider))]
+    def leaves(self) -> list["Task | Provider | Human"]:
+        """The nodes that do the work: agent prompts, provider calls and questions to people."""
+        return [n for n in self.walk() if isinstance(n, (Task, Provider, Human))]
+
+    def gates(self) -> list["Human"]:
+        """Every question a run may ask a person: human nodes and the gates before other nodes."""
+        return [n for n in self.walk() if isinstance(n, Human)] + [n.gate for n in self.walk() if n.gate]
 
 
 def _walk(node: NodeBase):

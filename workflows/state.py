@@ -8,10 +8,22 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from spec.calls import Usage
+from spec.ir import Budget
 from spec.render import to_text
 
-TaskStatus = Literal["pending", "running", "completed", "failed", "skipped", "cancelled"]
-RunStatus = Literal["pending", "running", "completed", "failed", "cancelled", "timeout"]
+TaskStatus = Literal["pending", "running", "waiting", "completed", "failed", "skipped", "cancelled"]
+RunStatus = Literal["pending", "running", "waiting", "retrying", "completed", "failed", "cancelled", "timeout",
+                    "compensated"]
+TERMINAL = frozenset({"completed", "failed", "cancelled", "timeout", "compensated"})
+# The status lifecycle of seed 001; a terminal status only moves on to a rollback's outcome.
+MOVES: dict[str, frozenset[str]] = {
+    "pending": frozenset({"running", "cancelled", "failed"}),
+    "running": frozenset({"waiting", "retrying", "completed", "failed", "cancelled", "timeout"}),
+    "waiting": frozenset({"running", "retrying", "failed", "cancelled", "timeout"}),
+    "retrying": frozenset({"running", "waiting", "failed", "cancelled", "timeout"}),
+    "failed": frozenset({"compensated"}),
+    "completed": frozenset(), "cancelled": frozenset(), "timeout": frozenset(), "compensated": frozenset(),
+}
 
 # The memo and query carry outputs; keep each one well under Temporal's payload limits.
 MAX_OUTPUT_CHARS = 64_000
@@ -32,14 +44,83 @@ class TaskState(BaseModel):
     output_size: int = 0
     error: str = ""
     usage: Usage = Usage()
+    cost_usd: float = 0.0
+
+
+class Answer(BaseModel):
+    value: str | None
+    comment: str = ""
+    by: str = ""
+    at: datetime
+    timed_out: bool = False
+
+
+class Gate(BaseModel):
+    """A question a run put to people; open until answered or its timeout passes."""
+
+    id: str
+    kind: Literal["question", "approval", "budget"] = "question"
+    prompt: str = ""
+    choices: list[str] = []
+    node: str = ""  # the node it belongs to or guards
+    status: Literal["open", "answered", "timed_out"] = "open"
+    opened_at: datetime | None = None
+    timeout_at: datetime | None = None
+    answer: Answer | None = None
+
+
+class ModelUsage(BaseModel):
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+
+
+class CompensationEntry(BaseModel):
+    """seed 001's stack entry: which action it undoes and what will undo it."""
+
+    action_id: str
+    compensation_action: dict[str, Any]  # {type: agent | provider, payload: {...}}
+
+
+class CompensationResult(BaseModel):
+    action_id: str
+    status: Literal["completed", "failed"]
+    error: str = ""
+
+
+class TaintMark(BaseModel):
+    """Data that came from outside (a tool, a provider, the web), or was derived from such data."""
+
+    source: str
+    derived_from: list[str] = []
 
 
 class RunState(BaseModel):
     run_id: str = ""
     spec: str = ""
     dialect: str = ""
+    goal: str = ""
+    constraints: list[str] = []
     status: RunStatus = "pending"
     current_task: str | None = None
+    iteration_count: int = 0  # agent prompts and loop rounds so far
+    max_iterations: int | None = None  # the loop limit of tasks that set none
+    retry_count: int = 0
+    last_error: str = ""
+    waiting_for: str | None = None  # human_approval, resource_limit (a budget paused the run)
+    waiting_since: datetime | None = None
+    waiting_timeout_at: datetime | None = None
+    gates: dict[str, Gate] = {}
+    human: dict[str, str | None] = {}  # gate id -> the answer, as templates read it
+    budget: Budget | None = None  # the run's limits, as raised by people
+    step_budgets: dict[str, Budget] = {}
+    total_tokens_used: int = 0
+    total_cost_usd: float = 0.0
+    usage_by_model: dict[str, ModelUsage] = {}
+    visited_nodes: list[str] = []
+    compensation_stack: list[CompensationEntry] = []
+    compensations: list[CompensationResult] = []
+    taint: dict[str, TaintMark] = {}
     started_at: datetime | None = None
     ended_at: datetime | None = None
     tasks: dict[str, TaskState] = {}
