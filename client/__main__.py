@@ -1,4 +1,5 @@
-"""The command line: start, watch, status, list, cancel, report, validate, inspect, dry-run."""
+"""The command line: start, watch, status, list, cancel, report, validate, inspect, dry-run, and the
+commands people answer runs with: pending, answer, approve, reject, budget."""
 
 from __future__ import annotations
 
@@ -10,15 +11,16 @@ import sys
 
 from rich.console import Console
 
-from client import report
+from client import humans, report
 from client.connection import Unreachable, connect
-from client.runs import NoSuchRun, describe, fetch_state, list_runs
-from client.start import UsageError, prepare, start, watch
+from client.runs import NoSuchRun, UsageError, describe, fetch_state, list_runs
+from client.start import prepare, start, watch
 from spec import ir
 from spec.check import check
 from spec.rules import parse_rule
 from spec.errors import SpecError
 from spec.load import load
+from workflows.gates import RUN_BUDGET_GATE, open_gates
 from workflows.inputs import TASK_QUEUE
 
 EXIT_OK, EXIT_USAGE, EXIT_UNREACHABLE = 0, 2, 3  # 1, a failed run, comes from `watch`
@@ -36,8 +38,10 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--max-iterations", type=int, metavar="N", help="loop limit for tasks that set none")
     s.add_argument("--lenient", action="store_true", help="accept replies without a completion status")
     s.add_argument("--task-queue", default=TASK_QUEUE, help="the task queue workers poll")
-    for name, text in (("watch", "follow a run to its end"), ("cancel", "cancel a run")):
-        sub.add_parser(name, help=text).add_argument("run_id")
+    sub.add_parser("watch", help="follow a run to its end").add_argument("run_id")
+    c = sub.add_parser("cancel", help="cancel a run")
+    c.add_argument("run_id")
+    c.add_argument("--rollback", action="store_true", help="run its compensations as it is cancelled")
     st = sub.add_parser("status", help="a run's state")
     st.add_argument("run_id")
     st.add_argument("--json", action="store_true")
@@ -49,7 +53,29 @@ def parser() -> argparse.ArgumentParser:
     sub.add_parser("inspect", help="explain a spec: its steps, execution graph and agents").add_argument("spec")
     d = sub.add_parser("dry-run", help="show the agent calls a run would make, calling none")
     _spec_and_inputs(d)
+    _human_commands(sub)
     return p
+
+
+def _human_commands(sub) -> None:
+    sub.add_parser("pending", help="open questions across runs").add_argument("--json", action="store_true")
+    a = sub.add_parser("answer", help="answer a run's question")
+    a.add_argument("run_id")
+    a.add_argument("--gate", required=True, metavar="ID")
+    a.add_argument("value")
+    a.add_argument("--comment", metavar="TEXT")
+    for name, text in (("approve", "approve what a run waits on"), ("reject", "reject what a run waits on")):
+        v = sub.add_parser(name, help=text)
+        v.add_argument("run_id")
+        v.add_argument("--gate", metavar="ID", help="which gate (default: the run's one open gate)")
+        v.add_argument("--comment", metavar="TEXT")
+    b = sub.add_parser("budget", help="raise the budget a run paused on")
+    b.add_argument("run_id")
+    b.add_argument("--gate", default=RUN_BUDGET_GATE, metavar="ID",
+                   help="budget (the run's, default) or budget:STEP")
+    b.add_argument("--tokens", type=int, metavar="N", help="the new token limit")
+    b.add_argument("--usd", type=float, metavar="X", help="the new limit in US dollars")
+    b.add_argument("--comment", metavar="TEXT")
 
 
 def _spec_and_inputs(command: argparse.ArgumentParser) -> None:
@@ -74,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
                 else explain.dry_run_command(args, console)
         if args.command == "start":
             inp = prepare(args)
-            return asyncio.run(_with_client(lambda c: start(c, args, inp, console)))
+            return asyncio.run(_with_client(lambda c: start(c, args, inp, console, _prompter(console))))
         return asyncio.run(_with_client(lambda c: COMMANDS[args.command](c, args, console)))
     except SpecError as exc:
         print(str(exc), file=sys.stderr)
@@ -89,6 +115,11 @@ def main(argv: list[str] | None = None) -> int:
         print("interrupted: the run goes on in Temporal; follow it with `python -m client watch RUN_ID`",
               file=sys.stderr)
         return 130
+
+
+def _prompter(console: Console) -> humans.Prompter | None:
+    """Open questions are asked inline only of a person at a terminal."""
+    return humans.terminal_prompter(console) if sys.stdin.isatty() else None
 
 
 async def _with_client(action) -> int:
@@ -131,19 +162,25 @@ async def _status(client, args, console: Console) -> int:
     if args.json:
         print(json.dumps(_status_json(state), indent=2))
         return EXIT_OK
-    console.print(f"{state.run_id}: {state.status}" + (f" (running {state.current_task})" if state.current_task else ""),
-                  markup=False)
+    waiting = f" for {state.waiting_for}" if state.status == "waiting" and state.waiting_for else ""
+    console.print(f"{state.run_id}: {state.status}{waiting}" +
+                  (f" (running {state.current_task})" if state.current_task else ""), markup=False)
     for t in state.tasks.values():
         console.print(f"  {t.id:<30} {t.status:<10} attempts={t.attempts} iterations={t.iterations} "
                       f"{t.duration_s:.1f}s", markup=False)
+    for gate in open_gates(state):
+        since = f" (since {gate.opened_at:%Y-%m-%d %H:%M:%S} UTC)" if gate.opened_at else ""
+        console.print(f"  {humans.gate_line(state.run_id, gate)}{since}", markup=False)
+    if state.total_tokens_used or state.total_cost_usd:
+        console.print(f"  used {state.total_tokens_used} tokens, ${state.total_cost_usd:.4f}", markup=False)
     return EXIT_OK
 
 
 def _status_json(state) -> dict:
     data = state.model_dump(mode="json", exclude={"outputs", "final_output"})
     data["tasks"] = [
-        {k: t[k] for k in ("id", "title", "status", "agent", "attempts", "iterations", "duration_s",
-                           "output_size", "error")}
+        {k: t[k] for k in ("id", "title", "kind", "status", "agent", "attempts", "retries", "iterations",
+                           "duration_s", "output_size", "error", "usage", "cost_usd")}
         for t in data["tasks"].values()
     ]
     return data
@@ -157,7 +194,13 @@ async def _list(client, args, console: Console) -> int:
 
 async def _cancel(client, args, console: Console) -> int:
     await describe(client, args.run_id)  # a clear error for an unknown id
-    await client.get_workflow_handle(args.run_id).cancel()
+    handle = client.get_workflow_handle(args.run_id)
+    if args.rollback:
+        # Refused (nothing was cancelled) rather than a plain cancel the person did not ask for.
+        await humans.request_rollback(handle)
+        console.print(f"rollback requested for {args.run_id}: its compensations run as it is cancelled",
+                      markup=False)
+    await handle.cancel()
     console.print(f"cancellation requested for {args.run_id}", markup=False)
     return EXIT_OK
 
@@ -170,10 +213,12 @@ async def _report(client, args, console: Console) -> int:
 
 async def _watch(client, args, console: Console) -> int:
     await describe(client, args.run_id)
-    return await watch(client, args.run_id, console)
+    return await watch(client, args.run_id, console, _prompter(console))
 
 
-COMMANDS = {"status": _status, "list": _list, "cancel": _cancel, "report": _report, "watch": _watch}
+COMMANDS = {"status": _status, "list": _list, "cancel": _cancel, "report": _report, "watch": _watch,
+            "pending": humans.pending_command, "answer": humans.answer_command, "approve": humans.answer_command,
+            "reject": humans.answer_command, "budget": humans.budget_command}
 
 if __name__ == "__main__":
     code = main()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from spec.ir import Budget
 from workflows.state import RunState, TaskState
 
 _STEP_STATUS = {"completed": "SUCCESS", "failed": "FAILED", "skipped": "SKIPPED", "cancelled": "CANCELLED",
@@ -20,6 +21,10 @@ def verdict(state: RunState) -> str:
         return "RUNNING"
     if state.status == "timeout":
         return "PARTIAL"
+    if state.status == "compensated":
+        return "ROLLED BACK"
+    if state.status == "cancelled":
+        return "CANCELLED"
     return "PARTIAL" if done else "FAILED"
 
 
@@ -40,6 +45,9 @@ def summary(state: RunState) -> dict:
         "retries": sum(_retries(t) for t in tasks),
         "input_tokens": state.usage.input_tokens,
         "output_tokens": state.usage.output_tokens,
+        "cost_usd": state.total_cost_usd,
+        "gates": len(state.gates),
+        "compensations": len(state.compensations),
     }
 
 
@@ -64,6 +72,7 @@ def to_markdown(state: RunState) -> str:
     ]
     if s["input_tokens"] or s["output_tokens"]:
         lines.append(f"- Tokens: {s['input_tokens']} in, {s['output_tokens']} out")
+    lines += _spending(state)
     lines += ["", "## Step-by-Step Results", "",
               "| Step | Task | Agent | Status | Duration | Retries | Output Size |",
               "|---|---|---|---|---|---|---|"]
@@ -73,7 +82,77 @@ def to_markdown(state: RunState) -> str:
     lines += ["", "## Final Output", "", state.final_output.strip() or "(none)", "", "## Issues and Warnings", ""]
     issues = [f"- ERROR {e}" for e in state.errors] + [f"- WARNING {w}" for w in state.warnings]
     lines += issues or ["- none"]
+    lines += _human_input(state) + _compensations(state) + _taint(state)
     return "\n".join(lines) + "\n"
+
+
+def _spending(state: RunState) -> list[str]:
+    """Summary lines on money and limits; only the ones that say something."""
+    lines = []
+    if state.total_cost_usd > 0:
+        lines.append(f"- Cost: ${state.total_cost_usd:.4f}")
+    if len(state.usage_by_model) > 1:
+        per = [f"{model} {u.input_tokens} in, {u.output_tokens} out" + (f" (${u.cost_usd:.4f})" if u.cost_usd else "")
+               for model, u in state.usage_by_model.items()]
+        lines.append(f"- Tokens by model: {'; '.join(per)}")
+    if state.budget and (state.budget.tokens is not None or state.budget.usd is not None):
+        lines.append(f"- Budget: {budget_text(state.budget)} (on exceeded: {state.budget.on_exceeded}); used "
+                     f"{state.total_tokens_used} tokens, ${state.total_cost_usd:.4f}")
+    return lines
+
+
+def budget_text(budget: Budget) -> str:
+    """A budget's limits in words: `5000 tokens, $0.5`."""
+    limits = ([f"{budget.tokens} tokens"] if budget.tokens is not None else []) + \
+        ([f"${budget.usd:g}"] if budget.usd is not None else [])
+    return ", ".join(limits) or "no limit"
+
+
+def _human_input(state: RunState) -> list[str]:
+    if not state.gates:
+        return []
+    lines = ["", "## Human Input", "", "| Gate | Prompt | Answer | Comment | By | When |", "|---|---|---|---|---|---|"]
+    for gate in state.gates.values():
+        answer = gate.answer
+        if gate.status == "open":
+            value, when = "(waiting)", gate.opened_at
+        elif gate.status == "timed_out":
+            value = "timed out" + (f": {answer.value}" if answer and answer.value is not None else "")
+            when = answer.at if answer else gate.timeout_at
+        else:
+            value, when = (answer.value or "") if answer else "", answer.at if answer else None
+        comment, by = (answer.comment, answer.by) if answer else ("", "")
+        lines.append(f"| {_cell(gate.id)} | {_cell(gate.prompt)} | {_cell(value)} | {_cell(comment)} | {_cell(by)} | "
+                     f"{f'{when:%Y-%m-%d %H:%M:%S} UTC' if when else ''} |")
+    return lines
+
+
+def _compensations(state: RunState) -> list[str]:
+    if not state.compensations and not state.compensation_stack:
+        return []
+    lines = ["", "## Compensations", ""]
+    # In the order they ran: last-in first-out from the stack.
+    for n, result in enumerate(state.compensations, 1):
+        error = f": {result.error}" if result.error else ""
+        lines.append(f"{n}. {result.action_id}: {result.status.upper()}{error}")
+    if state.compensation_stack:
+        top_first = [entry.action_id for entry in reversed(state.compensation_stack)]
+        lines.append(f"- Still on the stack (not run), next first: {', '.join(top_first)}")
+    return lines
+
+
+def _taint(state: RunState) -> list[str]:
+    if not state.taint:
+        return []
+    lines = ["", "## Tainted Data", "", "| Key | Source | Derived from |", "|---|---|---|"]
+    for key, mark in state.taint.items():
+        lines.append(f"| {_cell(key)} | {_cell(mark.source)} | {_cell(', '.join(mark.derived_from))} |")
+    return lines
+
+
+def _cell(text: str) -> str:
+    """Text that stays inside one markdown table cell."""
+    return " ".join(text.split()).replace("|", "\\|")
 
 
 def _retries(task: TaskState) -> int:

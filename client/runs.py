@@ -24,8 +24,16 @@ _CLOSED_STATUS = {
 }
 
 
+# What query_state reports when no worker holds the run, instead of hanging.
+NO_WORKER = "no worker is answering for this run"
+
+
 class NoSuchRun(Exception):
     pass
+
+
+class UsageError(Exception):
+    """A mistake on the command line (exit code 2)."""
 
 
 async def describe(client: Client, run_id: str) -> WorkflowExecutionDescription:
@@ -57,7 +65,7 @@ async def query_state(handle: WorkflowHandle) -> RunState:
         return await handle.query("state", result_type=RunState, rpc_timeout=timedelta(seconds=5))
     except RPCError:
         # No worker answered: the run is waiting for one; say so instead of hanging.
-        return RunState(run_id=handle.id, status="running", warnings=["no worker is answering for this run"])
+        return RunState(run_id=handle.id, status="running", warnings=[NO_WORKER])
 
 
 async def worker_polling(client: Client, task_queue: str) -> bool:

@@ -21,17 +21,14 @@ from temporalio.service import RPCError
 from client import agents, report
 from client.connection import web_url
 from client.follow import follow
-from client.runs import worker_polling
+from client.humans import Prompter
+from client.runs import UsageError, worker_polling
 from spec import ir, params
 from spec.check import check, resolve_task
 from spec.errors import Problem, SpecError
 from spec.load import load
 from workflows import search
 from workflows.inputs import RunInput
-
-
-class UsageError(Exception):
-    """A mistake on the command line (exit code 2)."""
 
 
 class Loaded(NamedTuple):
@@ -86,7 +83,8 @@ def cli_params(items: list[str]) -> list[tuple[str, Any]]:
     return out
 
 
-async def start(client: Client, args: argparse.Namespace, inp: RunInput, console: Console) -> int:
+async def start(client: Client, args: argparse.Namespace, inp: RunInput, console: Console,
+                prompter: Prompter | None = None) -> int:
     inp.search_attributes = await ensure_search_attributes(client)
     run_id = args.id or f"{inp.plan.name}-{uuid.uuid4().hex[:8]}"
     handle = await _start(client, inp, run_id, args.task_queue)
@@ -100,11 +98,12 @@ async def start(client: Client, args: argparse.Namespace, inp: RunInput, console
             console.print("no worker is polling yet: start one with `python -m worker`", markup=False)
         return 0
     async with _local_worker(client, args.task_queue, needed=not polling):
-        return await watch(client, handle.id, console)
+        return await watch(client, handle.id, console, prompter)
 
 
-async def watch(client: Client, run_id: str, console: Console) -> int:
-    final = await follow(client, run_id, console)
+async def watch(client: Client, run_id: str, console: Console, prompter: Prompter | None = None) -> int:
+    """Follow a run to its end and print its report; exit code 0 only for a completed run."""
+    final = await follow(client, run_id, console, prompter=prompter)
     console.print()
     console.print(report.to_markdown(final), markup=False, highlight=False)
     return 0 if final.status == "completed" else 1

@@ -1,0 +1,242 @@
+"""People answering runs: the open questions across runs, answers, approvals, budget raises, and
+answering inline while a run is followed on a terminal.
+
+Answers travel as Temporal updates. The run's validators decide; a refused update comes back as
+WorkflowUpdateFailedError with the refusal as its cause, and nothing of it reaches history.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import getpass
+import json
+import sys
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any, NamedTuple
+
+from rich.console import Console
+from rich.prompt import Prompt
+from rich.table import Table
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle, WorkflowUpdateFailedError
+from temporalio.service import RPCError
+
+from client.report import budget_text
+from client.runs import NO_WORKER, UsageError, describe, query_state
+from spec.ir import APPROVE, REJECT, Budget
+from workflows import gates
+from workflows.gates import AnswerInput, BudgetInput, open_gates
+from workflows.state import Answer, Gate, RunState
+
+# Asks a person for a gate's answer; None leaves the gate to be answered elsewhere.
+Prompter = Callable[[Gate], "str | None"]
+
+WAITING_QUERY = 'WorkflowType="AgentRun" AND ExecutionStatus="Running" AND AgentRunWaitingFor!=""'
+RUNNING_QUERY = 'WorkflowType="AgentRun" AND ExecutionStatus="Running"'
+
+
+class Refused(UsageError):
+    """The run refused an update; the message is its reason."""
+
+
+# ---- pending ---------------------------------------------------------------------------------------
+
+class Pending(NamedTuple):
+    rows: list[dict[str, Any]]  # one per open gate, oldest question first
+    unanswered: list[str]  # runs whose questions cannot be read: no worker holds them
+
+
+async def pending(client: Client) -> Pending:
+    """Every open gate of every running run."""
+    run_ids = await _waiting_run_ids(client)
+    states = await asyncio.gather(*(query_state(client.get_workflow_handle(r)) for r in run_ids))
+    rows = [_row(state, gate) for state in states for gate in open_gates(state)]
+    return Pending(sorted(rows, key=lambda row: row["waiting_since"] or ""),
+                   [state.run_id for state in states if NO_WORKER in state.warnings])
+
+
+async def _waiting_run_ids(client: Client) -> list[str]:
+    # The search attribute narrows the runs to ask; a server without it gets every running run asked.
+    for query in (WAITING_QUERY, RUNNING_QUERY):
+        try:
+            return [wf.id async for wf in client.list_workflows(query)]
+        except RPCError:
+            continue
+    return []
+
+
+def _row(state: RunState, gate: Gate) -> dict[str, Any]:
+    return {"run_id": state.run_id, "spec": state.spec, "gate": gate.id, "kind": gate.kind, "prompt": gate.prompt,
+            "choices": _choices(gate), "waiting_since": _iso(gate.opened_at), "timeout_at": _iso(gate.timeout_at)}
+
+
+async def pending_command(client: Client, args: argparse.Namespace, console: Console) -> int:
+    rows, unanswered = await pending(client)
+    for run_id in unanswered:
+        print(f"warning: run {run_id}: {NO_WORKER}; start one with `python -m worker`", file=sys.stderr)
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    if not rows:
+        console.print("no run is waiting for anyone", markup=False)
+        return 0
+    table = Table(box=None, header_style="bold", pad_edge=False)
+    for name in ("RUN", "GATE", "KIND"):
+        table.add_column(name, no_wrap=True)
+    table.add_column("PROMPT", overflow="fold")
+    for name in ("CHOICES", "WAITING SINCE", "TIMEOUT AT"):
+        table.add_column(name, no_wrap=True)
+    for row in rows:
+        table.add_row(row["run_id"], row["gate"], row["kind"], row["prompt"], "/".join(row["choices"]),
+                      _when(row["waiting_since"]), _when(row["timeout_at"]) or "-")
+    console.print(table)
+    console.print("answer with: python -m client answer RUN --gate GATE VALUE (or approve / reject RUN --gate GATE)",
+                  markup=False)
+    return 0
+
+
+# ---- answer, approve, reject, budget ---------------------------------------------------------------
+
+async def answer_command(client: Client, args: argparse.Namespace, console: Console) -> int:
+    """`answer`, `approve` and `reject`: the value is the command's own for the last two."""
+    value = {"approve": APPROVE, "reject": REJECT}.get(args.command, getattr(args, "value", None))
+    handle = await running_handle(client, args.run_id)
+    state = await live_state(handle)
+    gate_id = args.gate or _only_open_gate(handle.id, state, value)
+    answer = await send_answer(handle, AnswerInput(gate=gate_id, value=value, comment=args.comment or "", by=user()))
+    console.print(f"gate {gate_id} answered: {answer.value}", markup=False, highlight=False)
+    return 0
+
+
+async def budget_command(client: Client, args: argparse.Namespace, console: Console) -> int:
+    handle = await running_handle(client, args.run_id)
+    await live_state(handle)
+    raised = await raise_budget(handle, BudgetInput(gate=args.gate, tokens=args.tokens, usd=args.usd,
+                                                    comment=args.comment or "", by=user()))
+    console.print(f"budget {args.gate} raised to {budget_text(raised)}", markup=False, highlight=False)
+    return 0
+
+
+async def running_handle(client: Client, run_id: str) -> WorkflowHandle:
+    """The handle of a run that can take an update: it exists (else NoSuchRun) and is still running."""
+    desc = await describe(client, run_id)
+    if desc.status != WorkflowExecutionStatus.RUNNING:
+        status = desc.status.name.lower() if desc.status else "ended"
+        raise UsageError(f"run {run_id} has ended ({status}); it takes no answers")
+    return client.get_workflow_handle(run_id)
+
+
+async def live_state(handle: WorkflowHandle) -> RunState:
+    """The run's state from its worker. An update needs a worker to take it: without one it would hang."""
+    state = await query_state(handle)
+    if NO_WORKER in state.warnings:
+        raise UsageError(f"no worker is answering for run {handle.id}: start one with `python -m worker`")
+    return state
+
+
+def _only_open_gate(run_id: str, state: RunState, value: str) -> str:
+    """The gate meant when --gate is left out: the run's one open gate."""
+    waiting = open_gates(state)
+    if len(waiting) != 1:
+        names = ", ".join(f"{g.id} ({g.kind})" for g in waiting)
+        raise UsageError(f"run {run_id} has {len(waiting)} open gates{': ' + names if names else ''}; "
+                         "name one with --gate ID")
+    gate = waiting[0]
+    # `approve` on a free-text question would be taken as its answer: make the person say so.
+    if value in (APPROVE, REJECT) and gate.kind == "question" and value not in gate.choices:
+        raise UsageError(f"gate '{gate.id}' is a question, not an approval: answer it with "
+                         f"`python -m client answer {run_id} --gate {gate.id} VALUE`")
+    return gate.id
+
+
+async def send_answer(handle: WorkflowHandle, answer: AnswerInput) -> Answer:
+    """Deliver an answer; Refused with the run's reason if its validator turns it down."""
+    return await _update(handle, gates.ANSWER, answer, Answer)
+
+
+async def raise_budget(handle: WorkflowHandle, raised: BudgetInput) -> Budget:
+    return await _update(handle, gates.RAISE_BUDGET, raised, Budget)
+
+
+async def request_rollback(handle: WorkflowHandle) -> None:
+    """Ask the run to run its compensations when the cancellation that follows reaches it."""
+    await _update(handle, gates.ROLLBACK, None, None)
+
+
+async def _update(handle: WorkflowHandle, name: str, arg: Any, result_type: type | None) -> Any:
+    try:
+        if arg is None:
+            return await handle.execute_update(name, result_type=result_type)
+        return await handle.execute_update(name, arg, result_type=result_type)
+    except WorkflowUpdateFailedError as exc:
+        raise Refused(getattr(exc.cause, "message", None) or str(exc.cause)) from None
+    except RPCError as exc:  # e.g. the run ended between our check and the update
+        raise Refused(f"run {handle.id} did not take the update: {exc.message}") from None
+
+
+def user() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no name for this uid (a bare container)
+        return ""
+
+
+# ---- following a run -------------------------------------------------------------------------------
+
+def how_to_answer(run_id: str, gate: Gate) -> str:
+    """The command that answers a gate, for the line that announces it."""
+    base = "python -m client"
+    if gate.kind == "budget":
+        return f"raise it with: {base} budget {run_id} --gate {gate.id} --tokens N (or --usd X), or {base} " \
+               f"reject {run_id} --gate {gate.id}"
+    if gate.kind == "approval":
+        return f"answer with: {base} approve {run_id} --gate {gate.id} (or reject)"
+    return f"answer with: {base} answer {run_id} --gate {gate.id} VALUE"
+
+
+def terminal_prompter(console: Console) -> Prompter:
+    """Asks on the terminal; an empty answer or end of input leaves the gate open."""
+
+    def ask(gate: Gate) -> str | None:
+        try:
+            value = Prompt.ask(f"{gate.id}: {gate.prompt}", choices=_choices(gate) or None, console=console)
+        except EOFError:
+            return None
+        return value or None
+
+    return ask
+
+
+async def answer_inline(handle: WorkflowHandle, gate: Gate, prompter: Prompter, console: Console) -> None:
+    """Ask a person at this terminal and send their answer; a refusal (someone answered first) is shown."""
+    # In a thread: the event loop keeps running the in-process worker and the update call.
+    value = await asyncio.to_thread(prompter, gate)
+    if value is None:
+        console.print(f"  gate {gate.id} left open: {how_to_answer(handle.id, gate)}", markup=False,
+                      highlight=False)
+        return
+    try:
+        await send_answer(handle, AnswerInput(gate=gate.id, value=value, by=user()))
+    except Refused as exc:
+        console.print(f"error: {exc}", style="red", markup=False, highlight=False)
+
+
+# ---- shared formatting -----------------------------------------------------------------------------
+
+def _choices(gate: Gate) -> list[str]:
+    return gate.choices or ([APPROVE, REJECT] if gate.kind == "approval" else [])
+
+
+def gate_line(run_id: str, gate: Gate) -> str:
+    choices = _choices(gate)
+    shown = f" [{'/'.join(choices)}]" if choices else ""
+    return f"? {gate.id}: {gate.prompt}{shown} — {how_to_answer(run_id, gate)}"
+
+
+def _iso(moment: datetime | None) -> str | None:
+    return moment.isoformat(timespec="seconds") if moment else None
+
+
+def _when(iso: str | None) -> str:
+    return iso.replace("T", " ").replace("+00:00", " UTC") if iso else ""
