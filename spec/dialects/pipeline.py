@@ -3,26 +3,32 @@
 Every key of the seed's schema is accepted; unknown keys, and step keys the step's type would
 ignore (agent: on a parallel step, wait: on a sequential one), are errors. Extensions: a step may set
 `timeout` (for a parallel step it bounds the wait policy), a map step `concurrency` (default 20)
-and a parallel branch `output_key`, as the seed's own lead-scoring example does.
+and a parallel branch `output_key`, as the seed's own lead-scoring example does. Humans in the loop:
+steps of `type: human`, and on any other step `approval`, `compensate` and `budget`; the workflow
+may set `goal`, `constraints`, `budget` and `prices`.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
 
 from spec import ir
 from spec.dialects import pipeline_refs
+from spec.dialects.task_tree import (
+    COMPENSATION_ATTEMPTS, VALUE_HINTS, Choices, RawApproval, RawBudget, approval_gate, approval_shorthand, budget_of,
+    compensation_task, on_timeout_problem, text_shorthand,
+)
 from spec.durations import parse_duration
 from spec.errors import Problem, SpecError, did_you_mean
 from spec.params import coerce
 from spec.schema_errors import problems_from
 from spec.yamlpos import PosDict, position
 
-StepType = Literal["sequential", "parallel", "conditional", "loop", "map"]
+StepType = Literal["sequential", "parallel", "conditional", "loop", "map", "human"]
 _ON_FAILURE = re.compile(r"^(skip|abort|fallback:\s*[\w-]+)$")
 # The seed's backoff: linear waits 5 s × attempt, exponential 2^attempt s.
 _BACKOFF_DELAY = {"none": 0.0, "linear": 5.0, "exponential": 1.0}
@@ -99,6 +105,11 @@ class RawOutput(_Strict):
     format: Literal["json", "text", "markdown"] = "text"
 
 
+class RawCompensate(_Strict):
+    agent: str | None = None  # default: the step's own agent (sequential steps only)
+    prompt: str
+
+
 class RawStep(_Strict):
     id: str
     agent: str | None = None
@@ -111,6 +122,12 @@ class RawStep(_Strict):
     map: RawMap | None = None
     output: RawOutput = RawOutput()
     timeout: str | float | None = None
+    prompt: str | None = None
+    choices: Choices | None = None
+    on_timeout: str | None = None
+    approval: Annotated[RawApproval | None, BeforeValidator(approval_shorthand)] = None
+    compensate: Annotated[RawCompensate | None, text_shorthand("prompt")] = None
+    budget: RawBudget | None = None
 
     @field_validator("wait", mode="before")
     @classmethod
@@ -134,6 +151,10 @@ class RawWorkflow(_Strict):
     inputs: list[RawInput] = []
     agents: dict[str, RawAgent]
     steps: list[RawStep] = Field(min_length=1)
+    goal: str | None = None
+    constraints: list[str] = []
+    budget: RawBudget | None = None
+    prices: dict[str, ir.Price] = {}
 
 
 class RawSpec(_Strict):
@@ -159,6 +180,7 @@ def compile_plan(data: PosDict, file: str, given: set[str] = frozenset()) -> ir.
 
 # Hints for values a validator refused, by the key holding the value.
 _VALUE_HINTS = {
+    **VALUE_HINTS,
     "on_failure": "retries are set with max_attempts: N (and backoff:); on_failure says what happens after "
                   "the last attempt: skip, abort or fallback:<agent_id>",
     "wait": "use all, any, or how many agents must finish (a number)",
@@ -204,6 +226,8 @@ class _Builder:
             spec_dir=os.path.dirname(path), params=self._params(), lifecycle="refresh",
             root=ir.Sequence(id=f"workflow:{self.raw.name}", title=self.raw.name, children=order),
             timeout_s=self._duration(self.raw.timeout, ("workflow", "timeout")),
+            goal=self.raw.goal or self.raw.description, constraints=self.raw.constraints,
+            budget=budget_of(self.raw.budget), prices=self.raw.prices,
             info={"version": self.raw.version, "order": graph.order, "branches": graph.branches,
                   "agents": {aid: {"name": a.name, "role": a.role, "tools": a.tools}
                              for aid, a in self.raw.agents.items()}},
@@ -256,11 +280,14 @@ class _Builder:
 
     def _check_step_shape(self, step: RawStep, path: tuple) -> None:
         needs = {"sequential": "agent", "parallel": "parallel", "conditional": "condition", "loop": "loop",
-                 "map": "map"}[step.type]
+                 "map": "map", "human": "prompt"}[step.type]
         shape = next((key for key in _SHAPE_KEYS if getattr(step, key) is not None), None)
         if "type" not in step.model_fields_set and shape is not None:
             kind = _SHAPE_KEYS[shape]
-            self._problem(path + (shape,), f"step '{step.id}' has '{shape}:' but no type:", f"add type: {kind}")
+            hint = f"add type: {kind}"
+            if shape == "prompt" and step.agent:
+                hint = "an agent's prompt goes under agents: <id>: prompt:; a step asking a person is type: human"
+            self._problem(path + (shape,), f"step '{step.id}' has '{shape}:' but no type:", hint)
             return
         for key, types in _USED_BY.items():
             if key in step.model_fields_set and step.type not in types:
@@ -281,12 +308,26 @@ class _Builder:
             self._agent_ref(agent, path + where)
         if step.parallel is not None:
             self._check_parallel(step, path)
+        self._check_human(step, path)
         if step.condition is not None:
             for branch in ("true", "false"):
                 target = getattr(step.condition, branch)
                 if target is not None and target not in self.step_index and target not in self.raw.agents:
                     self._problem(path + ("condition", branch), f"'{target}' is neither a step id nor an agent id",
                                   _close_hint(target, list(self.step_index) + list(self.raw.agents)))
+
+    def _check_human(self, step: RawStep, path: tuple) -> None:
+        if step.type == "human":
+            problem = on_timeout_problem(step.on_timeout or "fail", step.choices or [])
+            if problem:
+                self._problem(path + ("on_timeout",), *problem)
+        if step.approval is not None:
+            problem = on_timeout_problem(step.approval.on_timeout, [ir.APPROVE, ir.REJECT])
+            if problem:
+                self._problem(path + ("approval", "on_timeout"), *problem)
+        if step.compensate is not None and step.compensate.agent is None and step.type != "sequential":
+            self._problem(path + ("compensate",), f"compensate: on the {step.type} step '{step.id}' "
+                          "must name the agent that undoes it", 'write compensate: {agent: <agent id>, prompt: "..."}')
 
     def _check_parallel(self, step: RawStep, path: tuple) -> None:
         keys = [b.output_key or b.agent for b in step.parallel]
@@ -305,6 +346,20 @@ class _Builder:
     # -- compiling steps ----------------------------------------------------------------------
 
     def _step(self, step: RawStep) -> ir.NodeBase:
+        """The step's node with what guards, undoes and limits it."""
+        where = ("workflow", "steps", self.step_index[step.id])
+        gate = None
+        if step.approval is not None:
+            gate = approval_gate(step.id, step.approval, self._duration(step.approval.timeout, where + ("approval", "timeout")),
+                                 position(self.data, where + ("approval",))[0])
+        compensation = None
+        if step.compensate is not None:
+            compensation = compensation_task(step.id, step.id, step.compensate.agent or step.agent, step.compensate.prompt,
+                                             COMPENSATION_ATTEMPTS, position(self.data, where + ("compensate",))[0])
+        return self._shape(step).model_copy(update={"gate": gate, "compensation": compensation,
+                                                    "budget": budget_of(step.budget)})
+
+    def _shape(self, step: RawStep) -> ir.NodeBase:
         i = self.step_index[step.id]
         common = dict(id=step.id, title=step.id, line=position(self.data, ("workflow", "steps", i))[0],
                       step=True, store_as=step.output.store_as)
@@ -326,6 +381,9 @@ class _Builder:
                            validator=self._task(loop.validator, validator_id, None, "json"),
                            feedback=loop.feedback_path, max_iterations=loop.max_iterations,
                            timeout_s=timeout, **common)
+        if step.type == "human":
+            return ir.Human(prompt=step.prompt, choices=step.choices or [], on_timeout=step.on_timeout or "fail",
+                            timeout_s=timeout, **common)
         if step.type == "map":
             m = step.map
             body = self._task(m.agent, f"{step.id}.{m.agent}", None, "text" if m.reduce else fmt)
@@ -391,9 +449,14 @@ class _Builder:
 
 
 # The key that gives each step type its shape, and the type it belongs to.
-_SHAPE_KEYS = {"parallel": "parallel", "condition": "conditional", "loop": "loop", "map": "map"}
-# Step keys only some step types read; elsewhere they would be silently ignored.
-_USED_BY = {"agent": {"sequential"}, "input": {"sequential", "conditional", "loop"}, "wait": {"parallel"}}
+_SHAPE_KEYS = {"parallel": "parallel", "condition": "conditional", "loop": "loop", "map": "map",
+               "prompt": "human"}
+# Step keys only some step types read; elsewhere they would be silently ignored. A person's
+# answer has nothing to undo and spends no tokens, and a human step needs no approval.
+_AGENT_STEPS = {"sequential", "parallel", "conditional", "loop", "map"}
+_USED_BY = {"agent": {"sequential"}, "input": {"sequential", "conditional", "loop"}, "wait": {"parallel"},
+            "prompt": {"human"}, "choices": {"human"}, "on_timeout": {"human"}, "approval": _AGENT_STEPS,
+            "compensate": _AGENT_STEPS, "budget": _AGENT_STEPS}
 
 
 def _step_input(step: RawStep) -> str | None:
@@ -411,6 +474,8 @@ def _agents_of(step: RawStep) -> list[tuple[str, tuple]]:
         found.append((step.map.agent, ("map", "agent")))
         if step.map.reduce:
             found.append((step.map.reduce, ("map", "reduce")))
+    if step.compensate and step.compensate.agent:
+        found.append((step.compensate.agent, ("compensate", "agent")))
     return found
 
 
@@ -421,6 +486,7 @@ def _shape_hint(step_type: str) -> str:
         "conditional": "condition: {eval: \"{{steps.x.output.y}} == 'z'\", true: <step or agent>, false: ...}",
         "loop": "loop: {agent: writer, validator: reviewer, max_iterations: 3}",
         "map": "map: {over: \"{{steps.split.output.chunks}}\", agent: worker, reduce: reducer}",
+        "human": "a human step asks a person: prompt: \"Publish {{steps.draft.output}}?\", choices: [publish, revise]",
     }[step_type]
 
 

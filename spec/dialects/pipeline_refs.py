@@ -18,6 +18,10 @@ LOCALS = {"input", "item", "index", "feedback", "iteration", "run_id", "workdir"
 # Locals set only where some agents run: a map's agent gets item and index, a loop's agent feedback.
 SCOPED = {"item": "map", "index": "map", "feedback": "loop"}
 _NOWHERE = frozenset(SCOPED)
+# A reference to a gate's answer (`human.ID`), told apart from steps.ID until the step's own
+# dependencies are known: a step may read the answer to its own approval, asked before it runs.
+_GATE = "human:"
+OUTPUT_HINT = "'output' is set only in compensate: (the output being undone); elsewhere read steps.ID.output"
 
 
 class StepGraph:
@@ -29,6 +33,8 @@ class StepGraph:
         self.keys = {s.id: {b.output_key or b.agent for b in s.parallel or []} for s in raw.steps}
         self.stored = self._stored()
         self.branches = self._branches()
+        # A step with prompt: but no type: is a human step its author forgot to mark (one error, not two).
+        self.gates = [s.id for s in raw.steps if s.type == "human" or s.prompt is not None or s.approval is not None]
         places: dict[str, set[str]] = {}
         for step in raw.steps:
             for agent, place in self._runs(step):
@@ -43,7 +49,7 @@ class StepGraph:
 
     def _stored(self) -> dict[str, str]:
         stored: dict[str, str] = {}
-        reserved = LOCALS | {"inputs", "steps"}
+        reserved = LOCALS | {"inputs", "steps", "human"}
         for i, step in enumerate(self.raw.steps):
             name = step.output.store_as
             if not name:
@@ -79,7 +85,8 @@ class StepGraph:
 
     # -- references -------------------------------------------------------------------------
 
-    def _template(self, source: str, path: tuple, unset: frozenset[str] = _NOWHERE) -> set[str]:
+    def _template(self, source: str, path: tuple, unset: frozenset[str] = _NOWHERE,
+                  allowed: frozenset[str] = frozenset()) -> set[str]:
         try:
             refs = expressions.template_references(source)
         except expressions.ExpressionError as exc:
@@ -87,7 +94,7 @@ class StepGraph:
                           "{{ steps.ID.output }}")
             return set()
         base = text_line(self.data, path) or position(self.data, path)[0]
-        return {d for ref, line in refs if (d := self._ref(ref, path, base + line - 1, unset))}
+        return {d for ref, line in refs if ref[0] not in allowed and (d := self._ref(ref, path, base + line - 1, unset))}
 
     def _expression(self, source: str, path: tuple) -> set[str]:
         try:
@@ -119,6 +126,8 @@ class StepGraph:
             return None
         if head == "steps":
             return self._step_ref(ref, path, line) if len(ref) > 1 else None
+        if head == "human":
+            return self._gate_ref(ref, path, line) if len(ref) > 1 else None
         if head in self.stored:
             return self.stored[head]
         if head in unset:
@@ -130,8 +139,10 @@ class StepGraph:
         if head in self.inputs or head in self.ids:
             form = f"inputs.{text}" if head in self.inputs else f"steps.{head}.output"
             self._problem(path, f"undefined reference '{text}'", f"did you mean '{form}'?", line)
+        elif head == "output":
+            self._problem(path, f"undefined reference '{text}'", OUTPUT_HINT, line)
         else:
-            known = LOCALS | set(self.stored) | {"inputs", "steps"}
+            known = LOCALS | set(self.stored) | {"inputs", "steps", "human"}
             self._problem(path, f"undefined reference '{text}'",
                           did_you_mean(str(head), known) or "use inputs.NAME, steps.ID.output or a store_as name",
                           line)
@@ -150,6 +161,16 @@ class StepGraph:
                           did_you_mean(str(ref[3]), self.keys[step]) or "its keys: " + ", ".join(sorted(self.keys[step])),
                           line)
         return step
+
+    def _gate_ref(self, ref: tuple, path: tuple, line: int) -> str | None:
+        gate = str(ref[1])
+        if gate in self.gates:
+            return _GATE + gate
+        hint = did_you_mean(gate, self.gates) or (
+            "gates: " + ", ".join(self.gates) if self.gates else "no step asks a person: add a type: human step, "
+            "or approval: true on a step")
+        self._problem(path, f"undefined gate '{gate}'", hint, line)
+        return None
 
     # -- dependencies and order -------------------------------------------------------------
 
@@ -171,6 +192,10 @@ class StepGraph:
             deps |= self._reference(step.map.over, path + ("map", "over"))
         for agent in self._agents_run_by(step):
             deps |= agent_deps.get(agent, set())
+        deps |= self._human_deps(step, path)
+        if step.approval is not None:
+            deps.discard(_GATE + step.id)  # its approval is asked before it runs
+        deps = {d.removeprefix(_GATE) for d in deps}
         if step.id in deps:
             self._problem(path, f"step '{step.id}' reads its own output (steps.{step.id})",
                           "a step can read the output of other steps only; a loop's feedback_path is the exception")
@@ -178,6 +203,19 @@ class StepGraph:
             # The loop's own id here is its validator's latest verdict, so it is no dependency.
             deps |= self._reference(step.loop.feedback_path, path + ("loop", "feedback_path")) - {step.id}
         return deps - {step.id}
+
+    def _human_deps(self, step: RawStep, path: tuple) -> set[str]:
+        """What a step's question, approval prompt and compensation read. A compensation runs after
+        the run failed, in no order of the steps', so its references are checked but order nothing."""
+        deps = self._template(step.prompt, path + ("prompt",)) if step.prompt is not None else set()
+        if step.approval is not None and step.approval.prompt is not None:
+            deps |= self._template(step.approval.prompt, path + ("approval", "prompt"))
+        if step.compensate is not None:
+            # `compensate: "text"` is its prompt, where the lines of the text are counted from.
+            short = isinstance(self.data["workflow"]["steps"][path[-1]].get("compensate"), str)
+            where = path + (("compensate",) if short else ("compensate", "prompt"))
+            self._template(step.compensate.prompt, where, allowed=frozenset({"output"}))
+        return deps
 
     def _agents_run_by(self, step: RawStep) -> set[str]:
         return {agent for agent, _ in self._runs(step)}

@@ -1,28 +1,130 @@
 """The recursive task tree (cyberian): depth-first tasks with instructions, loops, checks, providers.
 
 Every key of the real format is accepted; unknown keys are errors. Extensions: `agent` (which agent
-id a task talks to), `timeout`, `max_iterations`, and root `completion: strict | lenient`.
+id a task talks to), `timeout`, `max_iterations`, root `completion: strict | lenient`, and the keys
+of humans in the loop: `human`, `approval`, `compensate`, `budget`, root `goal`, `constraints`, `prices`.
+
+The models and helpers for gates, compensations and budgets are shared with the pipeline dialect.
 """
 
 from __future__ import annotations
 
 import os
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from spec import ir
+from spec import expressions, ir
 from spec.durations import parse_duration
 from spec.errors import Problem, SpecError, did_you_mean
 from spec.render import TemplateSyntaxError, names_used
 from spec.schema_errors import problems_from
 from spec.yamlpos import PosDict, position
 
-BUILTINS = {"agent_type", "skip_permissions", "workdir", "iteration", "run_id"}
+# `human` is the dict of gate id -> answer; which gate ids exist is checked per reference.
+BUILTINS = {"agent_type", "skip_permissions", "workdir", "iteration", "run_id", "human"}
+COMPENSATION_ATTEMPTS = 3
 
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+# ---- gates, compensations and budgets: shared with the pipeline dialect -----------------------
+
+
+def approval_shorthand(value: Any) -> Any:
+    """`approval: true` is an approval with every default; `false` is none."""
+    if value is True:
+        return {}
+    if value is False:
+        return None
+    if value is None or isinstance(value, dict):
+        return value
+    raise ValueError("must be true, false or a mapping")
+
+
+def _choice_texts(value: Any) -> Any:
+    """Choices are answers people type: numbers read as text, but a YAML boolean is a mistake."""
+    if not isinstance(value, list):
+        return value
+    if any(isinstance(item, bool) for item in value):
+        raise ValueError("YAML reads yes, no, on, off, true and false as booleans, not as choices")
+    return [str(item) if isinstance(item, (int, float)) else item for item in value]
+
+
+Choices = Annotated[list[str], BeforeValidator(_choice_texts)]
+
+
+def text_shorthand(key: str) -> BeforeValidator:
+    """`compensate: "text"` is short for `compensate: {<key>: "text"}`."""
+    return BeforeValidator(lambda value: {key: value} if isinstance(value, str) else value)
+
+
+class RawApproval(_Strict):
+    prompt: str | None = None
+    timeout: float | str | None = None
+    on_timeout: str = "fail"
+    on_reject: Literal["fail", "skip", "continue"] = "fail"
+
+
+class RawBudget(ir.Budget):
+    @field_validator("tokens", "usd")
+    @classmethod
+    def _positive(cls, value: float | None) -> float | None:
+        if value is not None and value <= 0:
+            raise ValueError("must be more than 0")
+        return value
+
+    @model_validator(mode="after")
+    def _some_limit(self) -> RawBudget:
+        if self.tokens is None and self.usd is None:
+            raise ValueError("a budget needs tokens: or usd:")
+        return self
+
+
+# Hints for values the shared validators refuse, by the key holding the value.
+VALUE_HINTS = {
+    "choices": 'quote them: choices: ["yes", "no"]',
+    "approval": "write approval: true, or approval: {prompt: ..., timeout: 1h, on_reject: fail}",
+    "budget": "give a limit: budget: {tokens: 200000} or budget: {usd: 5}, and optionally on_exceeded: pause",
+    "tokens": "a budget is a positive number of tokens (tokens: 200000)",
+    "usd": "a budget is a positive number of US dollars (usd: 5)",
+}
+
+
+def budget_of(raw: RawBudget | None) -> ir.Budget | None:
+    return ir.Budget(**raw.model_dump()) if raw else None
+
+
+def approval_gate(gate_id: str, raw: RawApproval, timeout_s: float | None, line: int) -> ir.Human:
+    return ir.Human(id=gate_id, title=gate_id, approval=True, choices=[ir.APPROVE, ir.REJECT],
+                    prompt=raw.prompt or f"Approve '{gate_id}'?", timeout_s=timeout_s,
+                    on_timeout=raw.on_timeout, on_reject=raw.on_reject, line=line)
+
+
+def on_timeout_problem(on_timeout: str, choices: list[str]) -> tuple[str, str] | None:
+    """(message, hint) when `on_timeout` is neither fail, continue nor one of the choices."""
+    if on_timeout in ("fail", "continue") or on_timeout in choices:
+        return None
+    message = f"on_timeout '{on_timeout}' is not fail, continue or one of the choices"
+    if not choices:
+        return message, "write fail or continue, or list choices: and name one of them"
+    return message, did_you_mean(on_timeout, choices) or "write fail, continue or one of: " + ", ".join(choices)
+
+
+def compensation_task(node_id: str, title: str, agent: str, prompt: str, attempts: int, line: int) -> ir.Task:
+    """An agent prompt that undoes a node; compensations retry on their own, since a failed undo
+    leaves the world half changed."""
+    return ir.Task(id=f"{node_id}.compensate", title=f"undo {title}", agent=agent, prompt=prompt,
+                   protocol="plain", retry=compensation_retry(attempts), line=line)
+
+
+def compensation_retry(attempts: int) -> ir.Retry:
+    return ir.Retry(attempts=attempts, backoff="exponential", delay_s=1.0)
+
+
+# ---- the task tree's own models -----------------------------------------------------------------
 
 
 class RawParam(BaseModel):
@@ -69,6 +171,25 @@ class RawPreconditions(_Strict):
     sync_targets: RawSyncTargets | None = None
 
 
+class RawHuman(_Strict):
+    id: str | None = None
+    prompt: str
+    choices: Choices = []
+    timeout: float | str | None = None
+    on_timeout: str = "fail"
+
+
+class RawTaskApproval(RawApproval):
+    id: str | None = None  # the gate id, when the task's name is taken by another gate
+
+
+class RawCompensate(_Strict):
+    instructions: str | None = None
+    agent: str | None = None
+    max_attempts: int | None = Field(None, ge=1)
+    provider_call: RawProviderCall | None = None
+
+
 class RawTask(_Strict):
     name: str | None = None
     description: str | None = None
@@ -87,6 +208,13 @@ class RawTask(_Strict):
     timeout: float | str | None = None
     max_iterations: int | None = Field(None, ge=1)
     completion: Literal["strict", "lenient"] | None = None
+    human: RawHuman | None = None
+    approval: Annotated[RawTaskApproval | None, BeforeValidator(approval_shorthand)] = None
+    compensate: Annotated[RawCompensate | None, text_shorthand("instructions")] = None
+    budget: RawBudget | None = None
+    goal: str | None = None
+    constraints: list[str] | None = None
+    prices: dict[str, ir.Price] | None = None
 
     @field_validator("subtasks", mode="before")
     @classmethod
@@ -98,7 +226,7 @@ class RawTask(_Strict):
 
 
 def detect(data: Any) -> bool:
-    keys = {"subtasks", "instructions", "provider_call"}
+    keys = {"subtasks", "instructions", "provider_call", "human"}
     return isinstance(data, dict) and bool(keys & set(data)) and "workflow" not in data
 
 
@@ -107,7 +235,7 @@ def compile_plan(data: PosDict, file: str, given: set[str] = frozenset()) -> ir.
     try:
         raw = RawTask.model_validate(data)
     except ValidationError as exc:
-        raise SpecError(problems_from(exc, data, file, RawTask)) from None
+        raise SpecError(problems_from(exc, data, file, RawTask, VALUE_HINTS)) from None
     builder = _Builder(file, data, raw, given)
     plan = builder.build()
     if builder.problems:
@@ -115,24 +243,44 @@ def compile_plan(data: PosDict, file: str, given: set[str] = frozenset()) -> ir.
     return plan
 
 
+_ROOT_ONLY = ("goal", "constraints", "prices")
+
+
 class _Builder:
     def __init__(self, file: str, data: PosDict, raw: RawTask, given: set[str]):
         self.file, self.data, self.raw, self.given = file, data, raw, given
+        self.name = raw.name or os.path.splitext(os.path.basename(file))[0]
         self.params = {name: self._param(name, p) for name, p in (raw.params or {}).items()}
         self.problems: list[Problem] = []
+        # Every gate id, known before any template is checked: a template may read a later gate.
+        self.gates: dict[str, int] = {}
+        self._collect_gates(raw, (), self.name)
 
     def _param(self, name: str, p: RawParam) -> ir.Param:
         line, _ = position(self.data, ("params", name))
         return ir.Param(name=name, type=p.range, required=p.required, default=p.default,
                         description=p.description, examples=p.examples, line=line)
 
+    def _collect_gates(self, raw: RawTask, path: tuple, name: str) -> None:
+        key = "human" if raw.human else "approval" if raw.approval else None
+        if key:
+            gate_id = getattr(raw, key).id or name
+            line, _ = position(self.data, path + (key,))
+            if gate_id in self.gates:
+                self._problem(path + (key, "id"), f"two gates are both named '{gate_id}'",
+                              f"the other is at line {self.gates[gate_id]}; give this one its own id: under {key}:")
+            self.gates.setdefault(gate_id, line)
+        for sub_name, sub in (raw.subtasks or {}).items():
+            self._collect_gates(sub, path + ("subtasks", sub_name), sub_name)
+
     def build(self) -> ir.Plan:
-        name = self.raw.name or os.path.splitext(os.path.basename(self.file))[0]
-        root = self._node(self.raw, (), name, system=None)
+        root = self._node(self.raw, (), self.name, system=None)
         return ir.Plan(
-            name=name, description=self.raw.description or "", dialect="task-tree",
+            name=self.name, description=self.raw.description or "", dialect="task-tree",
             source=os.path.abspath(self.file), spec_dir=os.path.dirname(os.path.abspath(self.file)),
             params=self.params, root=root, lifecycle=self.raw.agent_lifecycle or "reuse",
+            goal=self.raw.goal or self.raw.description or "", constraints=self.raw.constraints or [],
+            budget=budget_of(self.raw.budget), prices=self.raw.prices or {},
             info={"completion": self.raw.completion or "strict",
                   "requires_workdir": self.raw.requires_workdir,
                   "requirements": self.raw.requirements},
@@ -141,14 +289,84 @@ class _Builder:
     def _node(self, raw: RawTask, path: tuple, name: str, system: str | None) -> ir.NodeBase:
         task_id = ".".join(str(p) for p in path[1::2]) or name
         system = raw.system_instructions if raw.system_instructions is not None else system
-        children: list[ir.NodeBase] = []
+        for key in _ROOT_ONLY:
+            if path and getattr(raw, key) is not None:
+                self._problem(path + (key,), f"'{key}:' applies to the whole run, not to task '{name}'",
+                              "move it to the top level of the spec")
+        gate = self._gate(raw, path, name)
         work = self._work(raw, path, task_id, name, system)
+        compensation = self._compensation(raw, path, task_id, name, has_work=work is not None)
+        # An approval on a task with subtasks guards them all, so it goes on the task's sequence.
+        gate_on_sequence = raw.approval is not None and (bool(raw.subtasks) or work is None)
+        children: list[ir.NodeBase] = []
         if work is not None:
-            children.append(work)
+            children.append(work.model_copy(update={"compensation": compensation,
+                                                    "gate": None if gate_on_sequence else gate}))
+        elif raw.human is not None:
+            children.append(gate)  # a question alone is the task's work
         for sub_name, sub in (raw.subtasks or {}).items():
             children.append(self._node(sub, path + ("subtasks", sub_name), sub_name, system))
         line, _ = position(self.data, path)
-        return ir.Sequence(id=task_id, title=name, line=line, children=children)
+        return ir.Sequence(id=task_id, title=name, line=line, children=children,
+                           gate=gate if gate_on_sequence else None,
+                           budget=budget_of(raw.budget) if path else None)  # the root's is the run's
+
+    def _gate(self, raw: RawTask, path: tuple, name: str) -> ir.Human | None:
+        if raw.human is not None and raw.approval is not None:
+            self._problem(path + ("approval",), f"task '{name}' has both human: and approval:",
+                          "use one: approval: asks approve or reject, human: asks a question of your own")
+        if raw.human is not None:
+            return self._human(raw.human, path + ("human",), name)
+        if raw.approval is not None:
+            return self._approval(raw.approval, path + ("approval",), name)
+        return None
+
+    def _human(self, raw: RawHuman, where: tuple, name: str) -> ir.Human:
+        self._check_template(raw.prompt, where + ("prompt",))
+        self._check_on_timeout(raw.on_timeout, raw.choices, where)
+        line, _ = position(self.data, where)
+        return ir.Human(id=raw.id or name, title=name, prompt=raw.prompt, choices=raw.choices,
+                        timeout_s=self._timeout(raw.timeout, where + ("timeout",)), on_timeout=raw.on_timeout,
+                        line=line)
+
+    def _approval(self, raw: RawTaskApproval, where: tuple, name: str) -> ir.Human:
+        if raw.prompt is not None:
+            self._check_template(raw.prompt, where + ("prompt",))
+        self._check_on_timeout(raw.on_timeout, [ir.APPROVE, ir.REJECT], where)
+        gate = approval_gate(raw.id or name, raw, self._timeout(raw.timeout, where + ("timeout",)),
+                             position(self.data, where)[0])
+        return gate.model_copy(update={"title": name})
+
+    def _check_on_timeout(self, on_timeout: str, choices: list[str], where: tuple) -> None:
+        problem = on_timeout_problem(on_timeout, choices)
+        if problem:
+            self._problem(where + ("on_timeout",), *problem)
+
+    def _compensation(self, raw: RawTask, path: tuple, task_id: str, name: str,
+                      has_work: bool) -> ir.Task | ir.Provider | None:
+        comp, where = raw.compensate, path + ("compensate",)
+        if comp is None:
+            return None
+        if not has_work:
+            self._problem(where, f"task '{name}' has compensate: but no work of its own to undo",
+                          "compensate undoes a task's instructions or provider_call; "
+                          "put it on the subtask whose effect it undoes")
+            return None
+        if (comp.instructions is None) == (comp.provider_call is None):
+            self._problem(where, "compensate needs exactly one of 'instructions' or 'provider_call'",
+                          'write compensate: "Undo ..." (instructions for the task\'s agent), '
+                          "or compensate: {provider_call: {provider: ..., method: ..., params: ...}}")
+            return None
+        line, _ = position(self.data, where)
+        attempts = comp.max_attempts or COMPENSATION_ATTEMPTS
+        if comp.provider_call is not None:
+            call = comp.provider_call
+            self._check_value_templates(call.params, where + ("provider_call", "params"), extra={"output"})
+            return ir.Provider(id=f"{task_id}.compensate", title=f"undo {name}", line=line,
+                               call=ir.ProviderSpec(**call.model_dump()), retry=compensation_retry(attempts))
+        self._check_template(comp.instructions, where + ("instructions",), extra={"output"})
+        return compensation_task(task_id, name, comp.agent or raw.agent or "default", comp.instructions,
+                                 attempts, line)
 
     def _work(self, raw: RawTask, path: tuple, task_id: str, name: str, system: str | None):
         line, _ = position(self.data, path)
@@ -210,15 +428,15 @@ class _Builder:
             self._problem(path, str(exc), "write a number of seconds or a duration like '30m'")
             return None
 
-    def _check_value_templates(self, value: Any, path: tuple) -> None:
+    def _check_value_templates(self, value: Any, path: tuple, extra: set[str] = frozenset()) -> None:
         if isinstance(value, str):
-            self._check_template(value, path)
+            self._check_template(value, path, extra)
         elif isinstance(value, list):
             for i, item in enumerate(value):
-                self._check_value_templates(item, path + (i,))
+                self._check_value_templates(item, path + (i,), extra)
         elif isinstance(value, dict):
             for key, item in value.items():
-                self._check_value_templates(item, path + (key,))
+                self._check_value_templates(item, path + (key,), extra)
 
     def _check_template(self, source: str, path: tuple, extra: set[str] = frozenset()) -> None:
         try:
@@ -232,6 +450,16 @@ class _Builder:
         known = set(self.params) | BUILTINS | set(extra) | set(self.given)
         for name in sorted(used - known):
             self._problem(path, f"undefined template variable '{name}'", _undefined_hint(name, known))
+        if "human" in used:
+            self._check_gate_refs(source, path)
+
+    def _check_gate_refs(self, source: str, path: tuple) -> None:
+        for ref, _ in expressions.template_references(source):
+            if ref[0] == "human" and len(ref) > 1 and str(ref[1]) not in self.gates:
+                gate = str(ref[1])
+                hint = did_you_mean(gate, self.gates) or (
+                    "gates: " + ", ".join(self.gates) if self.gates else "add human: or approval: to the task that asks")
+                self._problem(path, f"undefined gate '{gate}'", hint)
 
     def _problem(self, path: tuple, message: str, hint: str = "") -> None:
         line, col = position(self.data, path)
@@ -239,6 +467,8 @@ class _Builder:
 
 
 def _undefined_hint(name: str, known: set[str]) -> str:
+    if name == "output":
+        return "'output' is set only in compensate: (the output of the task being undone)"
     return did_you_mean(name, known) or f"declare it under params: ({name}: {{range: string}}) or pass it with -p {name}=VALUE"
 
 
