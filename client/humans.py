@@ -90,7 +90,9 @@ async def pending_command(client: Client, args: argparse.Namespace, console: Con
     for row in rows:
         table.add_row(row["run_id"], row["gate"], row["kind"], row["prompt"], "/".join(row["choices"]),
                       _when(row["waiting_since"]), _when(row["timeout_at"]) or "-")
-    console.print(table)
+    # Piped output keeps every cell whole; a terminal folds long prompts to its width.
+    out = console if console.is_terminal else Console(file=console.file, width=10_000, highlight=False)
+    out.print(table)
     console.print("answer with: python -m client answer RUN --gate GATE VALUE (or approve / reject RUN --gate GATE)",
                   markup=False)
     return 0

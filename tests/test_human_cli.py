@@ -112,3 +112,196 @@ def test_follow_prints_gate_and_compensation_events_once():
         "↶ build compensated",
         "✗ compensation of fetch failed: gone",
     ]
+
+
+# ---- the CLI against real runs ---------------------------------------------------------------------
+
+SHED = """\
+name: shed
+subtasks:
+  colour:
+    human: {prompt: "Which colour for the shed?", choices: [red, blue]}
+  paint:
+    instructions: "Paint the shed {{ human.colour }}."
+    compensate: "Strip the paint. You reported: {{ output }}"
+  ship:
+    approval: true
+    instructions: "Ship the shed."
+"""
+
+DONE = "done\nCOMPLETION_STATUS: COMPLETE"
+
+
+@pytest.fixture
+def served(llm, address):
+    """A worker process on a queue of the test's own; its agents talk to the llm server."""
+    llm.reply = lambda messages: f"{messages[-1]['content'].splitlines()[0]} — {DONE}"
+    queue = run_id("humans-q")
+    proc = start_worker(address, "--task-queue", queue)
+    yield queue
+    proc.terminate()
+    proc.wait(timeout=30)
+
+
+def _start(cli, tmp_path, queue: str, text: str = SHED, prefix: str = "shed") -> str:
+    rid = run_id(prefix)
+    result = cli("start", str(write_spec(tmp_path, text)), "--agent", "openai:worker", "--id", rid,
+                 "--task-queue", queue, "--detach")
+    assert result.code == 0, result.err
+    return rid
+
+
+def _rows(cli, rid: str) -> list[dict]:
+    result = cli("pending", "--json")
+    assert result.code == 0, result.err
+    return [row for row in json.loads(result.out) if row["run_id"] == rid]
+
+
+def _wait_gate(cli, rid: str, gate: str) -> dict:
+    """The pending row of gate `gate` of run `rid`, once visibility and the run both show it."""
+    found: list[dict] = []
+    wait_for(lambda: bool(found.extend(r for r in _rows(cli, rid) if r["gate"] == gate) or found), timeout_s=60)
+    return found[0]
+
+
+async def _accepted_updates(client, rid: str) -> int:
+    events = [e async for e in client.get_workflow_handle(rid).fetch_history_events()]
+    return sum(e.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED for e in events)
+
+
+async def test_pending_answer_and_approve_as_a_user_meets_them(cli, client, served, llm, tmp_path):
+    rid = _start(cli, tmp_path, served)
+    row = _wait_gate(cli, rid, "colour")
+    assert row["kind"] == "question" and row["prompt"] == "Which colour for the shed?"
+    assert row["choices"] == ["red", "blue"] and row["waiting_since"] and row["timeout_at"] is None
+    table = cli("pending").out
+    line = next(line for line in table.splitlines() if rid in line)
+    assert "colour" in line and "question" in line and "Which colour for the shed?" in line and "red/blue" in line
+    status = cli("status", rid)
+    assert f"{rid}: waiting for human_approval" in status.out
+    assert "? colour: Which colour for the shed? [red/blue] — answer with: python -m client answer " \
+           f"{rid} --gate colour VALUE" in status.out
+
+    wrong = cli("answer", rid, "--gate", "colour", "green")
+    assert wrong.code == 2 and wrong.out == ""
+    assert wrong.err.strip() == "error: 'green' is not an answer to gate 'colour': choose one of red, blue"
+    unknown = cli("answer", rid, "--gate", "colur", "red")
+    assert unknown.code == 2 and "has no open gate 'colur' (open: colour)" in unknown.err
+    not_approval = cli("approve", rid)
+    assert not_approval.code == 2 and "gate 'colour' is a question, not an approval" in not_approval.err
+    assert await _accepted_updates(client, rid) == 0  # refusals leave nothing in history
+    assert llm.prompts_for("worker") == []
+
+    answered = cli("answer", rid, "--gate", "colour", "red", "--comment", "matches the house")
+    assert answered.code == 0 and answered.out.strip() == "gate colour answered: red"
+    _wait_gate(cli, rid, "ship")
+    again = cli("answer", rid, "--gate", "colour", "blue")
+    assert again.code == 2 and "error: gate 'colour' was already answered (red)" in again.err
+
+    approved = cli("approve", rid, "--comment", "looks good")  # the one open gate
+    assert approved.code == 0 and approved.out.strip() == "gate ship answered: approve"
+    watched = cli("watch", rid)
+    assert watched.code == 0, watched.out + watched.err
+    assert [p.splitlines()[0] for p in llm.prompts_for("worker")] == ["Paint the shed red.", "Ship the shed."]
+    assert await _accepted_updates(client, rid) == 2
+    text = watched.out
+    assert "- Status: COMPLETE" in text and "## Human Input" in text
+    assert "| colour | Which colour for the shed? | red | matches the house |" in text
+    assert "| ship | Approve 'ship'? | approve | looks good |" in text
+    ended = cli("approve", rid, "--gate", "ship")
+    assert ended.code == 2 and f"run {rid} has ended (completed)" in ended.err
+    assert cli("answer", "no-such-run", "--gate", "x", "y").code == 2
+
+
+def test_reject_ends_the_run_and_undoes_what_was_done(cli, served, llm, tmp_path):
+    rid = _start(cli, tmp_path, served)
+    _wait_gate(cli, rid, "colour")
+    assert cli("answer", rid, "--gate", "colour", "blue").code == 0
+    _wait_gate(cli, rid, "ship")
+    rejected = cli("reject", rid, "--gate", "ship", "--comment", "not today")
+    assert rejected.code == 0 and rejected.out.strip() == "gate ship answered: reject"
+    watched = cli("watch", rid)
+    assert watched.code == 1
+    prompts = llm.prompts_for("worker")
+    assert prompts[0].startswith("Paint the shed blue.") and "Ship the shed." not in "".join(prompts)
+    assert prompts[1].startswith("Strip the paint. You reported: Paint the shed blue.")
+    text = watched.out
+    assert "- Status: ROLLED BACK" in text
+    assert "| ship | Approve 'ship'? | reject | not today |" in text
+    assert "## Compensations\n\n1. paint: COMPLETED" in text
+    assert "↶ paint compensated" in text
+    data = json.loads(cli("status", rid, "--json").out)
+    assert data["status"] == "compensated" and data["gates"]["ship"]["answer"]["value"] == "reject"
+    assert data["compensations"] == [{"action_id": "paint", "status": "completed", "error": ""}]
+
+
+def test_cancel_with_rollback_runs_the_compensations_of_a_waiting_run(cli, served, llm, tmp_path):
+    rid = _start(cli, tmp_path, served)
+    _wait_gate(cli, rid, "colour")
+    assert cli("answer", rid, "--gate", "colour", "red").code == 0
+    _wait_gate(cli, rid, "ship")
+    cancelled = cli("cancel", rid, "--rollback")
+    assert cancelled.code == 0, cancelled.err
+    assert cancelled.out.splitlines() == [
+        f"rollback requested for {rid}: its compensations run as it is cancelled",
+        f"cancellation requested for {rid}"]
+    watched = cli("watch", rid)
+    assert watched.code == 1
+    assert llm.prompts_for("worker")[-1].startswith("Strip the paint. You reported: Paint the shed red.")
+    assert "- Status: CANCELLED" in watched.out and "1. paint: COMPLETED" in watched.out
+    assert json.loads(cli("status", rid, "--json").out)["status"] == "cancelled"
+    assert rid not in {row["run_id"] for row in json.loads(cli("pending", "--json").out)}
+
+
+async def test_watch_answers_inline_through_the_prompter(cli, client, served, llm, tmp_path):
+    from client.start import watch
+
+    rid = _start(cli, tmp_path, served)
+    asked: list[str] = []
+
+    def prompter(gate) -> str:
+        asked.append(gate.id)
+        if gate.id == "colour":
+            return "blue"
+        # Someone else approves first; the answer typed here is then refused.
+        assert cli("approve", rid, "--gate", "ship", "--comment", "from elsewhere").code == 0
+        return "reject"
+
+    out = io.StringIO()
+    code = await watch(client, rid, Console(file=out, width=300, highlight=False), prompter)
+    text = out.getvalue()
+    assert code == 0, text
+    assert asked == ["colour", "ship"]
+    assert "? colour: Which colour for the shed? [red/blue]" in text and "✓ gate colour answered: blue" in text
+    assert "error: gate 'ship' was already answered (approve)" in text
+    assert "✓ gate ship answered: approve" in text and "(from elsewhere)" in text
+    assert [p.splitlines()[0] for p in llm.prompts_for("worker")] == ["Paint the shed blue.", "Ship the shed."]
+    assert "- Status: COMPLETE" in text
+
+
+BUDGET = """\
+name: thrift
+budget: {tokens: 30, on_exceeded: pause}
+subtasks:
+  one: {instructions: "Write the first part."}
+  two: {instructions: "Write the second part."}
+"""
+
+
+def test_a_paused_budget_is_raised_with_the_budget_command(cli, served, llm, tmp_path):
+    llm.reply = lambda messages: " ".join(["word"] * 40) + "\n" + DONE
+    rid = _start(cli, tmp_path, served, BUDGET, "thrift")
+    row = _wait_gate(cli, rid, "budget")
+    assert row["kind"] == "budget" and "30" in row["prompt"]
+    assert json.loads(cli("status", rid, "--json").out)["waiting_for"] == "resource_limit"
+    assert len(llm.requests) == 1
+    low = cli("budget", rid, "--tokens", "10")
+    assert low.code == 2 and "is not above the" in low.err and "already used" in low.err
+    nothing = cli("budget", rid)
+    assert nothing.code == 2 and "say how far to raise the budget" in nothing.err
+    raised = cli("budget", rid, "--tokens", "100000", "--comment", "worth it")
+    assert raised.code == 0 and raised.out.strip() == "budget budget raised to 100000 tokens"
+    watched = cli("watch", rid)
+    assert watched.code == 0, watched.out
+    assert len(llm.requests) == 2
+    assert "- Budget: 100000 tokens (on exceeded: pause); used" in watched.out
