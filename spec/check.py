@@ -5,22 +5,61 @@ from __future__ import annotations
 from spec import ir
 from spec.errors import Problem, SpecError
 
+# workflows.gates opens gates of these ids when a budget pauses the run: a spec's gate may not take them.
+BUDGET_GATE = "budget"
+COMPENSATION_KINDS = frozenset({"task", "provider"})
+
 
 def check(plan: ir.Plan) -> None:
     """Raise SpecError if the Plan cannot run here."""
     problems = []
-    seen: dict[str, int] = {}
     for node in plan.walk():
         if node.kind not in ir.RUNNABLE_KINDS:
             problems.append(Problem(plan.source, node.line, 1, f"'{node.label}' is a {node.kind} node, "
                                     "which this engine does not run yet", "use tasks, sequences and parallels"))
-        if isinstance(node, (ir.Task, ir.Provider)):
-            if node.id in seen:
-                problems.append(Problem(plan.source, node.line, 1, f"two tasks are both named '{node.id}'",
-                                        f"the other one is at line {seen[node.id]}; rename one"))
-            seen[node.id] = node.line
+        comp = node.compensation
+        if comp is not None and comp.kind not in COMPENSATION_KINDS:
+            problems.append(Problem(plan.source, comp.line, 1, f"the compensation of '{node.label}' is a "
+                                    f"{comp.kind} node", "a compensation is one agent task or one provider call"))
+    problems += _duplicate_leaves(plan) + _bad_gate_ids(plan)
     if problems:
         raise SpecError(problems)
+
+
+def _duplicate_leaves(plan: ir.Plan) -> list[Problem]:
+    """Leaves (questions to people included) are recorded by id, so two of one id would mix up."""
+    problems, seen = [], {}
+    for node in plan.leaves():
+        if node.id in seen:
+            other = seen[node.id]
+            hint = f"the other one is at line {other.line}; rename one"
+            if isinstance(node, ir.Human) or isinstance(other, ir.Human):
+                hint += ", or give the gate its own id:"
+            problems.append(Problem(plan.source, node.line, 1, f"two tasks are both named '{node.id}'", hint))
+        seen.setdefault(node.id, node)
+    return problems
+
+
+def _bad_gate_ids(plan: ir.Plan) -> list[Problem]:
+    """People answer a gate by its id, so each must name one question."""
+    problems, seen = [], {}
+    for gate in sorted(plan.gates(), key=lambda g: g.line):
+        if gate.id == BUDGET_GATE or gate.id.startswith(BUDGET_GATE + ":"):
+            problems.append(Problem(plan.source, gate.line, 1, f"gate id '{gate.id}' is kept for paused budgets",
+                                    "give the gate another id: (a pipeline step: rename the step)"))
+        elif gate.id in seen:
+            problems.append(Problem(plan.source, gate.line, 1, f"two gates are both named '{gate.id}'",
+                                    f"the other one is at line {seen[gate.id]}; give one its own id:"))
+        seen.setdefault(gate.id, gate.line)
+    return problems
+
+
+def agent_ids(plan: ir.Plan) -> set[str]:
+    """Every agent a run may talk to: its tasks', fallbacks' (in walk) and compensations'."""
+    nodes = plan.walk()
+    tasks = [n for n in nodes if isinstance(n, ir.Task)]
+    tasks += [n.compensation for n in nodes if isinstance(n.compensation, ir.Task)]
+    return {task.agent for task in tasks}
 
 
 def resolve_task(plan: ir.Plan, name: str) -> str:
