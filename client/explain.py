@@ -13,10 +13,12 @@ from typing import Any
 from jinja2 import TemplateError
 from rich.console import Console
 
-from client.graph import agent_name, bare, draw, is_empty, sub_tag, switch_branches, top_steps
+from client.graph import (
+    agent_name, bare, budget_text, draw, first_line, is_empty, scopes, sub_tag, switch_branches, top_steps, undo_who,
+)
 from client.start import load_run
 from spec import expressions, ir
-from spec.check import check
+from spec.check import agent_ids, check
 from spec.load import load
 from spec.render import render, to_text
 from workflows import prompt
@@ -52,7 +54,7 @@ def _print(console: Console, text: str) -> None:
 
 
 def inspect_text(plan: ir.Plan) -> str:
-    described = _Describer(plan.info.get("agents") or {})
+    described = _Describer(plan)
     lines = _header(plan) + ["", "Inputs"] + _inputs(plan) + ["", "Steps"]
     for i, node in enumerate(top_steps(plan)):
         lines += described.step(node, str(i + 1), "  ", "nothing but its prompt")
@@ -68,7 +70,21 @@ def _header(plan: ir.Plan) -> list[str]:
         lines.append(plan.description.strip())
     if plan.timeout_s:
         lines.append(f"Timeout for the whole run: {duration(plan.timeout_s)}")
+    if plan.goal.strip() and plan.goal.strip() != plan.description.strip():
+        lines.append(f"Goal: {plan.goal.strip()}")
+    if plan.constraints:
+        lines.append("Constraints: " + "; ".join(plan.constraints))
+    if plan.budget:
+        lines.append(f"Budget for the whole run: {_budget(plan.budget)}")
+    if plan.prices:
+        lines.append("Prices per million tokens: " + ", ".join(
+            f"{model} ${price.input:g} in, ${price.output:g} out" for model, price in plan.prices.items()))
     return lines
+
+
+def _budget(budget: ir.Budget) -> str:
+    then = "pauses for a person to raise it" if budget.on_exceeded == "pause" else "fails"
+    return f"{budget_text(budget)}; over it the run {then}"
 
 
 def _inputs(plan: ir.Plan) -> list[str]:
@@ -88,17 +104,47 @@ def _agents(plan: ir.Plan) -> list[str]:
                 + (f" (tools: {', '.join(a['tools'])})" if a.get("tools") else "") for aid, a in declared.items()]
     users: dict[str, list[str]] = {}
     for leaf in plan.leaves():
-        users.setdefault(getattr(leaf, "agent", None) or "(provider)", []).append(leaf.id)
+        if not isinstance(leaf, ir.Human):
+            users.setdefault(getattr(leaf, "agent", None) or "(provider)", []).append(leaf.id)
+    for node in plan.walk():
+        if node.compensation is not None:
+            users.setdefault(getattr(node.compensation, "agent", None) or "(provider)", []).append(node.compensation.id)
     return [f"  {agent}: runs {', '.join(ids)}" for agent, ids in users.items()]
 
 
 class _Describer:
     """Each step in words: who runs, what it gets, where its output goes, and its policies."""
 
-    def __init__(self, agents: dict):
-        self.agents = agents
+    def __init__(self, plan: ir.Plan):
+        self.agents = plan.info.get("agents") or {}
+        self.groups = scopes(plan)
 
     def step(self, node: ir.NodeBase | None, tag: str, pad: str, gets: str, lead: str = "") -> list[str]:
+        lines = self._step(node, tag, pad, gets, lead)
+        return with_notes(lines, self.notes(node), pad + " " * (len(tag) + 2))
+
+    def notes(self, node: ir.NodeBase | None) -> list[str]:
+        """Gates, compensation and budget of a node, and of the task groups it starts."""
+        if is_empty(node):
+            return []
+        found = [f"{group.label} and its subtasks: {note}"
+                 for group in self.groups.get(node.id, []) for note in self._notes(group)]
+        return found + self._notes(node)
+
+    def _notes(self, node: ir.NodeBase) -> list[str]:
+        found = []
+        if node.gate is not None:
+            asks = "needs approval" if node.gate.approval else "asks a person first"
+            found.append(f"{asks} (gate {node.gate.id}): {question(node.gate)}")
+        comp = node.compensation
+        if comp is not None:
+            prompt = f", prompt: {first_line(comp.prompt)}" if isinstance(comp, ir.Task) else ""
+            found.append(f"undo: {undo_who(comp, self.agents)}{prompt}")
+        if node.budget is not None:
+            found.append(f"budget: {_budget(node.budget)}")
+        return found
+
+    def _step(self, node: ir.NodeBase | None, tag: str, pad: str, gets: str, lead: str = "") -> list[str]:
         head = f"{pad}{tag}. {lead}"
         more = pad + " " * (len(tag) + 2)
         if is_empty(node):
@@ -133,6 +179,8 @@ class _Describer:
         return f"{agent_name(node, self.agents)} ({getattr(node, 'agent', node.id)})"
 
     def _leaf(self, node: ir.NodeBase, gets: str) -> str:
+        if isinstance(node, ir.Human):
+            return ("" if node.step else f"{node.label}: ") + "human: " + question(node) + _stored(node)
         if not isinstance(node, ir.Task) or node.protocol != "plain":
             return self.who(node)
         text = f"{self.who(node)} gets {_gets(node, gets)}"
@@ -172,8 +220,36 @@ class _Describer:
         return lines
 
     def details(self, node: ir.NodeBase) -> list[str]:
+        if isinstance(node, ir.Human):
+            return []  # its timeout is part of the question
         policy = policy_text(node, self.who)
         return ([policy] if policy else []) + checks(node)
+
+
+def with_notes(lines: list[str], notes: list[str], pad: str) -> list[str]:
+    """A step's lines with its notes under its first line."""
+    return lines[:1] + [pad + note for note in notes] + lines[1:]
+
+
+def question(gate: ir.Human) -> str:
+    """What a person is asked, and what happens without an answer or on a rejection."""
+    text = first_line(gate.prompt)
+    if gate.choices and not gate.approval:
+        text += f" [{', '.join(gate.choices)}]"
+    if gate.timeout_s:
+        text += "; " + waits(gate)
+    if gate.approval:
+        text += f"; on reject: {_ON_REJECT[gate.on_reject]}"
+    return text
+
+
+def waits(gate: ir.Human) -> str:
+    then = _ON_TIMEOUT.get(gate.on_timeout) or f"takes '{gate.on_timeout}'"
+    return f"waits at most {duration(gate.timeout_s or 0)}, then {then}"
+
+
+_ON_TIMEOUT = {"fail": "the run fails", "continue": "goes on without an answer"}
+_ON_REJECT = {"fail": "the run fails", "skip": "skipped, the run goes on", "continue": "the run goes on"}
 
 
 def checks(node: ir.NodeBase) -> list[str]:
@@ -291,6 +367,8 @@ def dry_run_text(plan: ir.Plan, params: dict[str, Any], agents: tuple[str, dict[
         lines += dry.calls(node, str(i + 1), "  ", {})
         if node.step:
             dry.done.append(node.id)
+    dry.problems += [f"agent '{aid}' has no URI: pass --agent {aid}=URI" for aid in sorted(agent_ids(plan))
+                     if aid not in dry.uris and not dry.default_uri]
     if dry.problems:
         lines += ["", "Problems a run would meet"] + [f"  {p}" for p in dry.problems]
     lines += ["", "No agent was called."]
@@ -313,7 +391,7 @@ def _bound(plan: ir.Plan, values: dict[str, Any]) -> list[str]:
 class _DryRun:
     def __init__(self, plan: ir.Plan, values: dict[str, Any], agents: tuple[str, dict[str, str]]):
         self.default_uri, self.uris = agents
-        self.described = _Describer(plan.info.get("agents") or {})
+        self.described = _Describer(plan)
         steps = [n for n in plan.walk() if n.step]
         shown = {n.id: _Shown(f"<output of {n.id}>") for n in steps}
         # What templates see at run time (workflows.leaves): built-ins, params bare and as `inputs`,
@@ -321,11 +399,16 @@ class _DryRun:
         self.context = {"agent_type": agent_type(self.default_uri), "skip_permissions": False,
                         "workdir": plan.spec_dir, "run_id": "<run id>", "iteration": 1, **values, "inputs": values,
                         **{n.store_as: shown[n.id] for n in steps if n.store_as},
-                        "steps": {sid: {"output": s, "outputs": s} for sid, s in shown.items()}}
+                        "steps": {sid: {"output": s, "outputs": s} for sid, s in shown.items()},
+                        "human": {g.id: _Shown(f"<answer to {g.id}>") for g in plan.gates()}}
         self.done: list[str] = []  # top-level steps before the current one, for "all prior context"
         self.problems: list[str] = []
 
     def calls(self, node: ir.NodeBase | None, tag: str, pad: str, scope: dict[str, Any], lead: str = "") -> list[str]:
+        lines = self._calls(node, tag, pad, scope, lead)
+        return with_notes(lines, self.described.notes(node), pad + " " * (len(tag) + 2))
+
+    def _calls(self, node: ir.NodeBase | None, tag: str, pad: str, scope: dict[str, Any], lead: str = "") -> list[str]:
         head = f"{pad}{tag}. {lead}"
         more = pad + " " * (len(tag) + 2)
         if is_empty(node):
@@ -381,6 +464,8 @@ class _DryRun:
         return lines
 
     def _call(self, node: ir.NodeBase, tag: str, head: str, more: str, scope: dict[str, Any]) -> list[str]:
+        if isinstance(node, ir.Human):
+            return self._ask(node, tag, head, more, scope)
         if isinstance(node, ir.Provider):
             return [head + self.described.who(node) + " (no agent)"] + \
                 [more + line for line in self.described.details(node)]
@@ -400,6 +485,17 @@ class _DryRun:
         lines += [f"{more}  {line}" for line in checks(node)]
         policy = policy_text(node, self.described.who)
         return lines + ([f"{more}{policy}"] if policy else [])
+
+    def _ask(self, node: ir.Human, tag: str, head: str, more: str, scope: dict[str, Any]) -> list[str]:
+        lines = [head + ("" if node.step else f"{node.label}: ") + f"asks a person (gate {node.id}; no agent)"]
+        try:
+            lines += _preview(more, render(node.prompt, {**self.context, **scope}))
+        except (TemplateError, TypeError) as exc:
+            self.problems.append(f"{tag}: cannot fill in its question: {exc}")
+            lines.append(f"{more}cannot fill in its question: {exc}")
+        answer = f"one of {', '.join(node.choices)}" if node.choices else "any text"
+        lines.append(f"{more}expected answer: {answer}" + (f", {_kept(node)}" if node.step else ""))
+        return lines + ([f"{more}{waits(node)}"] if node.timeout_s else [])
 
     def _input(self, node: ir.Task, context: dict[str, Any]) -> Any:
         """The value the step gets, as workflows.leaves works it out."""
@@ -425,8 +521,12 @@ def _expected(node: ir.Task) -> str:
     if node.output_key:
         parts.append(f"as outputs.{node.output_key}")
     if node.step:
-        parts.append(f"stored as {node.store_as}" if node.store_as else f"as steps.{node.id}.output")
+        parts.append(_kept(node))
     return ", ".join(parts)
+
+
+def _kept(node: ir.NodeBase) -> str:
+    return f"stored as {node.store_as}" if node.store_as else f"as steps.{node.id}.output"
 
 
 def _preview(pad: str, text: str) -> list[str]:

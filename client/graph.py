@@ -43,7 +43,7 @@ _GOES_ON = Block(("",))  # closes a row whose chain goes on below
 
 def draw(plan: ir.Plan, width: int = WIDTH) -> str:
     """The execution graph: pipeline steps as figures, any other plan as a chain of its tasks."""
-    drawer = _Drawer(plan.info.get("agents") or {})
+    drawer = _Drawer(plan.info.get("agents") or {}, scopes(plan))
     steps = top_steps(plan)
     blocks = [drawer.block(node, str(i + 1), follows=i < len(steps) - 1) for i, node in enumerate(steps)]
     return "\n".join(_rows(blocks, width)) if blocks else "(no steps)"
@@ -88,18 +88,70 @@ def agent_name(node: ir.NodeBase, agents: dict) -> str:
     return agent.get("name") or node.label
 
 
+def first_line(text: str) -> str:
+    return (text.strip().splitlines() or [""])[0]
+
+
+def budget_text(budget: ir.Budget) -> str:
+    limits = ([f"{budget.tokens} tokens"] if budget.tokens else []) + ([f"${budget.usd:g}"] if budget.usd else [])
+    return " or ".join(limits)
+
+
+def undo_who(comp: ir.NodeBase, agents: dict) -> str:
+    """Who runs a compensation: a provider call, or an agent by its declared name and id."""
+    if isinstance(comp, ir.Provider):
+        return f"provider {comp.call.provider}.{comp.call.method}"
+    name = (agents.get(comp.agent) or {}).get("name")
+    return f"{name} ({comp.agent})" if name else comp.agent
+
+
+def marks(node: ir.NodeBase, agents: dict) -> list[str]:
+    """What guards, undoes and limits a node, in a few words each."""
+    found = []
+    if node.gate is not None:
+        found.append("needs approval" if node.gate.approval else f"asks a person first: {node.gate.id}")
+    if node.compensation is not None:
+        found.append("undo: " + undo_who(node.compensation, agents))
+    if node.budget is not None:
+        found.append("budget " + budget_text(node.budget))
+    return found
+
+
+def scopes(plan: ir.Plan) -> dict[str, list[ir.Sequence]]:
+    """Task groups (a task and its subtasks) with a gate or budget, by the id of the first task they
+    run: the listing and the graph show only tasks, so a group's marks go on its first one."""
+    found: dict[str, list[ir.Sequence]] = {}
+    for node in plan.walk():
+        if isinstance(node, ir.Sequence) and (node.gate or node.budget):
+            first = next((n for n in _under(node) if isinstance(n, (ir.Task, ir.Provider, ir.Human))), None)
+            if first is not None:
+                found.setdefault(first.id, []).append(node)
+    return found
+
+
+def _under(node: ir.NodeBase) -> list[ir.NodeBase]:
+    return [node] + [n for child in ir.children_of(node) for n in _under(child)]
+
+
 def is_empty(node: ir.NodeBase | None) -> bool:
     """A branch that runs nothing: no `false:` given, or a `true:` left out."""
     return node is None or (isinstance(node, ir.Sequence) and not node.children)
 
 
 class _Drawer:
-    def __init__(self, agents: dict):
-        self.agents = agents
+    def __init__(self, agents: dict, groups: dict[str, list[ir.Sequence]]):
+        self.agents, self.groups = agents, groups
 
     def block(self, node: ir.NodeBase | None, tag: str, follows: bool) -> Block:
         if is_empty(node):
             return Block(("nothing runs",))
+        shape = self._shape(node, tag, follows)
+        notes = [f"{group.label}: " + "; ".join(marks(group, self.agents)) for group in self.groups.get(node.id, [])]
+        if node.kind not in _BOXED and marks(node, self.agents):
+            notes.append("; ".join(marks(node, self.agents)))  # a figure has no box to write them in
+        return _chain([Block((f"({note})",)) for note in notes] + [shape])
+
+    def _shape(self, node: ir.NodeBase, tag: str, follows: bool) -> Block:
         if isinstance(node, ir.Parallel):
             kids = [(self.block(c, sub_tag(tag, i), follows), "") for i, c in enumerate(node.children)]
             return _fan(kids, closed=follows)
@@ -120,7 +172,10 @@ class _Drawer:
         return self._leaf(node, tag, follows)
 
     def box(self, node: ir.NodeBase, tag: str, suffix: str = "") -> str:
-        return f"[{tag}. {agent_name(node, self.agents)}{suffix}]"
+        if node.kind in _BOXED and marks(node, self.agents):
+            suffix += " (" + "; ".join(marks(node, self.agents)) + ")"
+        human = "human: " if isinstance(node, ir.Human) else ""
+        return f"[{tag}. {human}{agent_name(node, self.agents)}{suffix}]"
 
     def _leaf(self, node: ir.NodeBase, tag: str, follows: bool) -> Block:
         box = self.box(node, tag)
@@ -166,6 +221,10 @@ class _Drawer:
         if reduce is not None:
             head, right = head + "--> " + self.box(reduce, sub_tag(tag, 1)), "box"
         return Block((head, f"     (each of {bare(node.over)})"), left="joint", right=right)
+
+
+# Nodes drawn as one box, whose marks go inside it.
+_BOXED = frozenset({"task", "provider", "human"})
 
 
 @dataclass
