@@ -1,4 +1,8 @@
-"""AgentRun: the one generic workflow. It interprets the Plan it is given, deterministically."""
+"""AgentRun: the one generic workflow. It interprets the Plan it is given, deterministically.
+
+People reach a running run through updates: `answer` (a gate), `raise_budget` (a paused budget)
+and `rollback_on_cancel` (the cancellation that follows runs the compensation stack).
+"""
 
 from __future__ import annotations
 
@@ -9,11 +13,14 @@ from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from spec import ir
-    from workflows import search
-    from workflows.inputs import RunInput
+    from workflows import gates, search
+    from workflows.budgets import Budgets
+    from workflows.humans import Humans
+    from workflows.inputs import DEFAULT_MAX_ITERATIONS, RunInput
     from workflows.interpreter import Interpreter
     from workflows.leaves import Leaves, TaskFailed
-    from workflows.state import RunState, TaskState
+    from workflows.saga import Saga
+    from workflows.state import Answer, RunState, TaskState
 
 
 @workflow.defn(name="AgentRun")
@@ -23,21 +30,27 @@ class AgentRun:
         plan = inp.plan
         self.inp = inp
         self.run_state = RunState(run_id=workflow.info().workflow_id, spec=plan.name, dialect=plan.dialect,
-                              tasks={n.id: _task_state(n) for n in plan.leaves()})
+                                  goal=plan.goal or plan.description, constraints=plan.constraints,
+                                  budget=plan.budget, max_iterations=inp.max_iterations or DEFAULT_MAX_ITERATIONS,
+                                  tasks={n.id: _task_state(n) for n in plan.leaves()})
+        self.humans = Humans(self.run_state, self._changed)
+        self.budgets = Budgets(self.run_state, self.humans.pause)
+        self.saga = Saga(self.run_state)
+        self.leaves = Leaves(inp, self.run_state, self.budgets)
+        self.rollback = False  # set by rollback_on_cancel
+        self.saga_ran = False
+        self.published: tuple[str, str] | None = None
 
     @workflow.run
     async def run(self, inp: RunInput) -> RunState:
-        self.run_state.status, self.run_state.started_at = "running", workflow.now()
+        self.run_state.move("running")
+        self.run_state.started_at = workflow.now()
         self._publish()
-        interpreter = Interpreter(Leaves(inp, self.run_state), self.run_state, _skipped(inp))
+        interpreter = Interpreter(self.leaves, self.run_state, _skipped(inp), self.humans, self.saga)
         try:
             await asyncio.wait_for(interpreter.run(inp.plan.root), timeout=inp.plan.timeout_s)
         except TaskFailed as exc:
-            if f"{exc.task_id}: {exc.message}" not in self.run_state.errors:
-                self.run_state.errors.append(f"{exc.task_id}: {exc.message}")
-            self._end("failed")
-            raise ApplicationError(f"task {exc.task_id} failed: {exc.message}", self.run_state,
-                                   type="RunFailed", non_retryable=True) from None
+            await self._failed(interpreter, exc)
         except asyncio.TimeoutError:
             self.run_state.errors.append(f"the run's timeout ({inp.plan.timeout_s:g}s) was reached; "
                                          "running agents were cancelled")
@@ -45,32 +58,110 @@ class AgentRun:
             raise ApplicationError("the run timed out; partial results are in its report", self.run_state,
                                    type="RunTimedOut", non_retryable=True) from None
         except asyncio.CancelledError:
+            self.run_state.move("cancelled")
+            if self.rollback:
+                await self._compensate(interpreter)
             self._end("cancelled")
             raise
         self._end("completed")
         return self.run_state
 
+    async def _failed(self, interpreter: Interpreter, exc: TaskFailed) -> None:
+        state = self.run_state
+        error = f"{exc.task_id}: {exc.message}"
+        if error not in state.errors:
+            state.errors.append(error)
+        state.last_error = error
+        state.move("failed")
+        failed = await self._compensate(interpreter)
+        status = "compensated" if self.saga_ran and not failed else "failed"
+        self._end(status)
+        message = f"task {exc.task_id} failed: {exc.message}"
+        if self.saga_ran:
+            message += f"; compensations failed: {', '.join(failed)}" if failed else "; its compensations ran"
+        raise ApplicationError(message, state, type="RunFailed", non_retryable=True) from None
+
+    async def _compensate(self, interpreter: Interpreter) -> list[str]:
+        """Undo what succeeded, last first; the ids of compensations that failed too."""
+        self.saga_ran = bool(self.saga.undo)
+        if not self.saga_ran:
+            return []
+        workflow.set_current_details(f"Compensating: {len(self.saga.undo)} step(s) to undo")
+        self.leaves.rolling_back = True
+        failed = await self.saga.rollback(interpreter.run, TaskFailed)
+        if failed:
+            self.run_state.errors.append(f"compensations failed: {', '.join(failed)}")
+        return failed
+
     @workflow.query(name="state")
     def query_state(self) -> RunState:
         return self.run_state
 
+    @workflow.update(name=gates.ANSWER)
+    def answer(self, given: gates.AnswerInput) -> Answer:
+        answer = self.humans.answer(given)
+        self._changed()
+        return answer
+
+    @answer.validator
+    def _check_answer(self, given: gates.AnswerInput) -> None:
+        _refuse(gates.answer_refusal(self.run_state, given))
+
+    @workflow.update(name=gates.RAISE_BUDGET)
+    def raise_budget(self, given: gates.BudgetInput) -> ir.Budget:
+        budget = self.budgets.raised(given.gate, given.tokens, given.usd)
+        limits = ", ".join(f"{k} {v:g}" for k, v in (("tokens", budget.tokens), ("usd", budget.usd)) if v is not None)
+        self.humans.close(given.gate, f"raised to {limits}", given.comment, given.by)
+        self._changed()
+        return budget
+
+    @raise_budget.validator
+    def _check_budget(self, given: gates.BudgetInput) -> None:
+        _refuse(gates.budget_refusal(self.run_state, given))
+
+    @workflow.update(name=gates.ROLLBACK)
+    def rollback_on_cancel(self) -> int:
+        """The cancellation that follows undoes what the run did; how many compensations are queued."""
+        self.rollback = True
+        return len(self.saga.undo)
+
+    def _changed(self) -> None:
+        self.run_state.settle()
+        self._publish()
+
     def _end(self, status: str) -> None:
-        self.run_state.status, self.run_state.ended_at, self.run_state.current_task = status, workflow.now(), None
-        for task in self.run_state.tasks.values():
-            if task.status == "running":
+        state = self.run_state
+        state.move(status)
+        state.ended_at, state.current_task = workflow.now(), None
+        state.waiting_for = state.waiting_since = state.waiting_timeout_at = None
+        for task in state.tasks.values():
+            if task.status in ("running", "waiting"):
                 task.status = "cancelled"
         workflow.set_current_details(f"Run **{status}**")
-        workflow.upsert_memo({"state": self.run_state})
+        workflow.upsert_memo({"state": state})
         self._publish()
 
     def _publish(self) -> None:
-        if self.inp.search_attributes:
-            workflow.upsert_search_attributes([search.SPEC.value_set(self.inp.plan.name),
-                                               search.STATUS.value_set(self.run_state.status)])
+        """Status and "waiting for whom" as search attributes, so Temporal Web can list them."""
+        now = (self.run_state.status, self.run_state.waiting_for or "")
+        if not self.inp.search_attributes or now == self.published:
+            return
+        self.published = now
+        workflow.upsert_search_attributes([search.SPEC.value_set(self.inp.plan.name),
+                                           search.STATUS.value_set(now[0]),
+                                           search.WAITING_FOR.value_set(now[1])])
 
 
-def _task_state(node: ir.Task | ir.Provider) -> TaskState:
-    agent = node.agent if isinstance(node, ir.Task) else node.call.provider
+def _refuse(refusal: str | None) -> None:
+    if refusal:
+        raise ApplicationError(refusal, type="Refused", non_retryable=True)
+
+
+def _task_state(node: ir.Task | ir.Provider | ir.Human) -> TaskState:
+    if isinstance(node, ir.Provider):
+        agent = node.call.provider
+    else:
+        agent = node.agent if isinstance(node, ir.Task) else "human"
     return TaskState(id=node.id, title=node.label, kind=node.kind, agent=agent)
 
 

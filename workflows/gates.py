@@ -9,12 +9,12 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from spec.ir import APPROVE, REJECT
+from workflows.budgets import RUN_BUDGET_GATE, dollars
 from workflows.state import Gate, RunState
 
 ANSWER = "answer"  # AnswerInput -> Answer
 RAISE_BUDGET = "raise_budget"  # BudgetInput -> Budget
 ROLLBACK = "rollback_on_cancel"  # no argument: the cancellation that follows runs the compensations
-RUN_BUDGET_GATE = "budget"  # the gate a paused run budget opens; a step budget opens budget:<step id>
 
 
 class AnswerInput(BaseModel):
@@ -68,7 +68,7 @@ def budget_refusal(state: RunState, raised: BudgetInput) -> str | None:
     if raised.tokens is not None and raised.tokens <= state.total_tokens_used:
         return f"{raised.tokens} tokens is not above the {state.total_tokens_used} already used"
     if raised.usd is not None and raised.usd <= state.total_cost_usd:
-        return f"${raised.usd:g} is not above the ${state.total_cost_usd:.4f} already spent"
+        return f"{dollars(raised.usd)} is not above the {dollars(state.total_cost_usd)} already spent"
     return None
 
 

@@ -23,6 +23,7 @@ class RunInput(BaseModel):
     lenient: bool = False
     heartbeat_s: float = 30.0
     search_attributes: bool = True
+    prices: dict[str, ir.Price] = {}  # a price table from the command line; the spec's own wins
 
     def agent_uri(self, agent_id: str) -> str:
         return self.agents.get(agent_id, self.default_agent)

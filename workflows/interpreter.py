@@ -11,24 +11,96 @@ from typing import Any
 
 from temporalio import workflow
 
+from jinja2 import TemplateError
+
 from spec import expressions, ir
+from spec.render import render
 from spec.rules import extract_json
-from workflows.leaves import Leaves, TaskFailed
-from workflows.state import RunState, TaskState
+from workflows import taint
+from workflows.humans import GateTimedOut, Humans
+from workflows.leaves import BUDGETS, Leaves, TaskFailed
+from workflows.saga import Saga
+from workflows.state import Answer, RunState, TaskState
 
 Scope = dict[str, Any]
 
 
 class Interpreter:
-    def __init__(self, leaves: Leaves, state: RunState, skip: set[str]):
-        self.leaves, self.state, self.skip = leaves, state, skip
+    def __init__(self, leaves: Leaves, state: RunState, skip: set[str], humans: Humans, saga: Saga):
+        self.leaves, self.state, self.skip, self.humans, self.saga = leaves, state, skip, humans, saga
 
     async def run(self, node: ir.NodeBase, scope: Scope | None = None) -> Any:
-        scope = scope or {}
-        value = await self._attempts(node, scope)
+        scope = self._budget_scope(node, scope or {})
+        self.state.visited_nodes.append(node.id)
+        if node.gate and node.id not in self.skip and not await self._gate(node, scope):
+            value, done = self._skip(node, f"not approved at gate '{node.gate.id}'; skipped"), False
+        else:
+            value = await self._attempts(node, scope)
+            done = not self._skipped(node)
+        self._keep(node, value, done)
+        return value
+
+    def _keep(self, node: ir.NodeBase, value: Any, done: bool) -> None:
+        """Where a node's value goes: steps and memory for later templates; its taint; its undo."""
+        if done and not isinstance(node, (ir.Task, ir.Provider)):
+            children = [c.id for c in ir.children_of(node)] + [k for k in self.state.taint if k.startswith(f"{node.id}[")]
+            taint.mark_composite(node, children, self.state)
         if node.step:
             self.state.record_step(node.id, value, node.store_as)
-        return value
+        elif node.store_as:
+            self.state.memory[node.store_as] = value
+        if node.store_as:
+            taint.copy_to(node.store_as, node.id, self.state)
+        if done and node.compensation:
+            self.saga.push(node, value)
+
+    def _budget_scope(self, node: ir.NodeBase, scope: Scope) -> Scope:
+        """A node with a budget counts what everything under it spends."""
+        if node.budget is None:
+            return scope
+        self.state.step_budgets.setdefault(node.id, node.budget)
+        return {**scope, BUDGETS: [*scope.get(BUDGETS, []), node.id]}
+
+    def _skipped(self, node: ir.NodeBase) -> bool:
+        task = self.state.tasks.get(node.id)
+        return task is not None and task.status == "skipped"
+
+    async def _gate(self, node: ir.NodeBase, scope: Scope) -> bool:
+        """Ask before `node` runs: False when a rejection means skipping it."""
+        gate = node.gate
+        answer = await self._ask(gate, node.id, scope)
+        if answer.value != ir.REJECT or gate.on_reject == "continue":
+            return True
+        if gate.on_reject == "fail":
+            raise TaskFailed(node.id, _rejected(gate.id, answer))
+        return False
+
+    async def _human(self, node: ir.Human, scope: Scope) -> Any:
+        task = self.state.begin(node.id, workflow.now())
+        task.status, task.agent = "waiting", "human"
+        try:
+            answer = await self._ask(node, node.id, scope)
+            if node.approval and answer.value == ir.REJECT and node.on_reject == "fail":
+                raise TaskFailed(node.id, _rejected(node.id, answer))
+        except TaskFailed as exc:
+            self.state.finish(node.id, "failed", workflow.now(), error=exc.message)
+            raise
+        except asyncio.CancelledError:
+            self.state.finish(node.id, "cancelled", workflow.now(), error="cancelled")
+            raise
+        self.state.finish(node.id, "completed", workflow.now(), output=answer.value or "")
+        return answer.value
+
+    async def _ask(self, gate: ir.Human, guards: str, scope: Scope) -> Answer:
+        try:
+            text = render(gate.prompt, self.leaves.context(**scope))
+        except (TemplateError, TypeError) as exc:
+            self.state.warnings.append(f"{gate.id}: its question could not be filled in ({exc}); asked as written")
+            text = gate.prompt
+        try:
+            return await self.humans.ask(gate, guards, text)
+        except GateTimedOut as exc:
+            raise TaskFailed(guards, exc.message) from None
 
     async def _attempts(self, node: ir.NodeBase, scope: Scope) -> Any:
         for attempt in range(1, node.retry.attempts + 1):
@@ -37,14 +109,23 @@ class Interpreter:
             except TaskFailed as exc:
                 if attempt == node.retry.attempts:
                     return await self._on_failure(node, exc, scope)
-                delay = backoff_s(node.retry, attempt + 1)
-                if node.id in self.state.tasks:
-                    self.state.tasks[node.id].retries += 1
-                self.state.warnings.append(f"{node.id}: attempt {attempt} failed ({exc.message}); "
-                                           f"retrying in {delay:g}s")
-                if delay:
-                    await workflow.sleep(timedelta(seconds=delay), summary=f"{node.label}: backoff")
+                await self._backoff(node, attempt, exc)
         return None
+
+    async def _backoff(self, node: ir.NodeBase, attempt: int, exc: TaskFailed) -> None:
+        delay = backoff_s(node.retry, attempt + 1)
+        if node.id in self.state.tasks:
+            self.state.tasks[node.id].retries += 1
+        self.state.retry_count += 1
+        self.state.last_error = f"{exc.task_id}: {exc.message}"
+        self.state.warnings.append(f"{node.id}: attempt {attempt} failed ({exc.message}); retrying in {delay:g}s")
+        if not delay:
+            return
+        self.state.backing_off(+1)
+        try:
+            await workflow.sleep(timedelta(seconds=delay), summary=f"{node.label}: backoff")
+        finally:
+            self.state.backing_off(-1)
 
     async def _on_failure(self, node: ir.NodeBase, exc: TaskFailed, scope: Scope) -> Any:
         if node.on_failure == "skip":
@@ -65,6 +146,8 @@ class Interpreter:
         return None
 
     async def _dispatch(self, node: ir.NodeBase, scope: Scope) -> Any:
+        if isinstance(node, ir.Human):
+            return await self._human(node, scope)
         if isinstance(node, (ir.Task, ir.Provider)):
             if node.id in self.skip:
                 self.state.tasks[node.id].status = "skipped"
@@ -153,6 +236,7 @@ class Interpreter:
         feedback = scope.get("feedback")
         output = None
         for iteration in range(1, node.max_iterations + 1):
+            self.state.iteration_count += 1
             output = await self.run(node.body, {**scope, "feedback": feedback, "iteration": iteration})
             passed, feedback = await self._judge_iteration(node, scope, output)
             if passed:
@@ -170,7 +254,8 @@ class Interpreter:
             if warning:
                 self.state.warnings.append(f"{node.id}: {warning}")
             return taken, None
-        verdict = _as_data(await self.run(node.validator, {**scope, "input": output}))
+        verdict = _as_data(await self.run(node.validator, {**scope, "input": output,
+                                                          taint.DERIVED: [node.body.id]}))
         passed = isinstance(verdict, dict) and verdict.get("passed") is True
         return passed, None if passed else self._feedback(node, scope, verdict)
 
@@ -192,7 +277,8 @@ class Interpreter:
         results = await self._map_items(node, scope, items)
         if node.reduce is None:
             return results
-        return await self.run(node.reduce, {**scope, "input": results})
+        elements = [f"{node.id}[{i}]" for i in range(len(items))]
+        return await self.run(node.reduce, {**scope, "input": results, taint.DERIVED: elements})
 
     def _items(self, node: ir.Map, scope: Scope) -> list[Any]:
         try:
@@ -207,13 +293,14 @@ class Interpreter:
     async def _map_items(self, node: ir.Map, scope: Scope, items: list[Any]) -> list[Any]:
         """One agent per element, at most `concurrency` in flight; results in the elements' order."""
         results: list[Any] = [None] * len(items)
+        over = [path[1] for path in expressions.references(node.over) if len(path) > 1 and path[0] == "steps"]
         running: dict[asyncio.Future, int] = {}
         try:
             for index, item in enumerate(items):
                 if len(running) >= node.concurrency:
                     await self._collect(running, results)
                 element = node.body.model_copy(update={"id": f"{node.id}[{index}]"})
-                child = {**scope, "item": item, "index": index, "input": item}
+                child = {**scope, "item": item, "index": index, "input": item, taint.DERIVED: over}
                 running[asyncio.ensure_future(self.run(element, child))] = index
             while running:
                 await self._collect(running, results)
@@ -228,6 +315,12 @@ class Interpreter:
         done, _ = await workflow.wait(list(running), return_when=asyncio.FIRST_COMPLETED)
         for fut in done:
             results[running.pop(fut)] = fut.result()  # a failed element fails the map
+
+
+def _rejected(gate_id: str, answer: Answer) -> str:
+    who = f" by {answer.by}" if answer.by else ""
+    why = f": {answer.comment}" if answer.comment else ""
+    return f"rejected at gate '{gate_id}'{who}{why}"
 
 
 def _joined(node: ir.Parallel, results: dict[str, Any]) -> Any:

@@ -11,9 +11,13 @@ from temporalio.exceptions import ActivityError, CancelledError
 
 from spec import calls, expressions, ir
 from spec.render import render, render_value, to_text
-from workflows import activity_calls, completion, prompt
+from workflows import activity_calls, completion, prompt, taint
+from workflows.budgets import BudgetExceeded, Budgets, cost_usd
 from workflows.inputs import DEFAULT_MAX_ITERATIONS, RunInput
 from workflows.state import RunState, TaskState
+
+# The scope key listing the budgeted steps a node runs under, innermost last.
+BUDGETS = "_budgets"
 
 
 class TaskFailed(Exception):
@@ -23,10 +27,13 @@ class TaskFailed(Exception):
 
 
 class Leaves:
-    def __init__(self, inp: RunInput, state: RunState):
-        self.inp, self.state = inp, state
+    def __init__(self, inp: RunInput, state: RunState, budgets: Budgets):
+        self.inp, self.state, self.budgets = inp, state, budgets
         self.transcripts: dict[str, list[calls.ChatMessage]] = {}
         self.turns: dict[str, int] = {}
+        self.budget_steps: dict[str, list[str]] = {}
+        self.unpriced: set[str] = set()
+        self.rolling_back = False  # compensations run whatever the budget says
         builtins = {"agent_type": agent_type(inp.default_agent), "skip_permissions": False,
                     "workdir": inp.workdir, "run_id": state.run_id, "iteration": 1}
         self._context = {**builtins, **inp.params, "inputs": inp.params}
@@ -34,10 +41,12 @@ class Leaves:
     def context(self, **extra: Any) -> dict[str, Any]:
         """What templates see: built-ins, params (bare and as `inputs`), step values and stored
         names, then per-prompt values such as iteration, input or item."""
-        return {**self._context, **self.state.memory, "steps": self.state.steps, **extra}
+        own = {key: value for key, value in extra.items() if not key.startswith("_")}
+        return {**self._context, **self.state.memory, "steps": self.state.steps, "human": self.state.human, **own}
 
     async def run(self, node: ir.Task | ir.Provider, scope: dict[str, Any] | None = None) -> Any:
         task = self.state.begin(node.id, workflow.now())
+        self.budget_steps[node.id] = list((scope or {}).get(BUDGETS, []))
         workflow.set_current_details(f"Running **{node.label}** ({node.kind})")
         cancelled = False
         try:
@@ -60,6 +69,7 @@ class Leaves:
             if not cancelled and isinstance(node, ir.Task) and self._refreshed(node):
                 await self._release(node)
         self.state.finish(node.id, "completed", workflow.now(), output=to_text(output))
+        taint.mark_leaf(node, self.state, scope or {})
         return output
 
     def _refreshed(self, node: ir.Task) -> bool:
@@ -155,13 +165,38 @@ class Leaves:
                               prompt=text, workdir=self.inp.workdir, lifecycle=self.inp.plan.lifecycle,
                               transcript=list(transcript) if _is_stateless(uri) else [],
                               turn=turn, timeout_s=node.timeout_s or 1800)
+        await self._within_budget(node)
+        self.state.iteration_count += 1
         reply = await self._activity(node, calls.RUN_AGENT, arg, calls.AgentReply, f"{node.label}: {_first_line(text)}",
                                      node.timeout_s or 1800, heartbeat=True)
-        self.state.add_usage(node.id, reply.usage)
+        self._count(node, reply, uri)
         if reuse and _is_stateless(uri):
             transcript += [calls.ChatMessage(role="user", content=text),
                            calls.ChatMessage(role="assistant", content=reply.text)]
         return reply.text
+
+    async def _within_budget(self, node: ir.Task) -> None:
+        if self.rolling_back:
+            return
+        try:
+            await self.budgets.check(self.budget_steps.get(node.id, []))
+        except BudgetExceeded as exc:
+            raise TaskFailed(node.id, exc.message) from None
+
+    def _count(self, node: ir.Task, reply: calls.AgentReply, uri: str) -> None:
+        """Tokens and cost of a reply, by task, model, run and budgeted step."""
+        model = reply.model or uri.partition(":")[2]
+        prices = {**self.inp.prices, **self.inp.plan.prices}
+        cost = cost_usd(prices, model, reply.usage)
+        if cost is None and (reply.usage.input_tokens or reply.usage.output_tokens) and model not in self.unpriced:
+            self.unpriced.add(model)
+            if prices or self._usd_budget():
+                self.state.warnings.append(f"{node.id}: no price for model '{model}'; its cost is not counted")
+        self.state.add_usage(node.id, reply.usage, model, cost or 0.0, self.budget_steps.get(node.id, []))
+
+    def _usd_budget(self) -> bool:
+        budgets = [self.state.budget, *self.state.step_budgets.values()]
+        return any(b is not None and b.usd is not None for b in budgets)
 
     async def _plain(self, node: ir.Task, task: TaskState, scope: dict[str, Any]) -> Any:
         """A pipeline agent: one prompt, a non-empty reply, then the output checks of its spec."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, PrivateAttr
 
 from spec.calls import Usage
 from spec.ir import Budget
@@ -95,6 +95,10 @@ class TaintMark(BaseModel):
     derived_from: list[str] = []
 
 
+class InvalidTransition(RuntimeError):
+    pass
+
+
 class RunState(BaseModel):
     run_id: str = ""
     spec: str = ""
@@ -121,6 +125,33 @@ class RunState(BaseModel):
     compensation_stack: list[CompensationEntry] = []
     compensations: list[CompensationResult] = []
     taint: dict[str, TaintMark] = {}
+    step_usage: dict[str, ModelUsage] = {}  # what each step with a budget has spent
+    _backoffs: int = PrivateAttr(0)  # branches sleeping before a retry
+
+    def move(self, status: RunStatus) -> None:
+        """Change status along the lifecycle; anything else is an engine bug, refused loudly."""
+        if status != self.status and status not in MOVES[self.status]:
+            raise InvalidTransition(f"a run cannot go from {self.status} to {status}")
+        self.status = status
+
+    def settle(self) -> None:
+        """The status of a live run follows what it is doing: waiting on people, backing off, running."""
+        if self.status in TERMINAL or self.status == "pending":
+            return
+        open_gates = sorted((g for g in self.gates.values() if g.status == "open"), key=lambda g: g.opened_at)
+        if open_gates:
+            first = open_gates[0]
+            self.waiting_for = "human_approval" if any(g.kind != "budget" for g in open_gates) else "resource_limit"
+            self.waiting_since = first.opened_at
+            timeouts = [g.timeout_at for g in open_gates if g.timeout_at]
+            self.waiting_timeout_at = min(timeouts) if timeouts else None
+        else:
+            self.waiting_for = self.waiting_since = self.waiting_timeout_at = None
+        self.move("waiting" if open_gates else "retrying" if self._backoffs else "running")
+
+    def backing_off(self, delta: int) -> None:
+        self._backoffs += delta
+        self.settle()
     started_at: datetime | None = None
     ended_at: datetime | None = None
     tasks: dict[str, TaskState] = {}
@@ -151,10 +182,17 @@ class RunState(BaseModel):
         if self.current_task == task_id:
             self.current_task = None
 
-    def add_usage(self, task_id: str, usage: Usage) -> None:
-        for target in (self.tasks[task_id].usage, self.usage):
+    def add_usage(self, task_id: str, usage: Usage, model: str, cost_usd: float, steps: list[str]) -> None:
+        """Count a reply's tokens and cost for its task, its model, the run and each budgeted step."""
+        by_model = self.usage_by_model.setdefault(model or "unknown", ModelUsage())
+        accounts = [by_model] + [self.step_usage.setdefault(s, ModelUsage()) for s in steps]
+        for target in (self.tasks[task_id].usage, self.usage, *accounts):
             target.input_tokens += usage.input_tokens
             target.output_tokens += usage.output_tokens
+        for target in (self.tasks[task_id], *accounts):
+            target.cost_usd += cost_usd
+        self.total_tokens_used += usage.input_tokens + usage.output_tokens
+        self.total_cost_usd += cost_usd
 
     def record_step(self, step_id: str, value: Any, store_as: str | None) -> None:
         self.steps[step_id] = {"output": value, "outputs": value if isinstance(value, dict) else {}}

@@ -1,0 +1,88 @@
+"""Budgets: what a reply cost, and whether the run or a step may send its next prompt."""
+
+from __future__ import annotations
+
+from typing import Awaitable, Callable
+
+from spec import ir
+from spec.calls import Usage
+from workflows.state import ModelUsage, RunState
+
+
+RUN_BUDGET_GATE = "budget"  # the gate a paused run budget opens; a step budget opens budget:<step id>
+
+
+class BudgetExceeded(Exception):
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
+
+
+def cost_usd(prices: dict[str, ir.Price], model: str, usage: Usage) -> float | None:
+    """The reply's price, or None when the table has no price for its model."""
+    price = prices.get(model)
+    if price is None:
+        return None
+    return (usage.input_tokens * price.input + usage.output_tokens * price.output) / 1_000_000
+
+
+def overrun(limit: ir.Budget, tokens: int, usd: float) -> str | None:
+    """What went over `limit`, as a person should read it, or None."""
+    if limit.tokens is not None and tokens > limit.tokens:
+        return f"{tokens} tokens used, over the budget of {limit.tokens}"
+    if limit.usd is not None and usd > limit.usd:
+        return f"{dollars(usd)} spent, over the budget of {dollars(limit.usd)}"
+    return None
+
+
+def dollars(amount: float) -> str:
+    """$0.000008, $1.5: enough digits for the tiny sums of single prompts."""
+    return "$" + f"{amount:,.6f}".rstrip("0").rstrip(".")
+
+
+def gate_id(step: str | None) -> str:
+    return f"{RUN_BUDGET_GATE}:{step}" if step else RUN_BUDGET_GATE
+
+
+class Budgets:
+    """Checked before each prompt; a paused budget waits on `pause` until a person raises or ends it."""
+
+    def __init__(self, state: RunState, pause: Callable[[str, str], Awaitable[bool]]):
+        self.state, self.pause = state, pause
+
+    async def check(self, steps: list[str]) -> None:
+        """Return when every budget in reach allows another prompt; raise BudgetExceeded otherwise."""
+        while True:
+            over = self._first_overrun(steps)
+            if over is None:
+                return
+            step, limit, why = over
+            message = f"budget exceeded{f' in step {step}' if step else ''}: {why}"
+            if limit.on_exceeded == "fail" or not await self.pause(gate_id(step), message):
+                raise BudgetExceeded(message)
+
+    def _first_overrun(self, steps: list[str]) -> tuple[str | None, ir.Budget, str] | None:
+        state = self.state
+        if state.budget is not None:
+            why = overrun(state.budget, state.total_tokens_used, state.total_cost_usd)
+            if why:
+                return None, state.budget, why
+        for step in steps:
+            limit, spent = state.step_budgets[step], state.step_usage.get(step, ModelUsage())
+            why = overrun(limit, spent.input_tokens + spent.output_tokens, spent.cost_usd)
+            if why:
+                return step, limit, why
+        return None
+
+    def raised(self, gate: str, tokens: int | None, usd: float | None) -> ir.Budget:
+        """A person raised the budget a pause is waiting on; the new limits count from now on."""
+        base = gate.split("#", 1)[0]
+        step = base.split(":", 1)[1] if ":" in base else None
+        old = self.state.step_budgets[step] if step else self.state.budget
+        new = old.model_copy(update={"tokens": tokens if tokens is not None else old.tokens,
+                                     "usd": usd if usd is not None else old.usd})
+        if step:
+            self.state.step_budgets[step] = new
+        else:
+            self.state.budget = new
+        return new

@@ -1,0 +1,76 @@
+"""Taint marks: data that came from a tool, a provider or the web, and everything derived from it.
+
+A leaf's output is tainted when the leaf itself reaches outside (a provider call, an agent with
+tools) or when it reads a tainted value: a step it references, a memory key, or its input.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from spec import expressions, ir
+from spec.render import TemplateSyntaxError, names_used
+from workflows.state import RunState, TaintMark
+
+# The scope key carrying the ids an `input`/`item` value was derived from (map items, a validator's input).
+DERIVED = "_derived_from"
+
+
+def source_of(node: ir.NodeBase) -> str | None:
+    if isinstance(node, ir.Provider):
+        return "web" if node.call.provider == "http" else f"provider:{node.call.provider}"
+    if isinstance(node, ir.Task) and node.tools:
+        return "tool:" + ",".join(node.tools)
+    return None
+
+
+def reads(node: ir.NodeBase, state: RunState, scope: dict[str, Any]) -> list[str]:
+    """The step ids and memory keys a leaf reads through its templates and input."""
+    found = list(scope.get(DERIVED, []))
+    if isinstance(node, ir.Task) and node.input == ir.ALL_PRIOR:
+        found += list(state.steps)
+    for template in _templates(node):
+        try:
+            found += [path[1] for path, _ in expressions.template_references(template)
+                      if len(path) > 1 and path[0] == "steps"]
+            found += [name for name in names_used(template) if name in state.memory]
+        except (expressions.ExpressionError, TemplateSyntaxError):  # the leaf itself reports a bad template
+            continue
+    return list(dict.fromkeys(found))
+
+
+def mark_leaf(node: ir.NodeBase, state: RunState, scope: dict[str, Any]) -> None:
+    derived = [key for key in reads(node, state, scope) if key in state.taint]
+    source = source_of(node)
+    if source or derived:
+        state.taint[node.id] = TaintMark(source=source or "derived", derived_from=derived)
+
+
+def mark_composite(node: ir.NodeBase, child_ids: list[str], state: RunState) -> None:
+    derived = [cid for cid in child_ids if cid in state.taint and cid != node.id]
+    if derived:
+        state.taint[node.id] = TaintMark(source="derived", derived_from=derived)
+
+
+def copy_to(key: str, node_id: str, state: RunState) -> None:
+    """A value stored under another name (store_as) carries its mark along."""
+    if node_id in state.taint:
+        state.taint[key] = TaintMark(source="derived", derived_from=[node_id])
+
+
+def _templates(node: ir.NodeBase) -> list[str]:
+    if isinstance(node, ir.Task):
+        return [t for t in (node.prompt, node.system, node.input if node.input != ir.ALL_PRIOR else None) if t]
+    if isinstance(node, ir.Provider):
+        return [v for v in _strings(node.call.params)]
+    return []
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
