@@ -350,11 +350,12 @@ class _Builder:
         where = ("workflow", "steps", self.step_index[step.id])
         gate = None
         if step.approval is not None:
-            gate = approval_gate(step.id, step.approval, self._duration(step.approval.timeout, where + ("approval", "timeout")),
-                                 position(self.data, where + ("approval",))[0])
-        compensation = None
-        if step.compensate is not None:
-            compensation = compensation_task(step.id, step.id, step.compensate.agent or step.agent, step.compensate.prompt,
+            timeout = self._duration(step.approval.timeout, where + ("approval", "timeout"))
+            line, _ = position(self.data, where + ("approval",))
+            gate = approval_gate(step.id, step.id, step.approval, timeout, line)
+        compensation, comp = None, step.compensate
+        if comp is not None:
+            compensation = compensation_task(step.id, step.id, comp.agent or step.agent, comp.prompt,
                                              COMPENSATION_ATTEMPTS, position(self.data, where + ("compensate",))[0])
         return self._shape(step).model_copy(update={"gate": gate, "compensation": compensation,
                                                     "budget": budget_of(step.budget)})

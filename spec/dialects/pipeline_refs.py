@@ -94,7 +94,8 @@ class StepGraph:
                           "{{ steps.ID.output }}")
             return set()
         base = text_line(self.data, path) or position(self.data, path)[0]
-        return {d for ref, line in refs if ref[0] not in allowed and (d := self._ref(ref, path, base + line - 1, unset))}
+        return {d for ref, line in refs
+                if ref[0] not in allowed and (d := self._ref(ref, path, base + line - 1, unset))}
 
     def _expression(self, source: str, path: tuple) -> set[str]:
         try:

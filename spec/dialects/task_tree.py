@@ -97,8 +97,8 @@ def budget_of(raw: RawBudget | None) -> ir.Budget | None:
     return ir.Budget(**raw.model_dump()) if raw else None
 
 
-def approval_gate(gate_id: str, raw: RawApproval, timeout_s: float | None, line: int) -> ir.Human:
-    return ir.Human(id=gate_id, title=gate_id, approval=True, choices=[ir.APPROVE, ir.REJECT],
+def approval_gate(gate_id: str, title: str, raw: RawApproval, timeout_s: float | None, line: int) -> ir.Human:
+    return ir.Human(id=gate_id, title=title, approval=True, choices=[ir.APPROVE, ir.REJECT],
                     prompt=raw.prompt or f"Approve '{gate_id}'?", timeout_s=timeout_s,
                     on_timeout=raw.on_timeout, on_reject=raw.on_reject, line=line)
 
@@ -262,7 +262,7 @@ class _Builder:
                         description=p.description, examples=p.examples, line=line)
 
     def _collect_gates(self, raw: RawTask, path: tuple, name: str) -> None:
-        key = "human" if raw.human else "approval" if raw.approval else None
+        key = "human" if raw.human is not None else "approval" if raw.approval is not None else None
         if key:
             gate_id = getattr(raw, key).id or name
             line, _ = position(self.data, path + (key,))
@@ -333,9 +333,8 @@ class _Builder:
         if raw.prompt is not None:
             self._check_template(raw.prompt, where + ("prompt",))
         self._check_on_timeout(raw.on_timeout, [ir.APPROVE, ir.REJECT], where)
-        gate = approval_gate(raw.id or name, raw, self._timeout(raw.timeout, where + ("timeout",)),
+        return approval_gate(raw.id or name, name, raw, self._timeout(raw.timeout, where + ("timeout",)),
                              position(self.data, where)[0])
-        return gate.model_copy(update={"title": name})
 
     def _check_on_timeout(self, on_timeout: str, choices: list[str], where: tuple) -> None:
         problem = on_timeout_problem(on_timeout, choices)
@@ -457,8 +456,8 @@ class _Builder:
         for ref, _ in expressions.template_references(source):
             if ref[0] == "human" and len(ref) > 1 and str(ref[1]) not in self.gates:
                 gate = str(ref[1])
-                hint = did_you_mean(gate, self.gates) or (
-                    "gates: " + ", ".join(self.gates) if self.gates else "add human: or approval: to the task that asks")
+                listed = "gates: " + ", ".join(self.gates) if self.gates else ""
+                hint = did_you_mean(gate, self.gates) or listed or "add human: or approval: to the task that asks"
                 self._problem(path, f"undefined gate '{gate}'", hint)
 
     def _problem(self, path: tuple, message: str, hint: str = "") -> None:
