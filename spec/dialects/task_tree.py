@@ -69,17 +69,19 @@ class RawApproval(_Strict):
 
 
 class RawBudget(ir.Budget):
-    @field_validator("tokens", "usd")
+    # Every limit the IR's Budget has, so a limit added there is checked here too.
+    @field_validator("*")
     @classmethod
-    def _positive(cls, value: float | None) -> float | None:
-        if value is not None and value <= 0:
+    def _positive(cls, value: Any) -> Any:
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value <= 0:
             raise ValueError("must be more than 0")
         return value
 
     @model_validator(mode="after")
     def _some_limit(self) -> RawBudget:
-        if self.tokens is None and self.usd is None:
-            raise ValueError("a budget needs tokens: or usd:")
+        limits = [name for name in type(self).model_fields if name != "on_exceeded"]
+        if all(getattr(self, name) is None for name in limits):
+            raise ValueError("a budget needs " + " or ".join(f"{name}:" for name in limits))
         return self
 
 
