@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import getpass
 import json
 import sys
+import threading
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any, NamedTuple
@@ -23,7 +25,7 @@ from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle, W
 from temporalio.service import RPCError
 
 from client.report import budget_text
-from client.runs import NO_WORKER, UsageError, describe, query_state
+from client.runs import NO_WORKER, NoSuchRun, UsageError, describe, fetch_state, query_state
 from spec.ir import APPROVE, REJECT, Budget
 from workflows import gates
 from workflows.gates import AnswerInput, BudgetInput, open_gates
@@ -50,10 +52,18 @@ class Pending(NamedTuple):
 async def pending(client: Client) -> Pending:
     """Every open gate of every running run."""
     run_ids = await _waiting_run_ids(client)
-    states = await asyncio.gather(*(query_state(client.get_workflow_handle(r)) for r in run_ids))
+    states = [s for s in await asyncio.gather(*(_state_if_any(client, r) for r in run_ids)) if s]
     rows = [_row(state, gate) for state in states for gate in open_gates(state)]
     return Pending(sorted(rows, key=lambda row: row["waiting_since"] or ""),
                    [state.run_id for state in states if NO_WORKER in state.warnings])
+
+
+async def _state_if_any(client: Client, run_id: str) -> RunState | None:
+    # fetch_state, not a bare query: a run listed as running may have ended (or gone) since.
+    try:
+        return await fetch_state(client, run_id)
+    except NoSuchRun:
+        return None
 
 
 async def _waiting_run_ids(client: Client) -> list[str]:
@@ -212,8 +222,7 @@ def terminal_prompter(console: Console) -> Prompter:
 
 async def answer_inline(handle: WorkflowHandle, gate: Gate, prompter: Prompter, console: Console) -> None:
     """Ask a person at this terminal and send their answer; a refusal (someone answered first) is shown."""
-    # In a thread: the event loop keeps running the in-process worker and the update call.
-    value = await asyncio.to_thread(prompter, gate)
+    value = await _in_daemon_thread(prompter, gate)
     if value is None:
         console.print(f"  gate {gate.id} left open: {how_to_answer(handle.id, gate)}", markup=False,
                       highlight=False)
@@ -222,6 +231,31 @@ async def answer_inline(handle: WorkflowHandle, gate: Gate, prompter: Prompter, 
         await send_answer(handle, AnswerInput(gate=gate.id, value=value, by=user()))
     except Refused as exc:
         console.print(f"error: {exc}", style="red", markup=False, highlight=False)
+
+
+def _in_daemon_thread(prompter: Prompter, gate: Gate) -> asyncio.Future:
+    """Run the prompter in a thread, so the event loop keeps running the in-process worker.
+
+    Not asyncio.to_thread: on Ctrl-C, asyncio.run joins its executor's threads, and one blocked in
+    input() would hold the CLI until Enter is pressed. A daemon thread is left behind instead.
+    """
+    loop = asyncio.get_running_loop()
+    future = loop.create_future()
+
+    def settle(value: Any, error: BaseException | None) -> None:
+        if not future.done():
+            future.set_exception(error) if error else future.set_result(value)
+
+    def run() -> None:
+        try:
+            value, error = prompter(gate), None
+        except BaseException as exc:  # handed to the awaiting coroutine, not lost in the thread
+            value, error = None, exc
+        with contextlib.suppress(RuntimeError):  # the loop closed while the person was typing
+            loop.call_soon_threadsafe(settle, value, error)
+
+    threading.Thread(target=run, name=f"ask {gate.id}", daemon=True).start()
+    return future
 
 
 # ---- shared formatting -----------------------------------------------------------------------------

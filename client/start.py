@@ -24,7 +24,7 @@ from client.follow import follow
 from client.humans import Prompter
 from client.runs import UsageError, worker_polling
 from spec import ir, params
-from spec.check import check, resolve_task
+from spec.check import agent_ids, check, resolve_task
 from spec.errors import Problem, SpecError
 from spec.load import load
 from workflows import search
@@ -44,8 +44,7 @@ def load_run(args: argparse.Namespace) -> Loaded:
     plan = load(args.spec, given_params=given)
     check(plan)
     values = params.bind(plan, ask_missing(plan, given))
-    needed = {leaf.agent for leaf in plan.leaves() if isinstance(leaf, ir.Task)}
-    return Loaded(plan, values, *agents.resolve(args.agent, plan.spec_dir, needed))
+    return Loaded(plan, values, *agents.resolve(args.agent, plan.spec_dir, agent_ids(plan)))
 
 
 def prepare(args: argparse.Namespace) -> RunInput:
