@@ -20,7 +20,8 @@ from spec.check import check
 from spec.rules import parse_rule
 from spec.errors import SpecError
 from spec.load import load
-from workflows.gates import RUN_BUDGET_GATE, open_gates
+from workflows.budgets import RUN_BUDGET_GATE, dollars
+from workflows.gates import open_gates
 from workflows.inputs import TASK_QUEUE
 
 EXIT_OK, EXIT_USAGE, EXIT_UNREACHABLE = 0, 2, 3  # 1, a failed run, comes from `watch`
@@ -172,7 +173,7 @@ async def _status(client, args, console: Console) -> int:
         since = f" (since {gate.opened_at:%Y-%m-%d %H:%M:%S} UTC)" if gate.opened_at else ""
         console.print(f"  {humans.gate_line(state.run_id, gate)}{since}", markup=False)
     if state.total_tokens_used or state.total_cost_usd:
-        console.print(f"  used {state.total_tokens_used} tokens, ${state.total_cost_usd:.4f}", markup=False)
+        console.print(f"  used {state.total_tokens_used} tokens, {dollars(state.total_cost_usd)}", markup=False)
     return EXIT_OK
 
 
@@ -197,9 +198,9 @@ async def _cancel(client, args, console: Console) -> int:
     handle = client.get_workflow_handle(args.run_id)
     if args.rollback:
         # Refused (nothing was cancelled) rather than a plain cancel the person did not ask for.
-        await humans.request_rollback(handle)
-        console.print(f"rollback requested for {args.run_id}: its compensations run as it is cancelled",
-                      markup=False)
+        queued = await humans.request_rollback(handle)
+        console.print(f"rollback requested for {args.run_id}: {queued} compensation(s) queued, run as it is "
+                      "cancelled", markup=False)
     await handle.cancel()
     console.print(f"cancellation requested for {args.run_id}", markup=False)
     return EXIT_OK

@@ -171,12 +171,13 @@ async def raise_budget(handle: WorkflowHandle, raised: BudgetInput) -> Budget:
     return await _update(handle, gates.RAISE_BUDGET, raised, Budget)
 
 
-async def request_rollback(handle: WorkflowHandle) -> None:
-    """Ask the run to run its compensations when the cancellation that follows reaches it."""
-    await _update(handle, gates.ROLLBACK, None, None)
+async def request_rollback(handle: WorkflowHandle) -> int:
+    """Ask the run to run its compensations when the cancellation that follows reaches it; how many
+    are queued so far."""
+    return await _update(handle, gates.ROLLBACK, None, int)
 
 
-async def _update(handle: WorkflowHandle, name: str, arg: Any, result_type: type | None) -> Any:
+async def _update(handle: WorkflowHandle, name: str, arg: Any, result_type: type) -> Any:
     try:
         if arg is None:
             return await handle.execute_update(name, result_type=result_type)

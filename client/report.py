@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from spec.ir import Budget
+from workflows.budgets import dollars
 from workflows.state import RunState, TaskState
 
 _STEP_STATUS = {"completed": "SUCCESS", "failed": "FAILED", "skipped": "SKIPPED", "cancelled": "CANCELLED",
@@ -90,21 +91,21 @@ def _spending(state: RunState) -> list[str]:
     """Summary lines on money and limits; only the ones that say something."""
     lines = []
     if state.total_cost_usd > 0:
-        lines.append(f"- Cost: ${state.total_cost_usd:.4f}")
+        lines.append(f"- Cost: {dollars(state.total_cost_usd)}")
     if len(state.usage_by_model) > 1:
-        per = [f"{model} {u.input_tokens} in, {u.output_tokens} out" + (f" (${u.cost_usd:.4f})" if u.cost_usd else "")
+        per = [f"{model} {u.input_tokens} in, {u.output_tokens} out" + (f" ({dollars(u.cost_usd)})" if u.cost_usd else "")
                for model, u in state.usage_by_model.items()]
         lines.append(f"- Tokens by model: {'; '.join(per)}")
     if state.budget and (state.budget.tokens is not None or state.budget.usd is not None):
         lines.append(f"- Budget: {budget_text(state.budget)} (on exceeded: {state.budget.on_exceeded}); used "
-                     f"{state.total_tokens_used} tokens, ${state.total_cost_usd:.4f}")
+                     f"{state.total_tokens_used} tokens, {dollars(state.total_cost_usd)}")
     return lines
 
 
 def budget_text(budget: Budget) -> str:
     """A budget's limits in words: `5000 tokens, $0.5`."""
     limits = ([f"{budget.tokens} tokens"] if budget.tokens is not None else []) + \
-        ([f"${budget.usd:g}"] if budget.usd is not None else [])
+        ([dollars(budget.usd)] if budget.usd is not None else [])
     return ", ".join(limits) or "no limit"
 
 

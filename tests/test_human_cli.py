@@ -83,7 +83,7 @@ def test_report_summary_shows_cost_per_model_tokens_and_budget_only_when_there_a
     text = report.to_markdown(state)
     summary = text.split("## Step-by-Step Results")[0]
     assert "- Tokens: 600 in, 300 out\n- Cost: $0.0123\n" in summary
-    assert "- Tokens by model: gpt-a 500 in, 200 out ($0.0100); gpt-b 100 in, 100 out ($0.0023)" in summary
+    assert "- Tokens by model: gpt-a 500 in, 200 out ($0.01); gpt-b 100 in, 100 out ($0.0023)" in summary
     assert "- Budget: 1000 tokens, $0.5 (on exceeded: pause); used 900 tokens, $0.0123" in summary
     one_model = _state("completed", usage_by_model={"gpt-a": ModelUsage(input_tokens=5)})
     assert "Tokens by model" not in report.to_markdown(one_model)
@@ -243,7 +243,7 @@ def test_cancel_with_rollback_runs_the_compensations_of_a_waiting_run(cli, serve
     cancelled = cli("cancel", rid, "--rollback")
     assert cancelled.code == 0, cancelled.err
     assert cancelled.out.splitlines() == [
-        f"rollback requested for {rid}: its compensations run as it is cancelled",
+        f"rollback requested for {rid}: 1 compensation(s) queued, run as it is cancelled",
         f"cancellation requested for {rid}"]
     watched = cli("watch", rid)
     assert watched.code == 1
@@ -305,3 +305,40 @@ def test_a_paused_budget_is_raised_with_the_budget_command(cli, served, llm, tmp
     assert watched.code == 0, watched.out
     assert len(llm.requests) == 2
     assert "- Budget: 100000 tokens (on exceeded: pause); used" in watched.out
+
+
+PICK = """\
+workflow:
+  name: pick
+  agents:
+    writer: {prompt: "Write about {{human.topic}}."}
+  steps:
+    - id: topic
+      type: human
+      prompt: Which topic?
+      choices: [tea, coffee]
+    - id: write
+      agent: writer
+      approval: true
+"""
+
+
+def test_a_pipeline_asks_with_a_human_step_and_an_approval(cli, served, llm, tmp_path):
+    rid = run_id("pick")
+    started = cli("start", str(write_spec(tmp_path, PICK)), "--agent", "writer=openai:writer", "--id", rid,
+                  "--task-queue", served, "--detach")
+    assert started.code == 0, started.err
+    assert _wait_gate(cli, rid, "topic")["choices"] == ["tea", "coffee"]
+    assert cli("answer", rid, "--gate", "topic", "tea").code == 0
+    assert _wait_gate(cli, rid, "write")["kind"] == "approval"
+    assert llm.requests == []  # the approval comes before the step's prompt
+    assert cli("approve", rid).out.strip() == "gate write answered: approve"
+    watched = cli("watch", rid)
+    assert watched.code == 0, watched.out
+    assert llm.prompts_for("writer")[0].startswith("Write about tea.")
+    assert "| topic | Which topic? | tea |" in watched.out and "| write | Approve 'write'? | approve |" in watched.out
+
+
+def test_report_money_keeps_the_digits_of_tiny_sums():
+    text = report.to_markdown(_state("completed", total_cost_usd=0.000008))
+    assert "- Cost: $0.000008\n" in text
