@@ -57,6 +57,7 @@ class Budget(Model):
 
     tokens: int | None = None
     usd: float | None = None
+    iterations: int | None = None  # agent prompts sent (seed 001's max_iterations)
     on_exceeded: Literal["fail", "pause"] = "fail"
 
 

@@ -197,6 +197,14 @@ async def test_a_token_budget_fails_the_run_before_the_next_prompt(client, llm):
     assert final.errors == ["s3: budget exceeded: 28 tokens used, over the budget of 25"]
 
 
+async def test_a_prompt_budget_is_seed_001s_max_iterations(client, llm):
+    llm.by_model.update({"w": "done"})
+    steps = [task(f"s{i}", "Go.", agent="w") for i in range(1, 5)]
+    final = await finish(client, await start(client, plan(*steps, budget=ir.Budget(iterations=3))))
+    assert len(llm.prompts_for("w")) == 3 and (final.iteration_count, final.max_iterations) == (3, 3)
+    assert final.errors == ["s4: budget exceeded: 3 prompts sent, as many as the budget allows"]
+
+
 async def test_a_paused_budget_waits_for_a_person_to_raise_it(client, llm):
     llm.by_model.update({"w": "one two three four five six seven eight nine ten"})
     steps = [task(f"s{i}", "Write ten words please.", agent="w") for i in range(1, 4)]

@@ -16,7 +16,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows import gates, search
     from workflows.budgets import Budgets
     from workflows.humans import Humans
-    from workflows.inputs import DEFAULT_MAX_ITERATIONS, RunInput
+    from workflows.inputs import RunInput
     from workflows.interpreter import Interpreter
     from workflows.leaves import Leaves, TaskFailed
     from workflows.saga import Saga
@@ -31,7 +31,7 @@ class AgentRun:
         self.inp = inp
         self.run_state = RunState(run_id=workflow.info().workflow_id, spec=plan.name, dialect=plan.dialect,
                                   goal=plan.goal or plan.description, constraints=plan.constraints,
-                                  budget=plan.budget, max_iterations=inp.max_iterations or DEFAULT_MAX_ITERATIONS,
+                                  budget=plan.budget, max_iterations=plan.budget.iterations if plan.budget else None,
                                   tasks={n.id: _task_state(n) for n in plan.leaves()})
         self.humans = Humans(self.run_state, self._changed)
         self.budgets = Budgets(self.run_state, self.humans.pause)
@@ -109,8 +109,9 @@ class AgentRun:
 
     @workflow.update(name=gates.RAISE_BUDGET)
     def raise_budget(self, given: gates.BudgetInput) -> ir.Budget:
-        budget = self.budgets.raised(given.gate, given.tokens, given.usd)
-        limits = ", ".join(f"{k} {v:g}" for k, v in (("tokens", budget.tokens), ("usd", budget.usd)) if v is not None)
+        budget = self.budgets.raised(given.gate, given.tokens, given.usd, given.iterations)
+        limits = ", ".join(f"{k} {v:g}" for k, v in budget.model_dump(exclude={"on_exceeded"}).items()
+                           if v is not None)
         self.humans.close(given.gate, f"raised to {limits}", given.comment, given.by)
         self._changed()
         return budget

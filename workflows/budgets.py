@@ -26,8 +26,12 @@ def cost_usd(prices: dict[str, ir.Price], model: str, usage: Usage) -> float | N
     return (usage.input_tokens * price.input + usage.output_tokens * price.output) / 1_000_000
 
 
-def overrun(limit: ir.Budget, tokens: int, usd: float) -> str | None:
-    """What went over `limit`, as a person should read it, or None."""
+def overrun(limit: ir.Budget, spent: ModelUsage) -> str | None:
+    """What went over `limit`, as a person should read it, or None. A prompt budget is spent when
+    the next prompt would go past it; tokens and dollars once they are past it."""
+    tokens, usd = spent.input_tokens + spent.output_tokens, spent.cost_usd
+    if limit.iterations is not None and spent.calls >= limit.iterations:
+        return f"{spent.calls} prompts sent, as many as the budget allows"
     if limit.tokens is not None and tokens > limit.tokens:
         return f"{tokens} tokens used, over the budget of {limit.tokens}"
     if limit.usd is not None and usd > limit.usd:
@@ -64,25 +68,25 @@ class Budgets:
     def _first_overrun(self, steps: list[str]) -> tuple[str | None, ir.Budget, str] | None:
         state = self.state
         if state.budget is not None:
-            why = overrun(state.budget, state.total_tokens_used, state.total_cost_usd)
+            why = overrun(state.budget, state.run_usage())
             if why:
                 return None, state.budget, why
         for step in steps:
-            limit, spent = state.step_budgets[step], state.step_usage.get(step, ModelUsage())
-            why = overrun(limit, spent.input_tokens + spent.output_tokens, spent.cost_usd)
+            limit = state.step_budgets[step]
+            why = overrun(limit, state.step_usage.get(step, ModelUsage()))
             if why:
                 return step, limit, why
         return None
 
-    def raised(self, gate: str, tokens: int | None, usd: float | None) -> ir.Budget:
+    def raised(self, gate: str, tokens: int | None, usd: float | None, iterations: int | None) -> ir.Budget:
         """A person raised the budget a pause is waiting on; the new limits count from now on."""
         base = gate.split("#", 1)[0]
         step = base.split(":", 1)[1] if ":" in base else None
         old = self.state.step_budgets[step] if step else self.state.budget
-        new = old.model_copy(update={"tokens": tokens if tokens is not None else old.tokens,
-                                     "usd": usd if usd is not None else old.usd})
+        given = {"tokens": tokens, "usd": usd, "iterations": iterations}
+        new = old.model_copy(update={k: v for k, v in given.items() if v is not None})
         if step:
             self.state.step_budgets[step] = new
         else:
-            self.state.budget = new
+            self.state.budget, self.state.max_iterations = new, new.iterations
         return new

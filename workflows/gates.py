@@ -28,6 +28,7 @@ class BudgetInput(BaseModel):
     gate: str = RUN_BUDGET_GATE
     tokens: int | None = None
     usd: float | None = None
+    iterations: int | None = None
     comment: str = ""
     by: str = ""
 
@@ -63,8 +64,10 @@ def budget_refusal(state: RunState, raised: BudgetInput) -> str | None:
         return f"run {state.run_id} has no paused budget '{raised.gate}'{where}"
     if gate.status != "open":
         return _closed(gate)
-    if raised.tokens is None and raised.usd is None:
-        return "say how far to raise the budget: --tokens N and/or --usd X"
+    if raised.tokens is None and raised.usd is None and raised.iterations is None:
+        return "say how far to raise the budget: --tokens N, --usd X and/or --iterations N"
+    if raised.iterations is not None and raised.iterations <= state.iteration_count:
+        return f"{raised.iterations} prompts is not above the {state.iteration_count} already sent"
     if raised.tokens is not None and raised.tokens <= state.total_tokens_used:
         return f"{raised.tokens} tokens is not above the {state.total_tokens_used} already used"
     if raised.usd is not None and raised.usd <= state.total_cost_usd:

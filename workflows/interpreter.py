@@ -236,7 +236,6 @@ class Interpreter:
         feedback = scope.get("feedback")
         output = None
         for iteration in range(1, node.max_iterations + 1):
-            self.state.iteration_count += 1
             output = await self.run(node.body, {**scope, "feedback": feedback, "iteration": iteration})
             passed, feedback = await self._judge_iteration(node, scope, output)
             if passed:

@@ -70,6 +70,7 @@ class Gate(BaseModel):
 
 
 class ModelUsage(BaseModel):
+    calls: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
     cost_usd: float = 0.0
@@ -107,8 +108,8 @@ class RunState(BaseModel):
     constraints: list[str] = []
     status: RunStatus = "pending"
     current_task: str | None = None
-    iteration_count: int = 0  # agent prompts and loop rounds so far
-    max_iterations: int | None = None  # the loop limit of tasks that set none
+    iteration_count: int = 0  # agent prompts sent so far
+    max_iterations: int | None = None  # the run budget's `iterations`: no prompt is sent past it
     retry_count: int = 0
     last_error: str = ""
     waiting_for: str | None = None  # human_approval, resource_limit (a budget paused the run)
@@ -182,6 +183,10 @@ class RunState(BaseModel):
         if self.current_task == task_id:
             self.current_task = None
 
+    def run_usage(self) -> ModelUsage:
+        return ModelUsage(calls=self.iteration_count, input_tokens=self.usage.input_tokens,
+                          output_tokens=self.usage.output_tokens, cost_usd=self.total_cost_usd)
+
     def add_usage(self, task_id: str, usage: Usage, model: str, cost_usd: float, steps: list[str]) -> None:
         """Count a reply's tokens and cost for its task, its model, the run and each budgeted step."""
         by_model = self.usage_by_model.setdefault(model or "unknown", ModelUsage())
@@ -191,6 +196,8 @@ class RunState(BaseModel):
             target.output_tokens += usage.output_tokens
         for target in (self.tasks[task_id], *accounts):
             target.cost_usd += cost_usd
+        for account in accounts:
+            account.calls += 1
         self.total_tokens_used += usage.input_tokens + usage.output_tokens
         self.total_cost_usd += cost_usd
 
