@@ -314,3 +314,43 @@ async def test_an_answer_after_the_worker_was_killed_continues_the_run_exactly_o
 
 
 CRASH_QUEUE = "human-crash-tests"
+
+
+async def test_a_task_tree_compensation_reads_the_output_and_its_error_status_counts(client, llm, tmp_path):
+    """Task trees undo with the task's agent and protocol: COMPLETION_STATUS: ERROR is a failed undo."""
+    from tests.conftest import write_spec
+    from tests.runs import run_spec
+
+    llm.reply = lambda messages: _tree_reply(messages[-1]["content"])
+    spec = write_spec(tmp_path, """
+name: tree
+subtasks:
+  tag:
+    instructions: Tag the release.
+    compensate: {instructions: "Remove tag {{ output }}", max_attempts: 2}
+  note:
+    instructions: Write a note.
+    compensate:
+      provider_call: {provider: shell, method: run, params: {argv: [echo, undo-note, "{{ output }}"]}}
+  publish:
+    instructions: Publish.
+""")
+    state = await run_spec(client, spec, "openai:tree")
+    assert state.status == "failed"
+    assert [c.action_id for c in state.compensations] == ["note", "tag"]
+    assert [c.status for c in state.compensations] == ["completed", "failed"]
+    removes = [r.prompt for r in llm.requests if r.prompt and r.prompt.startswith("Remove tag")]
+    assert removes[0].startswith("Remove tag v1\nCOMPLETION_STATUS: COMPLETE\n\nWhen you have finished, end your "
+                                 "reply with the line `COMPLETION_STATUS: COMPLETE`")
+    assert len(removes) == 2  # its two attempts
+    assert "undo-note" in state.outputs["note.compensate"]
+
+
+def _tree_reply(prompt: str) -> str:
+    if prompt.startswith("Tag"):
+        return "v1\nCOMPLETION_STATUS: COMPLETE"
+    if prompt.startswith("Write"):
+        return "noted\nCOMPLETION_STATUS: COMPLETE"
+    if prompt.startswith("Remove"):
+        return "cannot\nCOMPLETION_STATUS: ERROR"
+    return "broken\nCOMPLETION_STATUS: ERROR"

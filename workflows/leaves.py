@@ -53,11 +53,11 @@ class Leaves:
             if node.preconditions:
                 await self._preconditions(node)
             if isinstance(node, ir.Provider):
-                output = await self._provider(node, task)
+                output = await self._provider(node, task, scope or {})
             elif node.protocol == "plain":
                 output = await self._plain(node, task, scope or {})
             else:
-                output = await self._task(node, task)
+                output = await self._task(node, task, scope or {})
         except TaskFailed as exc:
             self.state.finish(node.id, "failed", workflow.now(), error=exc.message)
             raise
@@ -96,9 +96,9 @@ class Leaves:
         if not result.ok:
             raise TaskFailed(node.id, f"precondition failed: {result.error}")
 
-    async def _provider(self, node: ir.Provider, task: TaskState) -> str:
+    async def _provider(self, node: ir.Provider, task: TaskState, scope: dict[str, Any]) -> str:
         task.attempts = 1
-        params = render_value(node.call.params, self.context())
+        params = render_value(node.call.params, self.context(**scope))
         arg = calls.ProviderCall(task_id=node.id, workdir=self.inp.workdir, provider=node.call.provider,
                                  method=node.call.method, params=params, output_file=node.call.output_file)
         result = await self._activity(node, calls.CALL_PROVIDER, arg, calls.ProviderResult,
@@ -106,13 +106,13 @@ class Leaves:
                                       node.timeout_s or 600)
         return result.text
 
-    async def _task(self, node: ir.Task, task: TaskState) -> str:
+    async def _task(self, node: ir.Task, task: TaskState, scope: dict[str, Any]) -> str:
         task.agent = node.agent
         retries = node.criteria.max_retries if node.criteria else 0
         error: str | None = None
         for attempt in range(1, retries + 2):
             task.attempts = attempt
-            reply = await self._loop(node, task, error)
+            reply = await self._loop(node, task, error, scope)
             if not node.criteria:
                 return reply
             check = await self._criteria(node)
@@ -122,7 +122,7 @@ class Leaves:
             self.state.warnings.append(f"{node.id}: success criteria failed (attempt {attempt}): {error}")
         raise TaskFailed(node.id, f"success criteria failed after {retries + 1} attempt(s): {error}")
 
-    async def _loop(self, node: ir.Task, task: TaskState, retry_error: str | None) -> str:
+    async def _loop(self, node: ir.Task, task: TaskState, retry_error: str | None, scope: dict[str, Any]) -> str:
         limit = (node.loop_until.max_iterations if node.loop_until else None) or self.inp.max_iterations \
             or DEFAULT_MAX_ITERATIONS
         iteration = 0
@@ -130,7 +130,7 @@ class Leaves:
             iteration += 1
             task.iterations += 1
             workflow.set_current_details(f"Running **{node.label}**: attempt {task.attempts}, iteration {iteration}")
-            text = prompt.build(node, self.context(iteration=iteration), retry_error if iteration == 1 else None)
+            text = prompt.build(node, self.context(**scope, iteration=iteration), retry_error if iteration == 1 else None)
             reply = await self._reply_with_status(node, text)
             if not node.loop_until or completion.loop_done(reply, node.loop_until.status):
                 return reply

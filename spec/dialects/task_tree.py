@@ -115,11 +115,13 @@ def on_timeout_problem(on_timeout: str, choices: list[str]) -> tuple[str, str] |
     return message, did_you_mean(on_timeout, choices) or "write fail, continue or one of: " + ", ".join(choices)
 
 
-def compensation_task(node_id: str, title: str, agent: str, prompt: str, attempts: int, line: int) -> ir.Task:
+def compensation_task(node_id: str, title: str, agent: str, prompt: str, attempts: int, line: int,
+                      protocol: str = "plain", system: str | None = None) -> ir.Task:
     """An agent prompt that undoes a node; compensations retry on their own, since a failed undo
-    leaves the world half changed."""
+    leaves the world half changed. In a task tree the agent answers with a completion status as
+    for any task, so an undo that reports ERROR counts as failed."""
     return ir.Task(id=f"{node_id}.compensate", title=f"undo {title}", agent=agent, prompt=prompt,
-                   protocol="plain", retry=compensation_retry(attempts), line=line)
+                   protocol=protocol, system=system, retry=compensation_retry(attempts), line=line)
 
 
 def compensation_retry(attempts: int) -> ir.Retry:
@@ -297,7 +299,7 @@ class _Builder:
                               "move it to the top level of the spec")
         gate = self._gate(raw, path, name)
         work = self._work(raw, path, task_id, name, system)
-        compensation = self._compensation(raw, path, task_id, name, has_work=work is not None)
+        compensation = self._compensation(raw, path, task_id, name, system, has_work=work is not None)
         # An approval on a task with subtasks guards them all, so it goes on the task's sequence.
         gate_on_sequence = raw.approval is not None and (bool(raw.subtasks) or work is None)
         children: list[ir.NodeBase] = []
@@ -343,7 +345,7 @@ class _Builder:
         if problem:
             self._problem(where + ("on_timeout",), *problem)
 
-    def _compensation(self, raw: RawTask, path: tuple, task_id: str, name: str,
+    def _compensation(self, raw: RawTask, path: tuple, task_id: str, name: str, system: str | None,
                       has_work: bool) -> ir.Task | ir.Provider | None:
         comp, where = raw.compensate, path + ("compensate",)
         if comp is None:
@@ -367,7 +369,7 @@ class _Builder:
                                call=ir.ProviderSpec(**call.model_dump()), retry=compensation_retry(attempts))
         self._check_template(comp.instructions, where + ("instructions",), extra={"output"})
         return compensation_task(task_id, name, comp.agent or raw.agent or "default", comp.instructions,
-                                 attempts, line)
+                                 attempts, line, protocol="status", system=system)
 
     def _work(self, raw: RawTask, path: tuple, task_id: str, name: str, system: str | None):
         line, _ = position(self.data, path)
