@@ -77,7 +77,7 @@ def test_tree_compensate_forms(tmp_path):
     leaves = {leaf.id: leaf for leaf in plan.leaves()}
     assert leaves["build"].compensation == ir.Task(
         id="build.compensate", title="undo build", agent="builder", prompt="Delete the build {{ output }}",
-        protocol="plain", retry=ir.Retry(attempts=3, backoff="exponential", delay_s=1.0), line=14)
+        protocol="status", retry=ir.Retry(attempts=3, backoff="exponential", delay_s=1.0), line=14)
     push = leaves["deploy.push"].compensation
     assert isinstance(push, ir.Provider) and push.id == "deploy.push.compensate"
     assert push.call.params == {"command": "unpush {{ output }}"} and push.retry.attempts == 3
