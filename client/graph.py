@@ -93,7 +93,9 @@ def first_line(text: str) -> str:
 
 
 def budget_text(budget: ir.Budget) -> str:
-    limits = ([f"{budget.tokens} tokens"] if budget.tokens else []) + ([f"${budget.usd:g}"] if budget.usd else [])
+    limits = [f"{budget.tokens} tokens"] if budget.tokens else []
+    limits += [f"${budget.usd:g}"] if budget.usd else []
+    limits += [f"{budget.iterations} prompts"] if budget.iterations else []
     return " or ".join(limits)
 
 

@@ -31,7 +31,8 @@ class Interpreter:
 
     async def run(self, node: ir.NodeBase, scope: Scope | None = None) -> Any:
         scope = self._budget_scope(node, scope or {})
-        self.state.visited_nodes.append(node.id)
+        if self.state.visited_nodes[-1:] != [node.id]:  # a task-tree task and its own work share an id
+            self.state.visited_nodes.append(node.id)
         if node.gate and node.id not in self.skip and not await self._gate(node, scope):
             value, done = self._skip(node, f"not approved at gate '{node.gate.id}'; skipped"), False
         else:
