@@ -11,7 +11,9 @@ from temporalio.client import WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
-from tests.conftest import HISTORIES, ROOT, SHELL_AGENT, write_spec
+from spec.load import load
+from tests.conftest import HISTORIES, ROOT, SHELL_AGENT, TEST_QUEUE, run_id, write_spec
+from workflows.inputs import RunInput
 from tests.test_engine import sh
 from worker.build import WORKFLOWS, runner
 
@@ -50,6 +52,28 @@ async def test_histories_recorded_now_replay(client, tmp_path):
         assert result.replay_failure is None, f"{history.workflow_id}: {result.replay_failure}"
 
 
+GATED = (f"subtasks:\n  a:\n    instructions: {sh('echo a')}\n    compensate: {sh('echo undo a')}\n"
+         f"  b:\n    approval: true\n    instructions: {sh('echo b')}\n")
+
+
+async def test_a_run_a_person_rejected_and_that_rolled_back_replays(client, tmp_path):
+    """Updates, the gate's wait and the compensation stack are all replayed from history."""
+    from tests.test_humans import answer, finish, open_gate
+
+    plan = load(str(write_spec(tmp_path, GATED, "gated.yaml")), given_params=())
+    inp = RunInput(plan=plan, workdir=str(tmp_path), default_agent=SHELL_AGENT, heartbeat_s=5)
+    handle = await client.start_workflow("AgentRun", inp, id=run_id("gated"), task_queue=TEST_QUEUE)
+    await open_gate(handle, "b")
+    await answer(handle, "b", "reject")
+    state = await finish(client, handle)
+    assert state.status == "compensated"
+    history = await handle.fetch_history()
+    if os.environ.get("AGENTRUN_RECORD_HISTORIES"):
+        (HISTORIES / "gated.json").write_text(_scrub(history.to_json(), tmp_path))
+    result = await _replayer().replay_workflow(history, raise_on_replay_failure=False)
+    assert result.replay_failure is None, result.replay_failure
+
+
 def _scrub(text: str, tmp_path) -> str:
     """Recorded histories keep no paths of the machine that recorded them (replay ignores them)."""
     pairs = ((str(tmp_path), "/tmp/run"), (sys.executable, "python"), (str(ROOT), "/src/agentrun"),
@@ -70,4 +94,4 @@ async def test_committed_histories_still_replay(name):
 
 
 def test_histories_are_committed():
-    assert len(_recorded()) == len(SPECS), "record them with AGENTRUN_RECORD_HISTORIES=1"
+    assert len(_recorded()) == len(SPECS) + 1, "record them with AGENTRUN_RECORD_HISTORIES=1"
