@@ -354,3 +354,21 @@ def _tree_reply(prompt: str) -> str:
     if prompt.startswith("Remove"):
         return "cannot\nCOMPLETION_STATUS: ERROR"
     return "broken\nCOMPLETION_STATUS: ERROR"
+
+
+async def test_task_tree_tasks_write_and_read_the_memory_blackboard_by_key(client, llm, tmp_path):
+    from tests.conftest import write_spec
+    from tests.runs import run_spec
+
+    llm.by_model["tree"] = lambda messages: ("42" if "Count" in messages[-1]["content"] else "ok") + \
+        "\nCOMPLETION_STATUS: COMPLETE"
+    spec = write_spec(tmp_path, """
+name: mem
+subtasks:
+  count: {instructions: Count the files., store_as: file_count}
+  report: {instructions: "Report on {{ file_count }}."}
+""")
+    state = await run_spec(client, spec, "openai:tree")
+    assert state.status == "completed", state.errors
+    assert state.memory == {"file_count": "42\nCOMPLETION_STATUS: COMPLETE"}
+    assert llm.prompts_for("tree")[1].startswith("Report on 42\nCOMPLETION_STATUS: COMPLETE.")

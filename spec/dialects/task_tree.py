@@ -2,7 +2,8 @@
 
 Every key of the real format is accepted; unknown keys are errors. Extensions: `agent` (which agent
 id a task talks to), `timeout`, `max_iterations`, root `completion: strict | lenient`, and the keys
-of humans in the loop: `human`, `approval`, `compensate`, `budget`, root `goal`, `constraints`, `prices`.
+of humans in the loop: `human`, `approval`, `compensate`, `budget`, root `goal`, `constraints`, `prices`,
+and `store_as` (the run memory key a task writes its output to; any template reads it by name).
 
 The models and helpers for gates, compensations and budgets are shared with the pipeline dialect.
 """
@@ -216,6 +217,7 @@ class RawTask(_Strict):
     approval: Annotated[RawTaskApproval | None, BeforeValidator(approval_shorthand)] = None
     compensate: Annotated[RawCompensate | None, text_shorthand("instructions")] = None
     budget: RawBudget | None = None
+    store_as: str | None = None
     goal: str | None = None
     constraints: list[str] | None = None
     prices: dict[str, ir.Price] | None = None
@@ -259,6 +261,8 @@ class _Builder:
         # Every gate id, known before any template is checked: a template may read a later gate.
         self.gates: dict[str, int] = {}
         self._collect_gates(raw, (), self.name)
+        # Memory keys tasks write (store_as:), which any task's templates may read.
+        self.memory_keys = _stored_keys(raw)
 
     def _param(self, name: str, p: RawParam) -> ir.Param:
         line, _ = position(self.data, ("params", name))
@@ -307,7 +311,7 @@ class _Builder:
             children.append(work.model_copy(update={"compensation": compensation,
                                                     "gate": None if gate_on_sequence else gate}))
         elif raw.human is not None:
-            children.append(gate)  # a question alone is the task's work
+            children.append(gate.model_copy(update={"store_as": raw.store_as}))  # a question alone is the work
         for sub_name, sub in (raw.subtasks or {}).items():
             children.append(self._node(sub, path + ("subtasks", sub_name), sub_name, system))
         line, _ = position(self.data, path)
@@ -373,7 +377,8 @@ class _Builder:
 
     def _work(self, raw: RawTask, path: tuple, task_id: str, name: str, system: str | None):
         line, _ = position(self.data, path)
-        common = dict(id=task_id, title=name, line=line, timeout_s=self._timeout(raw.timeout, path + ("timeout",)))
+        common = dict(id=task_id, title=name, line=line, timeout_s=self._timeout(raw.timeout, path + ("timeout",)),
+                      store_as=raw.store_as)
         pre = self._preconditions(raw.preconditions)
         if raw.provider_call:
             call = raw.provider_call
@@ -450,7 +455,7 @@ class _Builder:
                                          f"template syntax: {exc.message}",
                                          "Jinja2 syntax: {{ name }} for values, {% if %}...{% endif %} for logic"))
             return
-        known = set(self.params) | BUILTINS | set(extra) | set(self.given)
+        known = set(self.params) | BUILTINS | set(extra) | set(self.given) | self.memory_keys
         for name in sorted(used - known):
             self._problem(path, f"undefined template variable '{name}'", _undefined_hint(name, known))
         if "human" in used:
@@ -467,6 +472,13 @@ class _Builder:
     def _problem(self, path: tuple, message: str, hint: str = "") -> None:
         line, col = position(self.data, path)
         self.problems.append(Problem(self.file, line, col, message, hint))
+
+
+def _stored_keys(raw: RawTask) -> set[str]:
+    keys = {raw.store_as} if raw.store_as else set()
+    for sub in (raw.subtasks or {}).values():
+        keys |= _stored_keys(sub)
+    return keys
 
 
 def _undefined_hint(name: str, known: set[str]) -> str:
