@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 HOST, PORT, UI_PORT = "127.0.0.1", 7233, 8233
-SEARCH_ATTRIBUTES = ("AgentRunSpec", "AgentRunStatus")
+SEARCH_ATTRIBUTES = ("AgentRunSpec", "AgentRunStatus", "AgentRunWaitingFor")
 
 
 def state_dir() -> Path:
