@@ -20,7 +20,7 @@ from spec.check import check
 from spec.rules import parse_rule
 from spec.errors import SpecError
 from spec.load import load
-from workflows.budgets import RUN_BUDGET_GATE, dollars
+from workflows.budgets import dollars
 from workflows.gates import open_gates
 from workflows.inputs import TASK_QUEUE
 
@@ -72,10 +72,10 @@ def _human_commands(sub) -> None:
         v.add_argument("--comment", metavar="TEXT")
     b = sub.add_parser("budget", help="raise the budget a run paused on")
     b.add_argument("run_id")
-    b.add_argument("--gate", default=RUN_BUDGET_GATE, metavar="ID",
-                   help="budget (the run's, default) or budget:STEP")
+    b.add_argument("--gate", metavar="ID", help="budget (the run's) or budget:STEP (default: the one paused)")
     b.add_argument("--tokens", type=int, metavar="N", help="the new token limit")
     b.add_argument("--usd", type=float, metavar="X", help="the new limit in US dollars")
+    b.add_argument("--iterations", type=int, metavar="N", help="the new limit on prompts sent")
     b.add_argument("--comment", metavar="TEXT")
 
 

@@ -14,7 +14,7 @@ from jinja2 import TemplateError
 from rich.console import Console
 
 from client.graph import (
-    agent_name, bare, budget_text, draw, first_line, is_empty, scopes, sub_tag, switch_branches, top_steps, undo_who,
+    agent_name, bare, draw, first_line, is_empty, scopes, sub_tag, switch_branches, top_steps, undo_who,
 )
 from client.start import load_run
 from spec import expressions, ir
@@ -22,6 +22,7 @@ from spec.check import agent_ids, check
 from spec.load import load
 from spec.render import render, to_text
 from workflows import prompt
+from workflows.budgets import limits_text
 from workflows.leaves import agent_type
 
 PREVIEW_LINES = 6  # of each prompt and agent input a dry run shows
@@ -84,7 +85,7 @@ def _header(plan: ir.Plan) -> list[str]:
 
 def _budget(budget: ir.Budget) -> str:
     then = "pauses for a person to raise it" if budget.on_exceeded == "pause" else "fails"
-    return f"{budget_text(budget)}; over it the run {then}"
+    return f"{limits_text(budget)}; over it the run {then}"
 
 
 def _inputs(plan: ir.Plan) -> list[str]:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from rich.cells import cell_len
 
 from spec import ir
+from workflows.budgets import limits_text
 
 WIDTH = 100  # past this a chain goes on in a new row, so figures stay whole in a terminal
 
@@ -92,13 +93,6 @@ def first_line(text: str) -> str:
     return (text.strip().splitlines() or [""])[0]
 
 
-def budget_text(budget: ir.Budget) -> str:
-    limits = [f"{budget.tokens} tokens"] if budget.tokens else []
-    limits += [f"${budget.usd:g}"] if budget.usd else []
-    limits += [f"{budget.iterations} prompts"] if budget.iterations else []
-    return " or ".join(limits)
-
-
 def undo_who(comp: ir.NodeBase, agents: dict) -> str:
     """Who runs a compensation: a provider call, or an agent by its declared name and id."""
     if isinstance(comp, ir.Provider):
@@ -115,7 +109,7 @@ def marks(node: ir.NodeBase, agents: dict) -> list[str]:
     if node.compensation is not None:
         found.append("undo: " + undo_who(node.compensation, agents))
     if node.budget is not None:
-        found.append("budget " + budget_text(node.budget))
+        found.append("budget " + limits_text(node.budget))
     return found
 
 

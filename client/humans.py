@@ -24,10 +24,10 @@ from rich.table import Table
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.service import RPCError
 
-from client.report import budget_text
 from client.runs import NO_WORKER, NoSuchRun, UsageError, describe, fetch_state, query_state
 from spec.ir import APPROVE, REJECT, Budget
 from workflows import gates
+from workflows.budgets import RUN_BUDGET_GATE, limits_text
 from workflows.gates import AnswerInput, BudgetInput, open_gates
 from workflows.state import Answer, Gate, RunState
 
@@ -123,10 +123,13 @@ async def answer_command(client: Client, args: argparse.Namespace, console: Cons
 
 async def budget_command(client: Client, args: argparse.Namespace, console: Console) -> int:
     handle = await running_handle(client, args.run_id)
-    await live_state(handle)
-    raised = await raise_budget(handle, BudgetInput(gate=args.gate, tokens=args.tokens, usd=args.usd,
-                                                    comment=args.comment or "", by=user()))
-    console.print(f"budget {args.gate} raised to {budget_text(raised)}", markup=False, highlight=False)
+    state = await live_state(handle)
+    paused = [g.id for g in open_gates(state) if g.kind == "budget"]
+    gate_id = args.gate or (paused[0] if len(paused) == 1 else RUN_BUDGET_GATE)
+    raised = await raise_budget(handle, BudgetInput(gate=gate_id, tokens=args.tokens, usd=args.usd,
+                                                    iterations=args.iterations, comment=args.comment or "",
+                                                    by=user()))
+    console.print(f"budget {gate_id} raised to {limits_text(raised)}", markup=False, highlight=False)
     return 0
 
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import json
 
-from spec.ir import Budget
-from workflows.budgets import dollars
+from workflows.budgets import dollars, limits_text
 from workflows.state import RunState, TaskState
 
 _STEP_STATUS = {"completed": "SUCCESS", "failed": "FAILED", "skipped": "SKIPPED", "cancelled": "CANCELLED",
@@ -97,16 +96,9 @@ def _spending(state: RunState) -> list[str]:
                for model, u in state.usage_by_model.items()]
         lines.append(f"- Tokens by model: {'; '.join(per)}")
     if state.budget and (state.budget.tokens is not None or state.budget.usd is not None):
-        lines.append(f"- Budget: {budget_text(state.budget)} (on exceeded: {state.budget.on_exceeded}); used "
+        lines.append(f"- Budget: {limits_text(state.budget)} (on exceeded: {state.budget.on_exceeded}); used "
                      f"{state.total_tokens_used} tokens, {dollars(state.total_cost_usd)}")
     return lines
-
-
-def budget_text(budget: Budget) -> str:
-    """A budget's limits in words: `5000 tokens, $0.5`."""
-    limits = ([f"{budget.tokens} tokens"] if budget.tokens is not None else []) + \
-        ([dollars(budget.usd)] if budget.usd is not None else [])
-    return ", ".join(limits) or "no limit"
 
 
 def _human_input(state: RunState) -> list[str]:

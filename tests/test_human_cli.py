@@ -19,7 +19,7 @@ from client import report
 from client.follow import _Printer
 from spec.calls import Usage
 from spec.ir import Budget
-from tests.conftest import run_id, start_worker, until, wait_for, write_spec
+from tests.conftest import run_id, start_worker, wait_for, write_spec
 from workflows.state import (Answer, CompensationEntry, CompensationResult, Gate, ModelUsage, RunState, TaintMark,
                              TaskState)
 

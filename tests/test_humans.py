@@ -222,7 +222,7 @@ async def test_a_paused_budget_waits_for_a_person_to_raise_it(client, llm):
     assert raised.tokens == 100
     final = await finish(client, handle)
     assert final.status == "completed" and len(llm.prompts_for("w")) == 3
-    assert final.budget.tokens == 100 and final.gates["budget"].answer.value == "raised to tokens 100"
+    assert final.budget.tokens == 100 and final.gates["budget"].answer.value == "raised to 100 tokens"
 
 
 async def test_a_step_budget_counts_only_its_own_agents_and_costs_come_from_the_price_table(client, llm):

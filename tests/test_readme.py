@@ -29,3 +29,15 @@ def test_readme_pipeline_section_matches_the_example_and_its_graph():
     assert re.search(r"```yaml\n(.*?)```", section, re.DOTALL).group(1) == example.read_text()
     graph = re.search(r"draws the graph:\n\n```\n(.*?)```", section, re.DOTALL).group(1)
     assert graph.rstrip("\n").splitlines() == ["  " + line for line in draw(load(str(example))).splitlines()]
+
+
+def test_readme_humans_section_shows_the_release_example_and_every_command():
+    section = README.split("## Humans in the loop", 1)[1].split("\n## ", 1)[0]
+    example = ROOT / "examples" / "release.yaml"
+    # four backticks, as the example's prompts hold ```sh blocks
+    assert re.search(r"````yaml\n(.*?)````", section, re.DOTALL).group(1) == example.read_text()
+    for command in ("pending", "answer", "approve", "reject"):
+        assert f"python -m client {command}" in section
+    usage = README.split("## The command line", 1)[1]
+    for command in ("pending", "answer", "approve", "reject", "budget", "cancel"):
+        assert f"python -m client {command} " in usage

@@ -14,7 +14,7 @@ from temporalio.exceptions import ApplicationError
 with workflow.unsafe.imports_passed_through():
     from spec import ir
     from workflows import gates, search
-    from workflows.budgets import Budgets
+    from workflows.budgets import Budgets, limits_text
     from workflows.humans import Humans
     from workflows.inputs import RunInput
     from workflows.interpreter import Interpreter
@@ -110,9 +110,7 @@ class AgentRun:
     @workflow.update(name=gates.RAISE_BUDGET)
     def raise_budget(self, given: gates.BudgetInput) -> ir.Budget:
         budget = self.budgets.raised(given.gate, given.tokens, given.usd, given.iterations)
-        limits = ", ".join(f"{k} {v:g}" for k, v in budget.model_dump(exclude={"on_exceeded"}).items()
-                           if v is not None)
-        self.humans.close(given.gate, f"raised to {limits}", given.comment, given.by)
+        self.humans.close(given.gate, f"raised to {limits_text(budget)}", given.comment, given.by)
         self._changed()
         return budget
 

@@ -44,6 +44,14 @@ def dollars(amount: float) -> str:
     return "$" + f"{amount:,.6f}".rstrip("0").rstrip(".")
 
 
+def limits_text(budget: ir.Budget) -> str:
+    """A budget's limits in words: `5000 tokens, $0.5, 10 prompts`."""
+    limits = [f"{budget.tokens} tokens"] if budget.tokens is not None else []
+    limits += [dollars(budget.usd)] if budget.usd is not None else []
+    limits += [f"{budget.iterations} prompts"] if budget.iterations is not None else []
+    return ", ".join(limits) or "no limit"
+
+
 def gate_id(step: str | None) -> str:
     return f"{RUN_BUDGET_GATE}:{step}" if step else RUN_BUDGET_GATE
 
