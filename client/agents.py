@@ -1,4 +1,8 @@
-"""Which agent URI each agent id uses: --agent flags, then agentrun.yaml, then AGENTRUN_AGENT."""
+"""Which agent URI each agent id uses: --agent flags, then agentrun.yaml, then AGENTRUN_AGENT.
+
+agentrun.yaml may also hold `prices:` (US dollars per million tokens by model), for every spec
+next to it; a spec's own `prices:` win.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,9 @@ import re
 from pathlib import Path
 
 import yaml
+from pydantic import TypeAdapter, ValidationError
 
+from spec import ir
 from spec.errors import Problem, SpecError
 
 CONFIG_NAME = "agentrun.yaml"
@@ -54,14 +60,33 @@ def _check_uri(uri: str) -> None:
                                  "agent URIs start with one of: " + ", ".join(s + ":" for s in SCHEMES))])
 
 
+def prices(spec_dir: str) -> dict[str, ir.Price]:
+    """The price table of the agentrun.yaml that applies to a spec, if it has one."""
+    path, data = _config_file(spec_dir)
+    try:
+        return _PRICES.validate_python(data.get("prices") or {})
+    except ValidationError as exc:
+        raise SpecError([Problem(str(path), 1, 1, f"'prices' in {CONFIG_NAME}: {exc.errors()[0]['msg']}",
+                                 "prices:\n    gpt-4o-mini: {input: 0.15, output: 0.6}   # USD per million tokens")]) \
+            from None
+
+
+_PRICES = TypeAdapter(dict[str, ir.Price])
+
+
 def _config(spec_dir: str) -> dict[str, str]:
+    path, data = _config_file(spec_dir)
+    agents = data.get("agents") or {}
+    if not isinstance(agents, dict):
+        raise SpecError([Problem(str(path), 1, 1, "'agents' must map agent ids to URIs",
+                                 "agents:\n    default: command:my-agent")])
+    return {str(k): str(v) for k, v in agents.items()}
+
+
+def _config_file(spec_dir: str) -> tuple[Path | None, dict]:
+    """The first agentrun.yaml next to the spec or in the current folder, and what it holds."""
     for folder in (Path(spec_dir), Path.cwd()):
         path = folder / CONFIG_NAME
         if path.is_file():
-            data = yaml.safe_load(path.read_text()) or {}
-            agents = data.get("agents") or {}
-            if not isinstance(agents, dict):
-                raise SpecError([Problem(str(path), 1, 1, "'agents' must map agent ids to URIs",
-                                         "agents:\n    default: command:my-agent")])
-            return {str(k): str(v) for k, v in agents.items()}
-    return {}
+            return path, yaml.safe_load(path.read_text()) or {}
+    return None, {}

@@ -56,6 +56,7 @@ def prepare(args: argparse.Namespace) -> RunInput:
                                  "create it first, or leave --workdir out to use the spec's folder")])
     resume = resolve_task(plan, args.resume_from) if args.resume_from else None
     return RunInput(plan=plan, params=values, workdir=workdir, default_agent=default, agents=per_agent,
+                    prices=agents.prices(plan.spec_dir),
                     resume_from=resume, max_iterations=args.max_iterations, lenient=args.lenient,
                     heartbeat_s=float(os.environ.get("AGENTRUN_HEARTBEAT_S", "30")))
 

@@ -342,3 +342,23 @@ def test_a_pipeline_asks_with_a_human_step_and_an_approval(cli, served, llm, tmp
 def test_report_money_keeps_the_digits_of_tiny_sums():
     text = report.to_markdown(_state("completed", total_cost_usd=0.000008))
     assert "- Cost: $0.000008\n" in text
+
+
+def test_prices_in_agentrun_yaml_cost_the_run_and_a_usd_budget_stops_it(cli, served, llm, tmp_path):
+    llm.reply = lambda messages: " ".join(["word"] * 40) + "\n" + DONE
+    (tmp_path / "agentrun.yaml").write_text("prices:\n  worker: {input: 1000, output: 1000}\n")
+    spec = BUDGET.replace("budget: {tokens: 30, on_exceeded: pause}", "budget: {usd: 0.01}")
+    rid = _start(cli, tmp_path, served, spec, "thrift")
+    watched = cli("watch", rid)
+    assert watched.code == 1 and len(llm.requests) == 1
+    spent = json.loads(cli("status", rid, "--json").out)
+    assert spent["total_cost_usd"] == pytest.approx(spent["total_tokens_used"] * 1000 / 1e6)
+    assert f"two: budget exceeded: ${spent['total_cost_usd']:g} spent, over the budget of $0.01" in watched.out
+
+
+def test_a_bad_price_table_is_one_error_naming_its_file(cli, tmp_path):
+    (tmp_path / "agentrun.yaml").write_text("prices:\n  worker: {input: cheap}\n")
+    result = cli("start", str(write_spec(tmp_path, BUDGET)), "--agent", "openai:worker", "--detach")
+    assert result.code == 2 and result.out == ""
+    assert result.err.startswith(f"{tmp_path / 'agentrun.yaml'}:1:1: error: 'prices' in agentrun.yaml: ")
+    assert "hint: prices:" in result.err
