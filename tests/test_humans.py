@@ -372,3 +372,23 @@ subtasks:
     assert state.status == "completed", state.errors
     assert state.memory == {"file_count": "42\nCOMPLETION_STATUS: COMPLETE"}
     assert llm.prompts_for("tree")[1].startswith("Report on 42\nCOMPLETION_STATUS: COMPLETE.")
+
+
+async def test_a_run_backing_off_before_a_retry_is_retrying_with_its_last_error(client, llm):
+    llm.by_model["flaky"] = ["", "fine"]
+    flaky = task("flaky", "Try.", retry=ir.Retry(attempts=2, backoff="none", delay_s=3))
+    handle = await start(client, plan(flaky))
+    seen: list[RunState] = []
+
+    async def retrying() -> bool:
+        seen.append(await state_of(handle))
+        return seen[-1].status == "retrying"
+
+    for _ in range(100):
+        if await retrying():
+            break
+        await asyncio.sleep(0.05)
+    assert seen[-1].status == "retrying"
+    assert (seen[-1].retry_count, seen[-1].last_error) == (1, "flaky: the agent returned an empty output")
+    final = await finish(client, handle)
+    assert final.status == "completed" and llm.prompts_for("flaky") == ["Try.", "Try."]
