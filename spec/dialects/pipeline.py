@@ -18,7 +18,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 
 from spec import ir
 from spec.dialects import pipeline_refs
-from spec.dialects.task_tree import (
+from spec.dialects.common_keys import (
     COMPENSATION_ATTEMPTS, VALUE_HINTS, Choices, RawApproval, RawBudget, approval_gate, approval_shorthand, budget_of,
     compensation_task, on_timeout_problem, text_shorthand,
 )
