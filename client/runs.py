@@ -49,11 +49,7 @@ async def fetch_state(client: Client, run_id: str) -> RunState:
     desc = await describe(client, run_id)
     if desc.status == WorkflowExecutionStatus.RUNNING:
         return await query_state(client.get_workflow_handle(run_id))
-    memo = await desc.memo()
-    if "state" in memo:
-        state = await desc.memo_value("state", type_hint=RunState)
-    else:
-        state = RunState(run_id=run_id)
+    state = await desc.memo_value("state", None, type_hint=RunState) or RunState(run_id=run_id)
     if desc.status in _CLOSED_STATUS and state.status in ("pending", "running"):
         state.status = _CLOSED_STATUS[desc.status]  # terminated from outside before it could say so
     return state
