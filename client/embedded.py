@@ -15,8 +15,9 @@ import sysconfig
 import time
 from pathlib import Path
 
+from workflows import search
+
 HOST, PORT, UI_PORT = "127.0.0.1", 7233, 8233
-SEARCH_ATTRIBUTES = ("AgentRunSpec", "AgentRunStatus", "AgentRunWaitingFor")
 
 
 def state_dir() -> Path:
@@ -51,8 +52,8 @@ def ensure_running(timeout_s: float = 30.0) -> None:
     folder = state_dir()
     args = [temporal_binary(), "server", "start-dev", "--ip", HOST, "--port", str(PORT),
             "--ui-port", str(UI_PORT), "--db-filename", str(folder / "temporal.db"), "--log-level", "warn"]
-    for name in SEARCH_ATTRIBUTES:
-        args += ["--search-attribute", f"{name}=Keyword"]
+    for key in search.ALL:
+        args += ["--search-attribute", f"{key.name}=Keyword"]
     with open(folder / "temporal.log", "ab") as log:
         proc = subprocess.Popen(args, stdout=log, stderr=log, stdin=subprocess.DEVNULL, start_new_session=True)
     (folder / "temporal.pid").write_text(str(proc.pid))
