@@ -17,7 +17,6 @@ from client.runs import NoSuchRun, UsageError, describe, fetch_state, list_runs
 from client.start import prepare, start, watch
 from spec import ir
 from spec.check import check
-from spec.rules import parse_rule
 from spec.errors import SpecError
 from spec.load import load
 from workflows.budgets import dollars
@@ -145,6 +144,8 @@ def validate(path: str, console: Console) -> int:
 
 def unknown_rules(plan: ir.Plan) -> list[str]:
     """Validation rules of no known form: only an agent with a model can judge them at run time."""
+    from spec.rules import parse_rule  # only `validate` needs it: the other commands start without it
+
     seen, warnings = set(), []
     for leaf in plan.leaves():
         for rule in getattr(leaf, "rules", []):

@@ -26,10 +26,8 @@ def resolve(flags: list[str], spec_dir: str, needed: set[str] = frozenset()) -> 
 
     No default is needed when every agent id in `needed` has its own URI.
     """
-    default, per_agent = None, {}
-    config = _config(spec_dir)
-    default = config.pop("default", None) or os.environ.get("AGENTRUN_AGENT")
-    per_agent.update(config)
+    per_agent = _config(spec_dir)
+    default = per_agent.pop("default", None) or os.environ.get("AGENTRUN_AGENT")
     for flag in flags:
         match = _PER_AGENT.match(flag)
         if match and ":" not in match.group(1):
