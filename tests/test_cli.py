@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 
 from tests.conftest import SHELL_AGENT, run_id, wait_for, write_spec
+from tests.test_agents import alive
 
 pytestmark = pytest.mark.usefixtures("worker_process")
 
@@ -115,16 +115,16 @@ def test_unreachable_temporal_exits_3(cli, tmp_path):
 
 
 def test_cancel_stops_the_running_agent(cli, tmp_path):
-    marker = tmp_path / "finished"
+    pid = tmp_path / "agent.pid"
     spec = write_spec(tmp_path, "subtasks:\n  slow: {instructions: wait}\n  after: {instructions: never}\n")
-    agent = f"command:sh -c 'cat >/dev/null; sleep 20; touch {marker}; echo COMPLETION_STATUS: COMPLETE'"
+    agent = f"command:sh -c 'cat >/dev/null; echo $$ > {pid}; sleep 60; echo COMPLETION_STATUS: COMPLETE'"
     rid = run_id("cancel")
     assert cli("start", str(spec), "--agent", agent, "--id", rid, "--detach").code == 0
-    wait_for(lambda: json.loads(cli("status", rid, "--json").out)["current_task"] == "slow")
+    wait_for(lambda: json.loads(cli("status", rid, "--json").out)["current_task"] == "slow" and pid.exists())
     assert cli("cancel", rid).code == 0
     assert cli("watch", rid).code == 1
     data = json.loads(cli("status", rid, "--json").out)
     assert data["status"] == "cancelled"
     assert [t["status"] for t in data["tasks"]] == ["cancelled", "pending"]
-    time.sleep(1)
-    assert not marker.exists()  # the agent process was stopped, not left to finish
+    # The agent process is stopped, not left to sleep out its minute.
+    wait_for(lambda: not alive(int(pid.read_text())), timeout_s=15)
