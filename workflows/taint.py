@@ -6,6 +6,7 @@ tools) or when it reads a tainted value: a step it references, a memory key, or 
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 from spec import expressions, ir
@@ -30,17 +31,25 @@ def reads(node: ir.NodeBase, state: RunState, scope: dict[str, Any]) -> list[str
     if isinstance(node, ir.Task) and node.input == ir.ALL_PRIOR:
         found += list(state.steps)
     for template in _templates(node):
-        try:
-            found += [path[1] for path, _ in expressions.template_references(template)
-                      if len(path) > 1 and path[0] == "steps"]
-            found += [name for name in names_used(template) if name in state.memory]
-        except (expressions.ExpressionError, TemplateSyntaxError):  # the leaf itself reports a bad template
-            continue
+        steps, names = _read_by(template)
+        found += [*steps, *(name for name in names if name in state.memory)]
     return list(dict.fromkeys(found))
 
 
+@lru_cache(maxsize=1024)
+def _read_by(template: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The step ids and the top-level names a template reads, parsed once per template text."""
+    try:
+        steps = tuple(path[1] for path, _ in expressions.template_references(template)
+                      if len(path) > 1 and path[0] == "steps")
+        names = tuple(sorted(names_used(template)))
+    except (expressions.ExpressionError, TemplateSyntaxError):  # the leaf itself reports a bad template
+        return (), ()
+    return steps, names
+
+
 def mark_leaf(node: ir.NodeBase, state: RunState, scope: dict[str, Any]) -> None:
-    derived = [key for key in reads(node, state, scope) if key in state.taint]
+    derived = [key for key in reads(node, state, scope) if key in state.taint] if state.taint else []
     source = source_of(node)
     if source or derived:
         state.taint[node.id] = TaintMark(source=source or "derived", derived_from=derived)
