@@ -29,15 +29,16 @@ class Interpreter:
     def __init__(self, leaves: Leaves, state: RunState, skip: set[str], humans: Humans, saga: Saga):
         self.leaves, self.state, self.skip, self.humans, self.saga = leaves, state, skip, humans, saga
 
-    async def run(self, node: ir.NodeBase, scope: Scope | None = None) -> Any:
+    async def run(self, node: ir.NodeBase, scope: Scope | None = None, *, visit: bool = True) -> Any:
+        """Run `node` with its gate, retries and failure policy; `visit` False for a task-tree task's
+        own work, which shares the task's id and its entry in visited_nodes."""
         scope = self._budget_scope(node, scope or {})
-        if self.state.visited_nodes[-1:] != [node.id]:  # a task-tree task and its own work share an id
+        if visit:
             self.state.visited_nodes.append(node.id)
         if node.gate and node.id not in self.skip and not await self._gate(node, scope):
             value, done = self._skip(node, f"not approved at gate '{node.gate.id}'; skipped"), False
         else:
-            value = await self._attempts(node, scope)
-            done = not self._skipped(node)
+            value, done = await self._attempts(node, scope)
         self._keep(node, value, done)
         return value
 
@@ -61,10 +62,6 @@ class Interpreter:
             return scope
         self.state.step_budgets.setdefault(node.id, node.budget)
         return {**scope, BUDGETS: [*scope.get(BUDGETS, []), node.id]}
-
-    def _skipped(self, node: ir.NodeBase) -> bool:
-        task = self.state.tasks.get(node.id)
-        return task is not None and task.status == "skipped"
 
     async def _gate(self, node: ir.NodeBase, scope: Scope) -> bool:
         """Ask before `node` runs: False when a rejection means skipping it."""
@@ -103,15 +100,19 @@ class Interpreter:
         except GateTimedOut as exc:
             raise TaskFailed(guards, exc.message) from None
 
-    async def _attempts(self, node: ir.NodeBase, scope: Scope) -> Any:
+    async def _attempts(self, node: ir.NodeBase, scope: Scope) -> tuple[Any, bool]:
+        """The node's value, and whether it did its work (False when it was skipped)."""
+        if isinstance(node, (ir.Task, ir.Provider)) and node.id in self.skip:
+            self.state.tasks[node.id].status = "skipped"
+            return None, False
         for attempt in range(1, node.retry.attempts + 1):
             try:
-                return await self._dispatch(node, scope)
+                return await self._dispatch(node, scope), True
             except TaskFailed as exc:
                 if attempt == node.retry.attempts:
                     return await self._on_failure(node, exc, scope)
                 await self._backoff(node, attempt, exc)
-        return None
+        return None, True
 
     async def _backoff(self, node: ir.NodeBase, attempt: int, exc: TaskFailed) -> None:
         delay = backoff_s(node.retry, attempt + 1)
@@ -128,13 +129,13 @@ class Interpreter:
         finally:
             self.state.backing_off(-1)
 
-    async def _on_failure(self, node: ir.NodeBase, exc: TaskFailed, scope: Scope) -> Any:
+    async def _on_failure(self, node: ir.NodeBase, exc: TaskFailed, scope: Scope) -> tuple[Any, bool]:
         if node.on_failure == "skip":
-            return self._skip(node, f"failed and skipped: {exc.message}")
+            return self._skip(node, f"failed and skipped: {exc.message}"), False
         if node.on_failure == "fallback" and node.fallback:
             self.state.warnings.append(f"{node.id}: failed ({exc.message}); falling back to {node.fallback.label}")
             try:
-                return await self.run(node.fallback, scope)
+                return await self.run(node.fallback, scope), True
             except TaskFailed as again:
                 raise TaskFailed(node.id, f"its fallback {node.fallback.id} failed too: {again.message}") from None
         raise exc
@@ -150,9 +151,6 @@ class Interpreter:
         if isinstance(node, ir.Human):
             return await self._human(node, scope)
         if isinstance(node, (ir.Task, ir.Provider)):
-            if node.id in self.skip:
-                self.state.tasks[node.id].status = "skipped"
-                return None
             return await self.leaves.run(node, scope)
         handler = {ir.Sequence: self._sequence, ir.Parallel: self._parallel, ir.Selector: self._selector,
                    ir.Switch: self._switch, ir.Loop: self._loop, ir.Map: self._map}.get(type(node))
@@ -168,7 +166,7 @@ class Interpreter:
     async def _sequence(self, node: ir.Sequence, scope: Scope) -> Any:
         output = None
         for child in node.children:
-            output = await self.run(child, scope)
+            output = await self.run(child, scope, visit=child.id != node.id)
         return output
 
     async def _selector(self, node: ir.Selector, scope: Scope) -> Any:
