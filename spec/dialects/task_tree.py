@@ -58,13 +58,6 @@ class RawCriteria(_Strict):
     timeout: float | str | None = None
 
 
-class RawProviderCall(_Strict):
-    provider: str
-    method: str
-    params: dict[str, Any] = {}
-    output_file: str | None = None
-
-
 class RawFilesExist(_Strict):
     patterns: list[str]
     min_count: int = Field(1, ge=0)
@@ -95,7 +88,7 @@ class RawCompensate(_Strict):
     instructions: str | None = None
     agent: str | None = None
     max_attempts: int | None = Field(None, ge=1)
-    provider_call: RawProviderCall | None = None
+    provider_call: ir.ProviderSpec | None = None
 
 
 class RawTask(_Strict):
@@ -107,7 +100,7 @@ class RawTask(_Strict):
     subtasks: dict[str, "RawTask"] | None = None
     loop_until: RawLoopUntil | None = None
     success_criteria: RawCriteria | None = None
-    provider_call: RawProviderCall | None = None
+    provider_call: ir.ProviderSpec | None = None
     preconditions: RawPreconditions | None = None
     agent_lifecycle: Literal["reuse", "refresh"] | None = None
     requires_workdir: Any = None
@@ -273,7 +266,7 @@ class _Builder:
             call = comp.provider_call
             self._check_value_templates(call.params, where + ("provider_call", "params"), extra={"output"})
             return ir.Provider(id=f"{task_id}.compensate", title=f"undo {name}", line=line,
-                               call=ir.ProviderSpec(**call.model_dump()), retry=compensation_retry(attempts))
+                               call=call, retry=compensation_retry(attempts))
         self._check_template(comp.instructions, where + ("instructions",), extra={"output"})
         return compensation_task(task_id, name, comp.agent or raw.agent or "default", comp.instructions,
                                  attempts, line, protocol="status", system=system)
@@ -286,7 +279,7 @@ class _Builder:
         if raw.provider_call:
             call = raw.provider_call
             self._check_value_templates(call.params, path + ("provider_call", "params"))
-            return ir.Provider(call=ir.ProviderSpec(**call.model_dump()), preconditions=pre, **common)
+            return ir.Provider(call=call, preconditions=pre, **common)
         if raw.instructions is None:
             return None
         self._check_template(raw.instructions, path + ("instructions",))
