@@ -58,6 +58,12 @@ class RawRetry(_Strict):
             raise ValueError("must be skip, abort or fallback:<agent_id>")
         return value.strip()
 
+    @property
+    def fallback_agent(self) -> str | None:
+        """The agent of `fallback:<agent_id>`, else None."""
+        policy, _, agent = self.on_failure.partition(":")
+        return agent.strip() if policy == "fallback" else None
+
 
 class RawValidation(_Strict):
     json_schema: dict[str, Any] | None = Field(None, alias="schema")
@@ -270,9 +276,9 @@ class _Builder:
                               "input names must be unique; rename or remove one")
             inputs.add(inp.name)
         for aid, agent in self.raw.agents.items():
-            policy = agent.retry.on_failure
-            if policy.startswith("fallback:"):
-                other, where = policy.split(":", 1)[1].strip(), ("workflow", "agents", aid, "retry", "on_failure")
+            other = agent.retry.fallback_agent
+            if other is not None:
+                where = ("workflow", "agents", aid, "retry", "on_failure")
                 if other == aid:
                     self._problem(where, f"agent '{aid}' is its own fallback",
                                   "name a different agent, or use max_attempts to run it again")
@@ -417,12 +423,12 @@ class _Builder:
               is_fallback: bool = False) -> ir.Task:
         agent = self.raw.agents[agent_id]
         validation = agent.validation or RawValidation()
-        policy, _, other = agent.retry.on_failure.partition(":")
+        other = agent.retry.fallback_agent
         backup = None
-        if policy == "fallback" and not is_fallback:
-            backup = self._task(other.strip(), f"{node_id}.fallback.{other.strip()}", input_, fmt, is_fallback=True)
+        if other is not None and not is_fallback:
+            backup = self._task(other, f"{node_id}.fallback.{other}", input_, fmt, is_fallback=True)
         # A failing fallback aborts the step, whatever its own policy says.
-        on_failure = "abort" if is_fallback else ("fallback" if backup else policy)
+        on_failure = "abort" if is_fallback else ("fallback" if backup else agent.retry.on_failure)
         return ir.Task(
             id=node_id, title=agent.name or agent_id, agent=agent_id, prompt=agent.prompt, protocol="plain",
             input=input_, tools=agent.tools, output_key=output_key,

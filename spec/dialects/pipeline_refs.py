@@ -235,9 +235,9 @@ class StepGraph:
                      if t in self.raw.agents and t not in self.ids]
         fallbacks = []
         for agent, place in runs:
-            policy = self.raw.agents[agent].retry.on_failure if agent in self.raw.agents else ""
-            if policy.startswith("fallback:"):
-                fallbacks.append((policy.split(":", 1)[1].strip(), place))
+            other = self.raw.agents[agent].retry.fallback_agent if agent in self.raw.agents else None
+            if other:
+                fallbacks.append((other, place))
         return runs + fallbacks
 
     def _order(self, deps: dict[str, set[str]]) -> list[str]:
