@@ -307,9 +307,9 @@ class _Builder:
                           _shape_hint(step.type))
         for key in ("parallel", "condition", "loop", "map"):
             if key != needs and getattr(step, key) is not None:
-                self._problem(path + (key,), f"'{key}:' only applies to steps of type "
-                              f"{'conditional' if key == 'condition' else key}, and '{step.id}' is {step.type}",
-                              f"set type: {'conditional' if key == 'condition' else key}, or remove '{key}:'")
+                kind = _SHAPE_KEYS[key]
+                self._problem(path + (key,), f"'{key}:' only applies to steps of type {kind}, and '{step.id}' is "
+                              f"{step.type}", f"set type: {kind}, or remove '{key}:'")
         for agent, where in _agents_of(step):
             self._agent_ref(agent, path + where)
         if step.parallel is not None:
