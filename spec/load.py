@@ -24,7 +24,7 @@ def load(path: str, given_params: Iterable[str] = ()) -> ir.Plan:
     if not isinstance(data, PosDict):
         raise SpecError([Problem(path, 1, 1, "a spec must be a YAML mapping at the top level",
                                  "start with keys such as name:, params:, subtasks:")])
-    for name, dialect in DIALECTS.items():
+    for dialect in DIALECTS.values():
         if dialect.detect(data):
             return dialect.compile_plan(data, path, set(given_params))
     raise SpecError([Problem(path, 1, 1, "cannot tell which spec language this file is in",
