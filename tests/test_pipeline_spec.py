@@ -391,13 +391,13 @@ def test_parallel_key_on_a_sequential_step(tmp_path):
 
 
 def test_shape_key_without_type_says_which_type(tmp_path):
-    text = open(SCORING).read().replace("      type: parallel\n", "")
+    text = swap(Path(SCORING).read_text(), "      type: parallel\n", "")
     assert error(tmp_path, text) == (at(tmp_path, text, "parallel:") +
                                      "step 'parallel_scoring' has 'parallel:' but no type:\n  hint: add type: parallel")
 
 
 def test_key_the_step_type_ignores_is_an_error(tmp_path):
-    text = open(SCORING).read().replace("      type: parallel\n", "      type: parallel\n      agent: aggregator\n")
+    text = swap(Path(SCORING).read_text(), "      type: parallel\n", "      type: parallel\n      agent: aggregator\n")
     message = error(tmp_path, text)
     assert message.startswith(at(tmp_path, text, "agent: aggregator") +
                               "'agent:' is not used by a parallel step ('parallel_scoring')")
@@ -468,7 +468,7 @@ def test_step_reference_without_output(tmp_path):
 
 
 def test_undefined_parallel_output_key(tmp_path):
-    text = open(SCORING).read().replace("outputs.intent}}", "outputs.nokey}}")
+    text = swap(Path(SCORING).read_text(), "outputs.intent}}", "outputs.nokey}}")
     assert error(tmp_path, text) == (at(tmp_path, text, "{{steps.parallel_scoring.outputs.nokey}}", 1) +
                                      "undefined reference 'steps.parallel_scoring.outputs.nokey': "
                                      "step 'parallel_scoring' has no output_key 'nokey'\n"
@@ -528,14 +528,14 @@ def test_duplicate_store_as(tmp_path):
 
 
 def test_wait_more_than_the_agents(tmp_path):
-    text = open(SCORING).read().replace("wait: all", "wait: 5")
+    text = swap(Path(SCORING).read_text(), "wait: all", "wait: 5")
     assert error(tmp_path, text) == (at(tmp_path, text, "wait: 5") +
                                      "wait: 5 but the step has 3 agents\n  hint: use all, any, or a number from 1 to 3")
 
 
 @pytest.mark.parametrize("value", ["some", "yes"])
 def test_wait_that_is_no_policy_is_one_error(tmp_path, value):
-    text = open(SCORING).read().replace("wait: all", f"wait: {value}")
+    text = swap(Path(SCORING).read_text(), "wait: all", f"wait: {value}")
     message = error(tmp_path, text)
     assert message.startswith(at(tmp_path, text, f"wait: {value}") + "workflow.steps.0.wait:")
     assert message.endswith("hint: use all, any, or how many agents must finish (a number)")
@@ -543,7 +543,7 @@ def test_wait_that_is_no_policy_is_one_error(tmp_path, value):
 
 def test_wait_any_and_a_count(tmp_path):
     for value, expected in (("any", "any"), ("2", 2), ('"2"', 2)):
-        text = open(SCORING).read().replace("wait: all", f"wait: {value}")
+        text = swap(Path(SCORING).read_text(), "wait: all", f"wait: {value}")
         assert plan_of(tmp_path, text).root.children[0].wait == expected
 
 
@@ -587,7 +587,7 @@ def test_map_item_in_an_agent_that_also_runs_outside_the_map(tmp_path):
 
 
 def test_loop_feedback_in_an_agent_that_also_runs_as_a_plain_step(tmp_path):
-    text = open(PROPOSAL).read().replace("        Format: Markdown.\n", "        Format: Markdown.\n        {{ feedback }}\n")
+    text = swap(Path(PROPOSAL).read_text(), "        Format: Markdown.\n", "        Format: Markdown.\n        {{ feedback }}\n")
     assert error(tmp_path, text).startswith(at(tmp_path, text, "{{ feedback }}", 1) +
                                             "'feedback' is not set here: only a loop's agent (loop: agent:) gets it")
 
