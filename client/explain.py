@@ -120,7 +120,7 @@ class _Describer:
         self.agents = plan.info.get("agents") or {}
         self.groups = scopes(plan)
 
-    def step(self, node: ir.NodeBase | None, tag: str, pad: str, gets: str, lead: str = "") -> list[str]:
+    def step(self, node: ir.NodeBase | None, tag: str, pad: str, gets: Any, lead: str = "") -> list[str]:
         lines = self._step(node, tag, pad, gets, lead)
         return with_notes(lines, self.notes(node), pad + " " * (len(tag) + 2))
 
@@ -145,41 +145,48 @@ class _Describer:
             found.append(f"budget: {_budget(node.budget)}")
         return found
 
-    def _step(self, node: ir.NodeBase | None, tag: str, pad: str, gets: str, lead: str = "") -> list[str]:
+    def _step(self, node: ir.NodeBase | None, tag: str, pad: str, gets: Any, lead: str = "") -> list[str]:
+        """The walk `inspect` and `dry-run` share; `gets` is what the enclosing step hands down
+        (words here, template values in a dry run)."""
         head = f"{pad}{tag}. {lead}"
         more = pad + " " * (len(tag) + 2)
         if is_empty(node):
             return [head + "nothing runs"]
         head += f"{node.id} — " if node.step else ""
-        if isinstance(node, ir.Parallel):
-            keys = ", ".join(c.output_key or c.id for c in node.children)
-            lines = [head + f"parallel: {len(node.children)} agents at once, {wait_text(node.wait)}; "
-                     f"outputs {keys}{_stored(node)}{_step_timeout(node)}"]
-            for i, child in enumerate(node.children):
-                lines += self.step(child, sub_tag(tag, i), more, gets)
-            return lines
-        if isinstance(node, ir.Switch):
-            lines = [head + "conditional: the first branch whose condition holds runs" + _step_timeout(node)]
-            for i, (branch, cond) in enumerate(switch_branches(node)):
-                lines += self.step(branch, sub_tag(tag, i), more, gets, f"{_if(cond)} → ")
-            return lines
         if isinstance(node, ir.Loop):
             return self._loop(node, tag, head, more, gets)
         if isinstance(node, ir.Map):
-            return self._map(node, tag, head, more)
-        if isinstance(node, (ir.Sequence, ir.Selector)):
-            lines = [head + ("in order:" if isinstance(node, ir.Sequence) else "the first that succeeds:")]
-            for i, child in enumerate(node.children):
-                lines += self.step(child, sub_tag(tag, i), more, gets)
-            return lines
-        return [head + self._leaf(node, gets)] + [more + line for line in self.details(node)]
+            return self._map(node, tag, head, more, gets)
+        if isinstance(node, ir.Switch):
+            branches = [(branch, f"{_if(cond)} → ") for branch, cond in switch_branches(node)]
+        elif isinstance(node, (ir.Parallel, ir.Sequence, ir.Selector)):
+            branches = [(child, "") for child in node.children]
+        else:
+            return self._leaf(node, tag, head, more, gets)
+        lines = [head + self._group(node)]
+        for i, (child, child_lead) in enumerate(branches):
+            lines += self.step(child, sub_tag(tag, i), more, gets, child_lead)
+        return lines
+
+    def _group(self, node: ir.NodeBase) -> str:
+        """What a step that holds others (parallel, conditional, in order, first that succeeds) does."""
+        if isinstance(node, ir.Parallel):
+            keys = ", ".join(c.output_key or c.id for c in node.children)
+            return (f"parallel: {len(node.children)} agents at once, {wait_text(node.wait)}; "
+                    f"outputs {keys}{_stored(node)}{_step_timeout(node)}")
+        if isinstance(node, ir.Switch):
+            return "conditional: the first branch whose condition holds runs" + _step_timeout(node)
+        return "in order:" if isinstance(node, ir.Sequence) else "the first that succeeds:"
 
     def who(self, node: ir.NodeBase) -> str:
         if isinstance(node, ir.Provider):
             return f"{node.label}: provider {node.call.provider}.{node.call.method}"
         return f"{agent_name(node, self.agents)} ({getattr(node, 'agent', node.id)})"
 
-    def _leaf(self, node: ir.NodeBase, gets: str) -> str:
+    def _leaf(self, node: ir.NodeBase, tag: str, head: str, more: str, gets: str) -> list[str]:
+        return [head + self._runs(node, gets)] + [more + line for line in self.details(node)]
+
+    def _runs(self, node: ir.NodeBase, gets: str) -> str:
         if isinstance(node, ir.Human):
             return ("" if node.step else f"{node.label}: ") + "human: " + question(node) + _stored(node)
         if not isinstance(node, ir.Task) or node.protocol != "plain":
@@ -205,7 +212,7 @@ class _Describer:
             lines += self.step(node.validator, sub_tag(tag, 1), more, f"the output of {sub_tag(tag, 0)}")
         return lines
 
-    def _map(self, node: ir.Map, tag: str, head: str, more: str) -> list[str]:
+    def _map(self, node: ir.Map, tag: str, head: str, more: str, gets: str) -> list[str]:
         body_tag = sub_tag(tag, 0) if node.reduce else tag
         last = node.reduce or node.body
         text = (f"map: {self.who(node.body)} runs once per item of {bare(node.over)}, "
@@ -365,7 +372,7 @@ def dry_run_text(plan: ir.Plan, params: dict[str, Any], agents: tuple[str, dict[
     dry = _DryRun(plan, params, agents)
     lines = _header(plan) + ["", "Inputs"] + _bound(plan, params) + ["", "Plan"]
     for i, node in enumerate(top_steps(plan)):
-        lines += dry.calls(node, str(i + 1), "  ", {})
+        lines += dry.step(node, str(i + 1), "  ", {})
         if node.step:
             dry.done.append(node.id)
     dry.problems += [f"agent '{aid}' has no URI: pass --agent {aid}=URI" for aid in sorted(agent_ids(plan))
@@ -389,10 +396,13 @@ def _bound(plan: ir.Plan, values: dict[str, Any]) -> list[str]:
     return lines or ["  (none)"]
 
 
-class _DryRun:
+class _DryRun(_Describer):
+    """The walk of `inspect` in a run's terms: each agent call with its prompt filled in as far as
+    the run's inputs allow."""
+
     def __init__(self, plan: ir.Plan, values: dict[str, Any], agents: tuple[str, dict[str, str]]):
+        super().__init__(plan)
         self.default_uri, self.uris = agents
-        self.described = _Describer(plan)
         steps = [n for n in plan.walk() if n.step]
         shown = {n.id: _Shown(f"<output of {n.id}>") for n in steps}
         # What templates see at run time (workflows.leaves): built-ins, params bare and as `inputs`,
@@ -405,49 +415,25 @@ class _DryRun:
         self.done: list[str] = []  # top-level steps before the current one, for "all prior context"
         self.problems: list[str] = []
 
-    def calls(self, node: ir.NodeBase | None, tag: str, pad: str, scope: dict[str, Any], lead: str = "") -> list[str]:
-        lines = self._calls(node, tag, pad, scope, lead)
-        return with_notes(lines, self.described.notes(node), pad + " " * (len(tag) + 2))
-
-    def _calls(self, node: ir.NodeBase | None, tag: str, pad: str, scope: dict[str, Any], lead: str = "") -> list[str]:
-        head = f"{pad}{tag}. {lead}"
-        more = pad + " " * (len(tag) + 2)
-        if is_empty(node):
-            return [head + "nothing runs"]
-        head += f"{node.id} — " if node.step else ""
+    def _group(self, node: ir.NodeBase) -> str:
         if isinstance(node, ir.Parallel):
-            lines = [head + f"parallel, {wait_text(node.wait)}" + _stored(node) + _step_timeout(node)]
-            for i, child in enumerate(node.children):
-                lines += self.calls(child, sub_tag(tag, i), more, scope)
-            return lines
+            return f"parallel, {wait_text(node.wait)}" + _stored(node) + _step_timeout(node)
         if isinstance(node, ir.Switch):
-            lines = [head + "conditional, decided at run time" + _step_timeout(node)]
-            for i, (branch, cond) in enumerate(switch_branches(node)):
-                lines += self.calls(branch, sub_tag(tag, i), more, scope, f"{_if(cond)} → ")
-            return lines
-        if isinstance(node, ir.Loop):
-            return self._loop(node, tag, head, more, scope)
-        if isinstance(node, ir.Map):
-            return self._map(node, tag, head, more, scope)
-        if isinstance(node, (ir.Sequence, ir.Selector)):
-            lines = [head + ("in order" if isinstance(node, ir.Sequence) else "the first that succeeds")]
-            for i, child in enumerate(node.children):
-                lines += self.calls(child, sub_tag(tag, i), more, scope)
-            return lines
-        return self._call(node, tag, head, more, scope)
+            return "conditional, decided at run time" + _step_timeout(node)
+        return "in order" if isinstance(node, ir.Sequence) else "the first that succeeds"
 
     def _loop(self, node: ir.Loop, tag: str, head: str, more: str, scope: dict[str, Any]) -> list[str]:
-        until = f"{agent_name(node.validator, self.described.agents)} passes it" if node.validator else _until(node)
+        until = f"{agent_name(node.validator, self.agents)} passes it" if node.validator else _until(node)
         lines = [head + f"loop, at most {node.max_iterations} iterations, until {until}"
                  + _stored(node) + _step_timeout(node)]
         body_tag, judge_tag = sub_tag(tag, 0), sub_tag(tag, 1)
         # The first iteration, as workflows.interpreter runs it: no feedback yet.
-        lines += self.calls(node.body, body_tag, more, {**scope, "feedback": None, "iteration": 1})
+        lines += self.step(node.body, body_tag, more, {**scope, "feedback": None, "iteration": 1})
         if node.validator:
             feedback = self._fill(node.feedback, scope) if node.feedback else "the check's feedback field"
             lines.append(f"{more}{' ' * (len(body_tag) + 2)}from iteration 2 it also gets the feedback: {feedback}")
             checked = {**scope, "input": _Shown(f"<output of {node.body.id}>")}
-            lines += self.calls(node.validator, judge_tag, more, checked)
+            lines += self.step(node.validator, judge_tag, more, checked)
             lines.append(f"{more}{' ' * (len(judge_tag) + 2)}the loop ends when its reply has passed: true")
         return lines
 
@@ -457,21 +443,21 @@ class _DryRun:
                  + _stored(node) + _step_timeout(node)]
         item = _Shown(f"<one item of {over}>")
         body_tag = sub_tag(tag, 0) if node.reduce else tag
-        lines += self.calls(node.body, body_tag, more, {**scope, "item": item, "index": _Shown("<its index>"),
-                                                         "input": item}, "once per item: ")
+        lines += self.step(node.body, body_tag, more, {**scope, "item": item, "index": _Shown("<its index>"),
+                                                        "input": item}, "once per item: ")
         if node.reduce:
             results = _Shown(f"<the list of {node.body.id} outputs>")
-            lines += self.calls(node.reduce, sub_tag(tag, 1), more, {**scope, "input": results})
+            lines += self.step(node.reduce, sub_tag(tag, 1), more, {**scope, "input": results})
         return lines
 
-    def _call(self, node: ir.NodeBase, tag: str, head: str, more: str, scope: dict[str, Any]) -> list[str]:
+    def _leaf(self, node: ir.NodeBase, tag: str, head: str, more: str, scope: dict[str, Any]) -> list[str]:
         if isinstance(node, ir.Human):
             return self._ask(node, tag, head, more, scope)
         if isinstance(node, ir.Provider):
-            return [head + self.described.who(node) + " (no agent)"] + \
-                [more + line for line in self.described.details(node)]
+            return [head + self.who(node) + " (no agent)"] + \
+                [more + line for line in self.details(node)]
         uri = self.uris.get(node.agent, self.default_uri)
-        lines = [head + f"{self.described.who(node)} via {uri}"]
+        lines = [head + f"{self.who(node)} via {uri}"]
         context = {**self.context, **scope}
         try:
             context["input"] = self._input(node, context)
@@ -484,7 +470,7 @@ class _DryRun:
         lines += _preview(more, text)
         lines.append(f"{more}expected output: {_expected(node)}")
         lines += [f"{more}  {line}" for line in checks(node)]
-        policy = policy_text(node, self.described.who)
+        policy = policy_text(node, self.who)
         return lines + ([f"{more}{policy}"] if policy else [])
 
     def _ask(self, node: ir.Human, tag: str, head: str, more: str, scope: dict[str, Any]) -> list[str]:
