@@ -13,7 +13,9 @@ from spec.errors import did_you_mean
 COMPENSATION_ATTEMPTS = 3
 
 
-class _Strict(BaseModel):
+class Strict(BaseModel):
+    """A raw model of loaded YAML: an unknown key is an error, so a typo is never ignored."""
+
     model_config = ConfigDict(extra="forbid")
 
 
@@ -45,7 +47,7 @@ def text_shorthand(key: str) -> BeforeValidator:
     return BeforeValidator(lambda value: {key: value} if isinstance(value, str) else value)
 
 
-class RawApproval(_Strict):
+class RawApproval(Strict):
     prompt: str | None = None
     timeout: float | str | None = None
     on_timeout: str = "fail"

@@ -18,8 +18,8 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 
 from spec import expressions, ir
 from spec.dialects.common_keys import (
-    COMPENSATION_ATTEMPTS, VALUE_HINTS, Choices, RawApproval, RawBudget, approval_gate, approval_shorthand, budget_of,
-    compensation_retry, compensation_task, on_timeout_problem, text_shorthand,
+    COMPENSATION_ATTEMPTS, VALUE_HINTS, Choices, RawApproval, RawBudget, Strict, approval_gate, approval_shorthand,
+    budget_of, compensation_retry, compensation_task, on_timeout_problem, text_shorthand,
 )
 from spec.durations import parse_duration
 from spec.errors import Problem, SpecError, did_you_mean
@@ -31,10 +31,6 @@ from spec.yamlpos import PosDict, position
 BUILTINS = {"agent_type", "skip_permissions", "workdir", "iteration", "run_id", "human"}
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
 class RawParam(BaseModel):
     model_config = ConfigDict(extra="ignore")  # the real system ignores unknown keys here
     range: str = "string"
@@ -44,13 +40,13 @@ class RawParam(BaseModel):
     description: str = ""
 
 
-class RawLoopUntil(_Strict):
+class RawLoopUntil(Strict):
     status: str
     message: str = ""
     max_iterations: int | None = Field(None, ge=1)
 
 
-class RawCriteria(_Strict):
+class RawCriteria(Strict):
     python: str | None = None
     script: str | None = None
     max_retries: int = Field(0, ge=0)
@@ -58,21 +54,21 @@ class RawCriteria(_Strict):
     timeout: float | str | None = None
 
 
-class RawFilesExist(_Strict):
+class RawFilesExist(Strict):
     patterns: list[str]
     min_count: int = Field(1, ge=0)
 
 
-class RawSyncTargets(_Strict):
+class RawSyncTargets(Strict):
     paths: list[str]
 
 
-class RawPreconditions(_Strict):
+class RawPreconditions(Strict):
     files_exist: RawFilesExist | None = None
     sync_targets: RawSyncTargets | None = None
 
 
-class RawHuman(_Strict):
+class RawHuman(Strict):
     id: str | None = None
     prompt: str
     choices: Choices = []
@@ -84,14 +80,14 @@ class RawTaskApproval(RawApproval):
     id: str | None = None  # the gate id, when the task's name is taken by another gate
 
 
-class RawCompensate(_Strict):
+class RawCompensate(Strict):
     instructions: str | None = None
     agent: str | None = None
     max_attempts: int | None = Field(None, ge=1)
     provider_call: ir.ProviderSpec | None = None
 
 
-class RawTask(_Strict):
+class RawTask(Strict):
     name: str | None = None
     description: str | None = None
     params: dict[str, RawParam] | None = None
