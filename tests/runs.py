@@ -1,18 +1,32 @@
-"""Running a spec through the real AgentRun workflow from a test, as `client start` would."""
+"""Running specs and plans through the real AgentRun workflow from a test, and talking to a run
+as people do (gates, answers). Shared by the engine, human-in-the-loop, timeout and replay tests.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import json
+import sys
 from pathlib import Path
 from typing import Any
 
-from temporalio.client import Client, WorkflowFailureError
+from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 
 from client.runs import fetch_state
+from spec import ir
 from spec import params as spec_params
 from spec.load import load
-from tests.conftest import TEST_QUEUE, run_id
+from tests.conftest import ROOT, TEST_QUEUE, run_id
+from workflows import gates
 from workflows.inputs import RunInput
-from workflows.state import RunState
+from workflows.state import Answer, RunState
+
+SHELL_BRAIN = [sys.executable, str(ROOT / "examples" / "agents" / "shell_agent.py")]
+
+
+def sh(line: str) -> str:
+    """A task instruction the shell agent carries out, as a YAML (JSON) string."""
+    return json.dumps(f"Step.\n```sh\n{line}\n```")
 
 
 async def run_spec(client: Client, spec: Path, agent: str, *, params: dict[str, Any] | None = None,
@@ -21,8 +35,48 @@ async def run_spec(client: Client, spec: Path, agent: str, *, params: dict[str, 
     inp = RunInput(plan=plan, params=spec_params.bind(plan, params or {}), workdir=str(workdir or spec.parent),
                    default_agent=agent, heartbeat_s=5, **options)
     handle = await client.start_workflow("AgentRun", inp, id=run_id(plan.name), task_queue=TEST_QUEUE)
+    return await finish(client, handle)
+
+
+async def finish(client: Client, handle: WorkflowHandle) -> RunState:
+    """Wait for the run to end, failed or not; its final state."""
     try:
         await handle.result()
     except WorkflowFailureError:
         pass
     return await fetch_state(client, handle.id)
+
+
+# Plans built as IR, so a test pins the engine's behaviour whatever language a spec was written in.
+
+
+def task(tid: str, prompt: str, agent: str | None = None, **extra: Any) -> ir.Task:
+    return ir.Task(id=tid, agent=agent or tid, prompt=prompt, protocol="plain", step=True, **extra)
+
+
+def approval(gid: str, **extra: Any) -> ir.Human:
+    return ir.Human(id=gid, prompt=f"Approve {gid}?", approval=True, choices=[ir.APPROVE, ir.REJECT], **extra)
+
+
+def plan(*steps: ir.NodeBase, **extra: Any) -> ir.Plan:
+    return ir.Plan(name="h", dialect="pipeline", source="h.yaml", spec_dir=".", lifecycle="refresh",
+                   root=ir.Sequence(id="workflow:h", children=list(steps)), **extra)
+
+
+async def state_of(handle: WorkflowHandle) -> RunState:
+    return await handle.query("state", result_type=RunState)
+
+
+async def open_gate(handle: WorkflowHandle, gate: str) -> RunState:
+    """Wait until the run waits on `gate`; its state then."""
+    for _ in range(300):
+        state = await state_of(handle)
+        if gate in state.gates and state.gates[gate].status == "open":
+            return state
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"gate {gate} never opened; gates: {list(state.gates)}")
+
+
+async def answer(handle: WorkflowHandle, gate: str, value: str, comment: str = "") -> Answer:
+    return await handle.execute_update(gates.ANSWER, gates.AnswerInput(gate=gate, value=value, comment=comment,
+                                                                      by="ana"), result_type=Answer)

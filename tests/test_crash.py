@@ -6,7 +6,7 @@ import json
 
 from tests.conftest import run_id, sigkill, start_worker, wait_for, watch_with_new_worker, write_spec
 from tests.fakes.agentapi_server import FakeAgentAPI
-from tests.test_engine import SHELL_BRAIN, sh
+from tests.runs import SHELL_BRAIN, sh
 
 QUEUE = "crash-tests"
 

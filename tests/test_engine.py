@@ -10,15 +10,9 @@ import pytest
 from tests.conftest import ROOT, write_spec
 from tests.fakes.agentapi_server import FakeAgentAPI
 from tests.fakes.openai_server import FakeOpenAI
-from tests.runs import run_spec
+from tests.runs import SHELL_BRAIN, run_spec, sh
 
 pytestmark = pytest.mark.usefixtures("worker")
-SHELL_BRAIN = [sys.executable, str(ROOT / "examples" / "agents" / "shell_agent.py")]
-
-
-def sh(line: str) -> str:
-    """A task instruction the shell agent carries out, as a YAML (JSON) string."""
-    return json.dumps(f"Step.\n```sh\n{line}\n```")
 
 
 @pytest.fixture

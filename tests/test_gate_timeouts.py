@@ -15,7 +15,7 @@ from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from client.runs import fetch_state
 from spec import ir
 from tests.conftest import TIME_QUEUE, run_id
-from tests.test_humans import approval, plan, task
+from tests.runs import approval, plan, task
 from workflows.inputs import RunInput
 from workflows.state import RunState
 

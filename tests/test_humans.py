@@ -1,45 +1,31 @@
 """Humans in the loop, saga compensation, budgets and the run-state model, on the real AgentRun
-workflow and a fake OpenAI-compatible server. Plans are built as IR here, so these tests pin the
-engine's behaviour whatever language a spec was written in.
+workflow and a fake OpenAI-compatible server. Plans are built as IR here (tests/runs.py), so these
+tests pin the engine's behaviour whatever language a spec was written in.
 """
 
 from __future__ import annotations
 
 import asyncio
 from datetime import datetime
-from typing import Any
 
 import pytest
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import Client, WorkflowFailureError, WorkflowHandle, WorkflowUpdateFailedError
+from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
 
-from client.runs import fetch_state
 from spec import ir
-from tests.conftest import TEST_QUEUE, run_id, sigkill, start_worker, until
+from tests.conftest import TEST_QUEUE, run_id, sigkill, start_worker, until, write_spec
 from tests.fakes.openai_server import FakeOpenAI
+from tests.runs import answer, approval, finish, open_gate, plan, run_spec, state_of, task
 from workflows import gates
 from workflows.inputs import RunInput
-from workflows.state import Answer, InvalidTransition, RunState
+from workflows.state import InvalidTransition, RunState
 
 pytestmark = pytest.mark.usefixtures("worker")
-
-
-def task(tid: str, prompt: str, agent: str | None = None, **extra: Any) -> ir.Task:
-    return ir.Task(id=tid, agent=agent or tid, prompt=prompt, protocol="plain", step=True, **extra)
 
 
 def undo(tid: str, prompt: str, agent: str = "undo", attempts: int = 1) -> ir.Task:
     return ir.Task(id=f"{tid}.compensate", agent=agent, prompt=prompt, protocol="plain",
                    retry=ir.Retry(attempts=attempts, backoff="none", delay_s=0))
-
-
-def approval(gid: str, **extra: Any) -> ir.Human:
-    return ir.Human(id=gid, prompt=f"Approve {gid}?", approval=True, choices=[ir.APPROVE, ir.REJECT], **extra)
-
-
-def plan(*steps: ir.NodeBase, **extra: Any) -> ir.Plan:
-    return ir.Plan(name="h", dialect="pipeline", source="h.yaml", spec_dir=".", lifecycle="refresh",
-                   root=ir.Sequence(id="workflow:h", children=list(steps)), **extra)
 
 
 async def start(client: Client, the_plan: ir.Plan) -> WorkflowHandle:
@@ -51,33 +37,6 @@ async def start(client: Client, the_plan: ir.Plan) -> WorkflowHandle:
 def _tasks(the_plan: ir.Plan) -> list[ir.Task]:
     found = [n for n in the_plan.walk() if isinstance(n, ir.Task)]
     return found + [n.compensation for n in the_plan.walk() if isinstance(n.compensation, ir.Task)]
-
-
-async def finish(client: Client, handle: WorkflowHandle) -> RunState:
-    try:
-        await handle.result()
-    except WorkflowFailureError:
-        pass
-    return await fetch_state(client, handle.id)
-
-
-async def state_of(handle: WorkflowHandle) -> RunState:
-    return await handle.query("state", result_type=RunState)
-
-
-async def open_gate(handle: WorkflowHandle, gate: str) -> RunState:
-    """Wait until the run waits on `gate`; its state then."""
-    for _ in range(300):
-        state = await state_of(handle)
-        if gate in state.gates and state.gates[gate].status == "open":
-            return state
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"gate {gate} never opened; gates: {list(state.gates)}")
-
-
-async def answer(handle: WorkflowHandle, gate: str, value: str, comment: str = "") -> Answer:
-    return await handle.execute_update(gates.ANSWER, gates.AnswerInput(gate=gate, value=value, comment=comment,
-                                                                      by="ana"), result_type=Answer)
 
 
 async def accepted_updates(handle: WorkflowHandle) -> int:
@@ -318,9 +277,6 @@ CRASH_QUEUE = "human-crash-tests"
 
 async def test_a_task_tree_compensation_reads_the_output_and_its_error_status_counts(client, llm, tmp_path):
     """Task trees undo with the task's agent and protocol: COMPLETION_STATUS: ERROR is a failed undo."""
-    from tests.conftest import write_spec
-    from tests.runs import run_spec
-
     llm.reply = lambda messages: _tree_reply(messages[-1]["content"])
     spec = write_spec(tmp_path, """
 name: tree
@@ -357,9 +313,6 @@ def _tree_reply(prompt: str) -> str:
 
 
 async def test_task_tree_tasks_write_and_read_the_memory_blackboard_by_key(client, llm, tmp_path):
-    from tests.conftest import write_spec
-    from tests.runs import run_spec
-
     llm.by_model["tree"] = lambda messages: ("42" if "Count" in messages[-1]["content"] else "ok") + \
         "\nCOMPLETION_STATUS: COMPLETE"
     spec = write_spec(tmp_path, """

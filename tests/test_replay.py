@@ -13,9 +13,9 @@ from temporalio.worker import Replayer
 
 from spec.load import load
 from tests.conftest import HISTORIES, ROOT, SHELL_AGENT, TEST_QUEUE, run_id, write_spec
-from workflows.inputs import RunInput
-from tests.test_engine import sh
+from tests.runs import answer, finish, open_gate, run_spec, sh
 from worker.build import WORKFLOWS, runner
+from workflows.inputs import RunInput
 
 pytestmark = pytest.mark.usefixtures("worker")
 
@@ -35,8 +35,6 @@ def _replayer() -> Replayer:
 
 
 async def test_histories_recorded_now_replay(client, tmp_path):
-    from tests.runs import run_spec
-
     histories = []
     for name, text in SPECS.items():
         folder = tmp_path / name
@@ -58,8 +56,6 @@ GATED = (f"subtasks:\n  a:\n    instructions: {sh('echo a')}\n    compensate: {s
 
 async def test_a_run_a_person_rejected_and_that_rolled_back_replays(client, tmp_path):
     """Updates, the gate's wait and the compensation stack are all replayed from history."""
-    from tests.test_humans import answer, finish, open_gate
-
     plan = load(str(write_spec(tmp_path, GATED, "gated.yaml")), given_params=())
     inp = RunInput(plan=plan, workdir=str(tmp_path), default_agent=SHELL_AGENT, heartbeat_s=5)
     handle = await client.start_workflow("AgentRun", inp, id=run_id("gated"), task_queue=TEST_QUEUE)
