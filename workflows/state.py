@@ -127,6 +127,17 @@ class RunState(BaseModel):
     compensations: list[CompensationResult] = []
     taint: dict[str, TaintMark] = {}
     step_usage: dict[str, ModelUsage] = {}  # what each step with a budget has spent
+    started_at: datetime | None = None
+    ended_at: datetime | None = None
+    tasks: dict[str, TaskState] = {}
+    outputs: dict[str, str] = {}
+    # Pipeline values later templates read: steps.<id>.output / .outputs, and store_as names.
+    steps: dict[str, dict[str, Any]] = {}
+    memory: dict[str, Any] = {}
+    final_output: str = ""
+    warnings: list[str] = []
+    errors: list[str] = []
+    usage: Usage = Usage()
     _backoffs: int = PrivateAttr(0)  # branches sleeping before a retry
 
     def move(self, status: RunStatus) -> None:
@@ -153,17 +164,6 @@ class RunState(BaseModel):
     def backing_off(self, delta: int) -> None:
         self._backoffs += delta
         self.settle()
-    started_at: datetime | None = None
-    ended_at: datetime | None = None
-    tasks: dict[str, TaskState] = {}
-    outputs: dict[str, str] = {}
-    # Pipeline values later templates read: steps.<id>.output / .outputs, and store_as names.
-    steps: dict[str, dict[str, Any]] = {}
-    memory: dict[str, Any] = {}
-    final_output: str = ""
-    warnings: list[str] = []
-    errors: list[str] = []
-    usage: Usage = Usage()
 
     def begin(self, task_id: str, now: datetime) -> TaskState:
         task = self.tasks.setdefault(task_id, TaskState(id=task_id))
