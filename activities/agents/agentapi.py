@@ -134,16 +134,18 @@ async def release(call: AgentCall) -> bool:
     server = _task_servers.pop(_task_key(call), None)
     if server is None:
         return False
-    await stop_process_group(server.proc)
-    server.log.close()
+    await _stop(server)
     return True
 
 
 async def release_all() -> None:
     for key in list(_task_servers):
-        server = _task_servers.pop(key)
-        await stop_process_group(server.proc)
-        server.log.close()
+        await _stop(_task_servers.pop(key))
+
+
+async def _stop(server: _TaskServer) -> None:
+    await stop_process_group(server.proc)
+    server.log.close()
 
 
 async def _converse(base_url: str, prompt: str, timeout_s: float) -> AgentReply:
