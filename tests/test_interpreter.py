@@ -6,8 +6,7 @@ import pytest
 
 from spec import ir
 from tests.conftest import TEST_QUEUE, run_id
-from client.runs import fetch_state
-from temporalio.client import WorkflowFailureError
+from tests.runs import finish
 from workflows.inputs import RunInput
 
 pytestmark = pytest.mark.usefixtures("worker")
@@ -21,11 +20,7 @@ async def _run(client, tmp_path, root: ir.NodeBase, agents: dict[str, str]):
     plan = ir.Plan(name="ir", dialect="test", source=str(tmp_path / "ir"), spec_dir=str(tmp_path), root=root)
     inp = RunInput(plan=plan, workdir=str(tmp_path), default_agent=OK, agents=agents, heartbeat_s=5)
     handle = await client.start_workflow("AgentRun", inp, id=run_id("ir"), task_queue=TEST_QUEUE)
-    try:
-        await handle.result()
-    except WorkflowFailureError:
-        pass
-    return await fetch_state(client, handle.id)
+    return await finish(client, handle)
 
 
 def task(name: str, agent: str = "default", **kw) -> ir.Task:
