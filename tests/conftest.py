@@ -78,6 +78,18 @@ async def until(predicate, timeout_s: float = 30, poll_s: float = 0.05) -> None:
         await asyncio.sleep(poll_s)
 
 
+def alive(pid: int) -> bool:
+    """Is process `pid` still running? An exited child its parent has not reaped (a zombie) is not."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, IndexError):
+        return False
+
+
 def sigkill(proc: subprocess.Popen) -> None:
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()

@@ -26,6 +26,7 @@ from activities.preconditions import check_preconditions
 from activities.provider import call_provider
 from activities.providers.registry import get_provider, provider_names
 from spec.calls import CheckResult, CriteriaCall, PreconditionCall, ProviderCall, ProviderResult
+from tests.conftest import alive
 
 
 # ---------------------------------------------------------------- helpers
@@ -69,14 +70,6 @@ async def preconditions(dirs: tuple[Path, Path], **kw: Any) -> CheckResult:
     return await ActivityEnvironment().run(check_preconditions, call)
 
 
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    stat_file = Path(f"/proc/{pid}/stat")
-    # A zombie has exited; only its parent has not collected it yet.
-    return not (stat_file.exists() and stat_file.read_text().split()[2] == "Z")
 
 
 def wait_for_file(path: Path, timeout_s: float = 5.0) -> str:

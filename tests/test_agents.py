@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
-import os
 import socket
 import sys
 import textwrap
@@ -22,6 +21,7 @@ from temporalio.testing import ActivityEnvironment
 
 from activities.agent import release_agent, run_agent
 from spec.calls import AgentCall, AgentReply, ChatMessage
+from tests.conftest import alive
 from tests.fakes.agentapi_server import FakeAgentAPI
 from tests.fakes.openai_server import FakeOpenAI
 
@@ -52,15 +52,6 @@ async def failure(call: AgentCall) -> ApplicationError:
     return caught.value
 
 
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:  # an unreaped orphan is a zombie: dead for our purposes
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except (FileNotFoundError, IndexError):
-        return False
 
 
 def unused_port() -> int:

@@ -6,8 +6,7 @@ import json
 
 import pytest
 
-from tests.conftest import SHELL_AGENT, run_id, wait_for, write_spec
-from tests.test_agents import alive
+from tests.conftest import SHELL_AGENT, alive, run_id, wait_for, write_spec
 
 pytestmark = pytest.mark.usefixtures("worker_process")
 

@@ -12,7 +12,7 @@ from client.graph import draw
 from spec import ir
 from spec.check import agent_ids, check
 from spec.errors import SpecError
-from tests.test_pipeline_spec import at, error, nodes, plan_of, swap
+from tests.specs import at, error, nodes, plan_of, swap
 
 # ---- task tree ---------------------------------------------------------------------------------
 
