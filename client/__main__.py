@@ -195,8 +195,7 @@ async def _list(client, args, console: Console) -> int:
 
 
 async def _cancel(client, args, console: Console) -> int:
-    await describe(client, args.run_id)  # a clear error for an unknown id
-    handle = client.get_workflow_handle(args.run_id)
+    handle = await humans.running_handle(client, args.run_id)  # clear errors for unknown and ended runs
     if args.rollback:
         # Refused (nothing was cancelled) rather than a plain cancel the person did not ask for.
         queued = await humans.request_rollback(handle)

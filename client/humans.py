@@ -134,11 +134,12 @@ async def budget_command(client: Client, args: argparse.Namespace, console: Cons
 
 
 async def running_handle(client: Client, run_id: str) -> WorkflowHandle:
-    """The handle of a run that can take an update: it exists (else NoSuchRun) and is still running."""
+    """The handle of a run that can take an update or a cancellation: it exists (else NoSuchRun) and
+    is still running."""
     desc = await describe(client, run_id)
     if desc.status != WorkflowExecutionStatus.RUNNING:
         status = desc.status.name.lower() if desc.status else "ended"
-        raise UsageError(f"run {run_id} has ended ({status}); it takes no answers")
+        raise UsageError(f"run {run_id} has ended ({status}); there is nothing left to answer or cancel")
     return client.get_workflow_handle(run_id)
 
 

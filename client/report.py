@@ -95,9 +95,10 @@ def _spending(state: RunState) -> list[str]:
         per = [f"{model} {u.input_tokens} in, {u.output_tokens} out" + (f" ({dollars(u.cost_usd)})" if u.cost_usd else "")
                for model, u in state.usage_by_model.items()]
         lines.append(f"- Tokens by model: {'; '.join(per)}")
-    if state.budget and (state.budget.tokens is not None or state.budget.usd is not None):
+    if state.budget:
+        prompts = f", {state.iteration_count} prompts" if state.budget.iterations is not None else ""
         lines.append(f"- Budget: {limits_text(state.budget)} (on exceeded: {state.budget.on_exceeded}); used "
-                     f"{state.total_tokens_used} tokens, {dollars(state.total_cost_usd)}")
+                     f"{state.total_tokens_used} tokens, {dollars(state.total_cost_usd)}{prompts}")
     return lines
 
 

@@ -85,6 +85,8 @@ def test_report_summary_shows_cost_per_model_tokens_and_budget_only_when_there_a
     assert "- Tokens: 600 in, 300 out\n- Cost: $0.0123\n" in summary
     assert "- Tokens by model: gpt-a 500 in, 200 out ($0.01); gpt-b 100 in, 100 out ($0.0023)" in summary
     assert "- Budget: 1000 tokens, $0.5 (on exceeded: pause); used 900 tokens, $0.0123" in summary
+    prompts_only = _state("completed", iteration_count=4, budget=Budget(iterations=10))
+    assert "- Budget: 10 prompts (on exceeded: fail); used 0 tokens, $0, 4 prompts" in report.to_markdown(prompts_only)
     one_model = _state("completed", usage_by_model={"gpt-a": ModelUsage(input_tokens=5)})
     assert "Tokens by model" not in report.to_markdown(one_model)
     assert json.loads(report.to_json(state))["summary"]["cost_usd"] == 0.0123
@@ -211,6 +213,9 @@ async def test_pending_answer_and_approve_as_a_user_meets_them(cli, client, serv
     ended = cli("approve", rid, "--gate", "ship")
     assert ended.code == 2 and f"run {rid} has ended (completed)" in ended.err
     assert cli("answer", "no-such-run", "--gate", "x", "y").code == 2
+    cancelled = cli("cancel", rid)
+    assert (cancelled.code, cancelled.out) == (2, "")
+    assert cancelled.err == f"error: run {rid} has ended (completed); there is nothing left to answer or cancel\n"
 
 
 def test_reject_ends_the_run_and_undoes_what_was_done(cli, served, llm, tmp_path):
