@@ -94,9 +94,7 @@ def to_application_error(err: Exception, call: AgentCall) -> ApplicationError:
             type=AGENT_ERROR,
             non_retryable=True,
         )
-    return ApplicationError(
-        f"{where}: {type(err).__name__}: {err}", type=AGENT_ERROR, non_retryable=True
-    )
+    return ApplicationError(f"{where}: {type(err).__name__}: {err}", type=AGENT_ERROR, non_retryable=True)
 
 
 def _url_of(err: httpx.TransportError) -> str:
@@ -115,9 +113,7 @@ def _from_status(response: httpx.Response, where: str) -> ApplicationError:
 
 
 def _retryable(message: str, delay: timedelta | None = None) -> ApplicationError:
-    return ApplicationError(
-        message, type=AGENT_UNAVAILABLE, non_retryable=False, next_retry_delay=delay
-    )
+    return ApplicationError(message, type=AGENT_UNAVAILABLE, non_retryable=False, next_retry_delay=delay)
 
 
 def error_detail(response: httpx.Response) -> str:

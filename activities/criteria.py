@@ -27,7 +27,7 @@ INLINE_NAME = "<success_criteria>"
 
 # Runs in the child: argv = code file, result file, display name, "inline" | "script".
 # It reports through a file, not stdout, so whatever the user code prints cannot confuse it.
-_RUNNER = r'''
+_RUNNER = r"""
 import json, linecache, os, sys, traceback
 
 def describe(exc, name):
@@ -74,7 +74,7 @@ code_path, result_path, name, mode = sys.argv[1:5]
 error = run(code_path, name, mode)
 with open(result_path, "w", encoding="utf-8") as f:
     json.dump({"ok": not error, "error": error}, f)
-'''
+"""
 
 
 @activity.defn(name=CHECK_CRITERIA)
@@ -109,8 +109,7 @@ async def _run_python(call: CriteriaCall, source: str, name: str, mode: str) -> 
             # The runner itself died (os._exit, a signal, out of memory): say what we can.
             return CheckResult(
                 ok=False,
-                error=f"the check {describe_exit(done.returncode or 0)} without a result"
-                + _output_tail(done),
+                error=f"the check {describe_exit(done.returncode or 0)} without a result" + _output_tail(done),
             )
         reported = json.loads(result_path.read_text(encoding="utf-8"))
         return CheckResult(ok=bool(reported["ok"]), error=str(reported["error"]))

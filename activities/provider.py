@@ -37,9 +37,7 @@ async def _invoke(provider: Provider, call: ProviderCall) -> str:
         if inspect.iscoroutinefunction(provider.call):
             result: Any = await provider.call(call.method, dict(call.params), call.workdir)
         else:
-            result = await asyncio.to_thread(
-                provider.call, call.method, dict(call.params), call.workdir
-            )
+            result = await asyncio.to_thread(provider.call, call.method, dict(call.params), call.workdir)
             if inspect.isawaitable(result):
                 result = await result
     except ProviderError as e:

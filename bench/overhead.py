@@ -71,9 +71,12 @@ class RawChain:
         reply = ""
         for call in inp.calls:
             result = await workflow.execute_activity(
-                RUN_AGENT, call, result_type=AgentReply,
+                RUN_AGENT,
+                call,
+                result_type=AgentReply,
                 start_to_close_timeout=timedelta(seconds=call.timeout_s),
-                heartbeat_timeout=timedelta(seconds=inp.heartbeat_s))
+                heartbeat_timeout=timedelta(seconds=inp.heartbeat_s),
+            )
             reply = result.text
         return reply
 
@@ -81,7 +84,7 @@ class RawChain:
 def write_chain(folder: Path, tasks: int) -> Path:
     """A task-tree spec of `tasks` chained tasks, and the instant scripted agent's replies next to it."""
     lines = [f"name: chain{tasks}", "subtasks:"]
-    lines += [f"  t{i:03d}:\n    instructions: \"step {i}\"" for i in range(1, tasks + 1)]
+    lines += [f'  t{i:03d}:\n    instructions: "step {i}"' for i in range(1, tasks + 1)]
     spec = folder / f"chain{tasks}.yaml"
     spec.write_text("\n".join(lines) + "\n")
     (folder / "replies.yaml").write_text(f"default: {json.dumps(REPLY)}\n")  # JSON is YAML
@@ -90,15 +93,29 @@ def write_chain(folder: Path, tasks: int) -> Path:
 
 def raw_input(plan: ir.Plan, run_id: str, workdir: str, uri: str) -> RawInput:
     """The AgentCalls the engine sends for `plan`, built once, outside any workflow."""
-    context = {"agent_type": uri.split(":", 1)[0], "skip_permissions": False, "workdir": workdir,
-               "run_id": run_id, "iteration": 1}
+    context = {
+        "agent_type": uri.split(":", 1)[0],
+        "skip_permissions": False,
+        "workdir": workdir,
+        "run_id": run_id,
+        "iteration": 1,
+    }
     calls = []
     for leaf in plan.leaves():
         assert isinstance(leaf, ir.Task)
-        calls.append(AgentCall(run_id=run_id, task_id=leaf.id, agent_id=leaf.agent, uri=uri,
-                               prompt=prompt.build(leaf, context, None), workdir=workdir,
-                               lifecycle=plan.lifecycle, session=f"{run_id}/{leaf.agent}",
-                               timeout_s=leaf.timeout_s or 1800))
+        calls.append(
+            AgentCall(
+                run_id=run_id,
+                task_id=leaf.id,
+                agent_id=leaf.agent,
+                uri=uri,
+                prompt=prompt.build(leaf, context, None),
+                workdir=workdir,
+                lifecycle=plan.lifecycle,
+                session=f"{run_id}/{leaf.agent}",
+                timeout_s=leaf.timeout_s or 1800,
+            )
+        )
     return RawInput(calls=calls, heartbeat_s=HEARTBEAT_S)
 
 
@@ -119,15 +136,17 @@ async def measure(run: Awaitable[object], expected: Callable[[object], bool]) ->
 
 async def run_engine(client: Client, plan: ir.Plan, workdir: str, uri: str) -> Sample:
     inp = RunInput(plan=plan, params={}, workdir=workdir, default_agent=uri, heartbeat_s=HEARTBEAT_S)
-    run = client.execute_workflow("AgentRun", inp, id=f"engine-{uuid.uuid4().hex[:8]}",
-                                  task_queue=BENCH_QUEUE, result_type=RunState)
+    run = client.execute_workflow(
+        "AgentRun", inp, id=f"engine-{uuid.uuid4().hex[:8]}", task_queue=BENCH_QUEUE, result_type=RunState
+    )
     return await measure(run, lambda state: isinstance(state, RunState) and state.status == "completed")
 
 
 async def run_raw(client: Client, plan: ir.Plan, workdir: str, uri: str) -> Sample:
     run_id = f"raw-{uuid.uuid4().hex[:8]}"
-    run = client.execute_workflow(RawChain.run, raw_input(plan, run_id, workdir, uri), id=run_id,
-                                  task_queue=BENCH_QUEUE)
+    run = client.execute_workflow(
+        RawChain.run, raw_input(plan, run_id, workdir, uri), id=run_id, task_queue=BENCH_QUEUE
+    )
     return await measure(run, lambda reply: reply == REPLY)
 
 
@@ -136,15 +155,21 @@ def start_to_first_prompt(folder: Path, address: str) -> float:
     stamp = folder / "invoked-at"
     stamp.unlink(missing_ok=True)
     spec = folder / "one.yaml"
-    spec.write_text("name: one\nsubtasks:\n  only:\n    instructions: \"step 1\"\n")
+    spec.write_text('name: one\nsubtasks:\n  only:\n    instructions: "step 1"\n')
     # `date +%s.%N` is time.time() without an interpreter start-up before the clock is read.
     script = f"date +%s.%N > {shlex.quote(str(stamp))}; cat > /dev/null; echo 'COMPLETION_STATUS: COMPLETE'"
     agent = "command:sh -c " + shlex.quote(script)
     environ = {**os.environ, "TEMPORAL_ADDRESS": address, "AGENTRUN_STATE_DIR": str(folder / "state")}
     environ.pop("TEMPORAL_PROFILE", None)
     started = time.time()
-    done = subprocess.run([sys.executable, "-m", "client", "start", str(spec), "--agent", agent],
-                          cwd=folder, env=environ, capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "client", "start", str(spec), "--agent", agent],
+        cwd=folder,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     if done.returncode != 0:
         raise RuntimeError(f"client start exited {done.returncode}:\n{done.stdout}\n{done.stderr}")
     return float(stamp.read_text()) - started
@@ -174,12 +199,21 @@ def stdout_to_devnull() -> Iterator[None]:
 async def bench(tasks: int, repeat: int) -> None:
     with stdout_to_devnull():
         env = await WorkflowEnvironment.start_local(
-            dev_server_existing_path=temporal_binary(), data_converter=pydantic_data_converter,
-            search_attributes=list(search.ALL), dev_server_log_level="error")
+            dev_server_existing_path=temporal_binary(),
+            data_converter=pydantic_data_converter,
+            search_attributes=list(search.ALL),
+            dev_server_log_level="error",
+        )
     async with env:
-        worker = Worker(env.client, task_queue=BENCH_QUEUE, workflows=[*WORKFLOWS, RawChain],
-                        activities=ACTIVITIES, workflow_runner=runner(), max_concurrent_activities=100,
-                        graceful_shutdown_timeout=timedelta(seconds=10))
+        worker = Worker(
+            env.client,
+            task_queue=BENCH_QUEUE,
+            workflows=[*WORKFLOWS, RawChain],
+            activities=ACTIVITIES,
+            workflow_runner=runner(),
+            max_concurrent_activities=100,
+            graceful_shutdown_timeout=timedelta(seconds=10),
+        )
         with tempfile.TemporaryDirectory(prefix="agentrun-bench-") as tmp:
             folder, uri = Path(tmp), "scripted:replies.yaml"
             warm_plan = load(str(write_chain(folder, min(tasks, WARM_UP_TASKS))))
@@ -192,15 +226,19 @@ async def bench(tasks: int, repeat: int) -> None:
                 for _ in range(repeat):
                     engine.append(await run_engine(env.client, plan, tmp, uri))
                     raw.append(await run_raw(env.client, plan, tmp, uri))
-            print(f"{tasks} tasks, {repeat} runs each (medians), {os.cpu_count()} cores; "
-                  f"bench worker on queue '{BENCH_QUEUE}'")
+            print(
+                f"{tasks} tasks, {repeat} runs each (medians), {os.cpu_count()} cores; "
+                f"bench worker on queue '{BENCH_QUEUE}'"
+            )
             print(f"engine: {per_task(engine, tasks)}")
             print(f"raw:    {per_task(raw, tasks)}")
             address = env.client.service_client.config.target_host
             await asyncio.to_thread(start_to_first_prompt, folder, address)  # warm-up, not counted
             firsts = [await asyncio.to_thread(start_to_first_prompt, folder, address) for _ in range(repeat)]
-            print(f"start-to-first-prompt: {statistics.median(firsts) * 1000:.0f} ms "
-                  f"(warm server; the CLI starts its own worker on queue '{TASK_QUEUE}')")
+            print(
+                f"start-to-first-prompt: {statistics.median(firsts) * 1000:.0f} ms "
+                f"(warm server; the CLI starts its own worker on queue '{TASK_QUEUE}')"
+            )
             engine_wall = statistics.median(s.wall_s for s in engine)
             raw_wall = statistics.median(s.wall_s for s in raw)
             print(f"ratio {engine_wall / raw_wall:.2f}")

@@ -81,10 +81,21 @@ def _human_commands(sub) -> None:
 def _spec_and_inputs(command: argparse.ArgumentParser) -> None:
     """The arguments `start` and `dry-run` share: the spec, its params and its agents."""
     command.add_argument("spec")
-    command.add_argument("-p", "--param", action="append", default=[], metavar="KEY=VALUE",
-                         help="a param (YAML scalar), or KEY=@FILE to read it from a file")
-    command.add_argument("--agent", action="append", default=[], metavar="URI|ID=URI",
-                         help="the default agent URI, or the URI of one agent id")
+    command.add_argument(
+        "-p",
+        "--param",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a param (YAML scalar), or KEY=@FILE to read it from a file",
+    )
+    command.add_argument(
+        "--agent",
+        action="append",
+        default=[],
+        metavar="URI|ID=URI",
+        help="the default agent URI, or the URI of one agent id",
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -96,8 +107,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.command in ("inspect", "dry-run"):
             from client import explain  # its prompt rendering is not needed by the other commands
 
-            return explain.inspect_command(args.spec, console) if args.command == "inspect" \
+            return (
+                explain.inspect_command(args.spec, console)
+                if args.command == "inspect"
                 else explain.dry_run_command(args, console)
+            )
         if args.command == "start":
             inp = prepare(args)
             return asyncio.run(_with_client(lambda c: start(c, args, inp, console, _prompter(console))))
@@ -112,8 +126,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_UNREACHABLE
     except KeyboardInterrupt:
-        print("interrupted: the run goes on in Temporal; follow it with `python -m client watch RUN_ID`",
-              file=sys.stderr)
+        print(
+            "interrupted: the run goes on in Temporal; follow it with `python -m client watch RUN_ID`", file=sys.stderr
+        )
         return 130
 
 
@@ -151,11 +166,13 @@ def unknown_rules(plan: ir.Plan) -> list[str]:
         for rule in getattr(leaf, "rules", []):
             if (leaf.agent, rule) not in seen and parse_rule(rule) is None:
                 seen.add((leaf.agent, rule))
-                warnings.append(f"{plan.source}:{leaf.line}: warning: rule of agent '{leaf.agent}' has no known "
-                                f"form: {rule!r}\n  hint: an openai: or anthropic: agent judges it with its model; "
-                                "with other agents it is not checked. Known forms: 'Must include X field', "
-                                "'Must identify exactly N items', 'Each item must have a, b fields', "
-                                "'X must be between A and B'")
+                warnings.append(
+                    f"{plan.source}:{leaf.line}: warning: rule of agent '{leaf.agent}' has no known "
+                    f"form: {rule!r}\n  hint: an openai: or anthropic: agent judges it with its model; "
+                    "with other agents it is not checked. Known forms: 'Must include X field', "
+                    "'Must identify exactly N items', 'Each item must have a, b fields', "
+                    "'X must be between A and B'"
+                )
     return warnings
 
 
@@ -165,11 +182,15 @@ async def _status(client, args, console: Console) -> int:
         print(json.dumps(_status_json(state), indent=2))
         return EXIT_OK
     waiting = f" for {state.waiting_for}" if state.status == "waiting" and state.waiting_for else ""
-    console.print(f"{state.run_id}: {state.status}{waiting}" +
-                  (f" (running {state.current_task})" if state.current_task else ""), markup=False)
+    console.print(
+        f"{state.run_id}: {state.status}{waiting}" + (f" (running {state.current_task})" if state.current_task else ""),
+        markup=False,
+    )
     for t in state.tasks.values():
-        console.print(f"  {t.id:<30} {t.status:<10} attempts={t.attempts} iterations={t.iterations} "
-                      f"{t.duration_s:.1f}s", markup=False)
+        console.print(
+            f"  {t.id:<30} {t.status:<10} attempts={t.attempts} iterations={t.iterations} {t.duration_s:.1f}s",
+            markup=False,
+        )
     for gate in open_gates(state):
         since = f" (since {gate.opened_at:%Y-%m-%d %H:%M:%S} UTC)" if gate.opened_at else ""
         console.print(f"  {humans.gate_line(state.run_id, gate)}{since}", markup=False)
@@ -181,8 +202,24 @@ async def _status(client, args, console: Console) -> int:
 def _status_json(state) -> dict:
     data = state.model_dump(mode="json", exclude={"outputs", "final_output"})
     data["tasks"] = [
-        {k: t[k] for k in ("id", "title", "kind", "status", "agent", "attempts", "retries", "iterations",
-                           "duration_s", "output_size", "error", "usage", "cost_usd")}
+        {
+            k: t[k]
+            for k in (
+                "id",
+                "title",
+                "kind",
+                "status",
+                "agent",
+                "attempts",
+                "retries",
+                "iterations",
+                "duration_s",
+                "output_size",
+                "error",
+                "usage",
+                "cost_usd",
+            )
+        }
         for t in data["tasks"].values()
     ]
     return data
@@ -199,8 +236,10 @@ async def _cancel(client, args, console: Console) -> int:
     if args.rollback:
         # Refused (nothing was cancelled) rather than a plain cancel the person did not ask for.
         queued = await humans.request_rollback(handle)
-        console.print(f"rollback requested for {args.run_id}: {queued} compensation(s) queued, run as it is "
-                      "cancelled", markup=False)
+        console.print(
+            f"rollback requested for {args.run_id}: {queued} compensation(s) queued, run as it is cancelled",
+            markup=False,
+        )
     await handle.cancel()
     console.print(f"cancellation requested for {args.run_id}", markup=False)
     return EXIT_OK
@@ -217,9 +256,18 @@ async def _watch(client, args, console: Console) -> int:
     return await watch(client, args.run_id, console, _prompter(console))
 
 
-COMMANDS = {"status": _status, "list": _list, "cancel": _cancel, "report": _report, "watch": _watch,
-            "pending": humans.pending_command, "answer": humans.answer_command, "approve": humans.answer_command,
-            "reject": humans.answer_command, "budget": humans.budget_command}
+COMMANDS = {
+    "status": _status,
+    "list": _list,
+    "cancel": _cancel,
+    "report": _report,
+    "watch": _watch,
+    "pending": humans.pending_command,
+    "answer": humans.answer_command,
+    "approve": humans.answer_command,
+    "reject": humans.answer_command,
+    "budget": humans.budget_command,
+}
 
 if __name__ == "__main__":
     code = main()

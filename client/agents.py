@@ -44,18 +44,36 @@ def resolve(flags: list[str], spec_dir: str, needed: set[str] = frozenset()) -> 
     if default is None:
         unset = sorted(needed - set(per_agent))
         about = f" (agents without one: {', '.join(unset)})" if per_agent and unset else ""
-        raise SpecError([Problem("--agent", 0, 0, "no agent is configured for this run" + about,
-                                 "pass --agent URI, e.g. --agent openai:gpt-4o-mini, --agent "
-                                 "agentapi:http://127.0.0.1:3284 or --agent 'command:my-agent --flag', "
-                                 f"or put agents: {{default: URI}} in {CONFIG_NAME} next to the spec")])
+        raise SpecError(
+            [
+                Problem(
+                    "--agent",
+                    0,
+                    0,
+                    "no agent is configured for this run" + about,
+                    "pass --agent URI, e.g. --agent openai:gpt-4o-mini, --agent "
+                    "agentapi:http://127.0.0.1:3284 or --agent 'command:my-agent --flag', "
+                    f"or put agents: {{default: URI}} in {CONFIG_NAME} next to the spec",
+                )
+            ]
+        )
     return default, per_agent
 
 
 def _check_uri(uri: str) -> None:
     scheme = uri.split(":", 1)[0]
     if scheme not in SCHEMES or ":" not in uri:
-        raise SpecError([Problem("--agent", 0, 0, f"'{uri}' is not an agent URI",
-                                 "agent URIs start with one of: " + ", ".join(s + ":" for s in SCHEMES))])
+        raise SpecError(
+            [
+                Problem(
+                    "--agent",
+                    0,
+                    0,
+                    f"'{uri}' is not an agent URI",
+                    "agent URIs start with one of: " + ", ".join(s + ":" for s in SCHEMES),
+                )
+            ]
+        )
 
 
 def prices(spec_dir: str) -> dict[str, ir.Price]:
@@ -64,9 +82,17 @@ def prices(spec_dir: str) -> dict[str, ir.Price]:
     try:
         return _PRICES.validate_python(data.get("prices") or {})
     except ValidationError as exc:
-        raise SpecError([Problem(str(path), 1, 1, f"'prices' in {CONFIG_NAME}: {exc.errors()[0]['msg']}",
-                                 "prices:\n    gpt-4o-mini: {input: 0.15, output: 0.6}   # USD per million tokens")]) \
-            from None
+        raise SpecError(
+            [
+                Problem(
+                    str(path),
+                    1,
+                    1,
+                    f"'prices' in {CONFIG_NAME}: {exc.errors()[0]['msg']}",
+                    "prices:\n    gpt-4o-mini: {input: 0.15, output: 0.6}   # USD per million tokens",
+                )
+            ]
+        ) from None
 
 
 _PRICES = TypeAdapter(dict[str, ir.Price])
@@ -76,8 +102,9 @@ def _config(spec_dir: str) -> dict[str, str]:
     path, data = _config_file(spec_dir)
     agents = data.get("agents") or {}
     if not isinstance(agents, dict):
-        raise SpecError([Problem(str(path), 1, 1, "'agents' must map agent ids to URIs",
-                                 "agents:\n    default: command:my-agent")])
+        raise SpecError(
+            [Problem(str(path), 1, 1, "'agents' must map agent ids to URIs", "agents:\n    default: command:my-agent")]
+        )
     return {str(k): str(v) for k, v in agents.items()}
 
 

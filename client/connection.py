@@ -38,9 +38,10 @@ async def connect() -> Client:
             return await Client.connect(**config, data_converter=pydantic_data_converter)
         except RuntimeError as exc:
             if time.monotonic() >= deadline:
-                raise Unreachable(f"cannot reach Temporal at {config['target_host']}: {exc}\n"
-                                  "  hint: check TEMPORAL_ADDRESS, or unset it to use the embedded dev server"
-                                  ) from None
+                raise Unreachable(
+                    f"cannot reach Temporal at {config['target_host']}: {exc}\n"
+                    "  hint: check TEMPORAL_ADDRESS, or unset it to use the embedded dev server"
+                ) from None
             await asyncio.sleep(0.25)
 
 

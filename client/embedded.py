@@ -22,7 +22,8 @@ HOST, PORT, UI_PORT = "127.0.0.1", 7233, 8233
 
 def state_dir() -> Path:
     base = os.environ.get("AGENTRUN_STATE_DIR") or os.path.join(
-        os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state"), "agentrun")
+        os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state"), "agentrun"
+    )
     path = Path(base)
     path.mkdir(parents=True, exist_ok=True)
     return path
@@ -50,8 +51,21 @@ def ensure_running(timeout_s: float = 30.0) -> None:
     if listening():
         return
     folder = state_dir()
-    args = [temporal_binary(), "server", "start-dev", "--ip", HOST, "--port", str(PORT),
-            "--ui-port", str(UI_PORT), "--db-filename", str(folder / "temporal.db"), "--log-level", "warn"]
+    args = [
+        temporal_binary(),
+        "server",
+        "start-dev",
+        "--ip",
+        HOST,
+        "--port",
+        str(PORT),
+        "--ui-port",
+        str(UI_PORT),
+        "--db-filename",
+        str(folder / "temporal.db"),
+        "--log-level",
+        "warn",
+    ]
     for key in search.ALL:
         args += ["--search-attribute", f"{key.name}=Keyword"]
     with open(folder / "temporal.log", "ab") as log:
@@ -60,8 +74,10 @@ def ensure_running(timeout_s: float = 30.0) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if listening():
-            print(f"started the embedded Temporal dev server (pid {proc.pid}, "
-                  f"Web UI http://localhost:{UI_PORT})", file=sys.stderr)
+            print(
+                f"started the embedded Temporal dev server (pid {proc.pid}, Web UI http://localhost:{UI_PORT})",
+                file=sys.stderr,
+            )
             return
         if proc.poll() is not None:
             break

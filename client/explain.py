@@ -14,7 +14,16 @@ from jinja2 import TemplateError
 from rich.console import Console
 
 from client.graph import (
-    agent_name, bare, draw, first_line, is_empty, scopes, sub_tag, switch_branches, top_steps, undo_who,
+    agent_name,
+    bare,
+    draw,
+    first_line,
+    is_empty,
+    scopes,
+    sub_tag,
+    switch_branches,
+    top_steps,
+    undo_who,
 )
 from client.start import load_run
 from spec import expressions, ir
@@ -78,8 +87,10 @@ def _header(plan: ir.Plan) -> list[str]:
     if plan.budget:
         lines.append(f"Budget for the whole run: {_budget(plan.budget)}")
     if plan.prices:
-        lines.append("Prices per million tokens: " + ", ".join(
-            f"{model} ${price.input:g} in, ${price.output:g} out" for model, price in plan.prices.items()))
+        lines.append(
+            "Prices per million tokens: "
+            + ", ".join(f"{model} ${price.input:g} in, ${price.output:g} out" for model, price in plan.prices.items())
+        )
     return lines
 
 
@@ -101,8 +112,12 @@ def _inputs(plan: ir.Plan) -> list[str]:
 def _agents(plan: ir.Plan) -> list[str]:
     declared = plan.info.get("agents")
     if declared:
-        return [f"  {aid}: {a.get('name') or aid}" + (f" — {a['role']}" if a.get("role") else "")
-                + (f" (tools: {', '.join(a['tools'])})" if a.get("tools") else "") for aid, a in declared.items()]
+        return [
+            f"  {aid}: {a.get('name') or aid}"
+            + (f" — {a['role']}" if a.get("role") else "")
+            + (f" (tools: {', '.join(a['tools'])})" if a.get("tools") else "")
+            for aid, a in declared.items()
+        ]
     users: dict[str, list[str]] = {}
     for leaf in plan.leaves():
         if not isinstance(leaf, ir.Human):
@@ -128,8 +143,11 @@ class _Describer:
         """Gates, compensation and budget of a node, and of the task groups it starts."""
         if is_empty(node):
             return []
-        found = [f"{group.label} and its subtasks: {note}"
-                 for group in self.groups.get(node.id, []) for note in self._notes(group)]
+        found = [
+            f"{group.label} and its subtasks: {note}"
+            for group in self.groups.get(node.id, [])
+            for note in self._notes(group)
+        ]
         return found + self._notes(node)
 
     def _notes(self, node: ir.NodeBase) -> list[str]:
@@ -172,8 +190,10 @@ class _Describer:
         """What a step that holds others (parallel, conditional, in order, first that succeeds) does."""
         if isinstance(node, ir.Parallel):
             keys = ", ".join(c.output_key or c.id for c in node.children)
-            return (f"parallel: {len(node.children)} agents at once, {wait_text(node.wait)}; "
-                    f"outputs {keys}{_stored(node)}{_step_timeout(node)}")
+            return (
+                f"parallel: {len(node.children)} agents at once, {wait_text(node.wait)}; "
+                f"outputs {keys}{_stored(node)}{_step_timeout(node)}"
+            )
         if isinstance(node, ir.Switch):
             return "conditional: the first branch whose condition holds runs" + _step_timeout(node)
         return "in order:" if isinstance(node, ir.Sequence) else "the first that succeeds:"
@@ -201,9 +221,11 @@ class _Describer:
     def _loop(self, node: ir.Loop, tag: str, head: str, more: str, gets: str) -> list[str]:
         if node.validator:
             feedback = bare(node.feedback) if node.feedback else "the check's feedback field"
-            text = (f"loop: {self.who(node.body)} produces, {self.who(node.validator)} checks, until the check "
-                    f"passes (its reply has passed: true), at most {node.max_iterations} iterations; "
-                    f"feedback from {feedback}")
+            text = (
+                f"loop: {self.who(node.body)} produces, {self.who(node.validator)} checks, until the check "
+                f"passes (its reply has passed: true), at most {node.max_iterations} iterations; "
+                f"feedback from {feedback}"
+            )
         else:
             text = f"loop: {self.who(node.body)} runs until {_until(node)}, at most {node.max_iterations} iterations"
         lines = [head + text + _stored(node, getattr(node.body, "output_format", None)) + _step_timeout(node)]
@@ -215,8 +237,9 @@ class _Describer:
     def _map(self, node: ir.Map, tag: str, head: str, more: str, gets: str) -> list[str]:
         body_tag = sub_tag(tag, 0) if node.reduce else tag
         last = node.reduce or node.body
-        text = (f"map: {self.who(node.body)} runs once per item of {bare(node.over)}, "
-                f"at most {node.concurrency} at a time")
+        text = (
+            f"map: {self.who(node.body)} runs once per item of {bare(node.over)}, at most {node.concurrency} at a time"
+        )
         if node.reduce:
             text += f"; {self.who(node.reduce)} combines the results"
         lines = [head + text + _stored(node, getattr(last, "output_format", None)) + _step_timeout(node)]
@@ -268,8 +291,10 @@ def checks(node: ir.NodeBase) -> list[str]:
     lines += [f"rule: {rule}" for rule in node.rules]
     if node.loop_until:
         limit = node.loop_until.max_iterations
-        lines.append(f"repeats until the agent reports {node.loop_until.status}"
-                     + (f", at most {limit} iterations" if limit else ""))
+        lines.append(
+            f"repeats until the agent reports {node.loop_until.status}"
+            + (f", at most {limit} iterations" if limit else "")
+        )
     if node.criteria:
         kind = "python" if node.criteria.python else f"script {node.criteria.script}"
         retries = node.criteria.max_retries
@@ -340,7 +365,7 @@ def duration(seconds: float) -> str:
 
 def _compact(value: Any, limit: int = 200) -> str:
     text = json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
-    return text if len(text) <= limit else text[:limit - 1] + "…"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _value(value: Any) -> str:
@@ -375,8 +400,11 @@ def dry_run_text(plan: ir.Plan, params: dict[str, Any], agents: tuple[str, dict[
         lines += dry.step(node, str(i + 1), "  ", {})
         if node.step:
             dry.done.append(node.id)
-    dry.problems += [f"agent '{aid}' has no URI: pass --agent {aid}=URI" for aid in sorted(agent_ids(plan))
-                     if aid not in dry.uris and not dry.default_uri]
+    dry.problems += [
+        f"agent '{aid}' has no URI: pass --agent {aid}=URI"
+        for aid in sorted(agent_ids(plan))
+        if aid not in dry.uris and not dry.default_uri
+    ]
     if dry.problems:
         lines += ["", "Problems a run would meet"] + [f"  {p}" for p in dry.problems]
     lines += ["", "No agent was called."]
@@ -407,11 +435,18 @@ class _DryRun(_Describer):
         shown = {n.id: _Shown(f"<output of {n.id}>") for n in steps}
         # What templates see at run time (workflows.leaves): built-ins, params bare and as `inputs`,
         # stored names, then the steps.
-        self.context = {"agent_type": agent_type(self.default_uri), "skip_permissions": False,
-                        "workdir": plan.spec_dir, "run_id": "<run id>", "iteration": 1, **values, "inputs": values,
-                        **{n.store_as: shown[n.id] for n in steps if n.store_as},
-                        "steps": {sid: {"output": s, "outputs": s} for sid, s in shown.items()},
-                        "human": {g.id: _Shown(f"<answer to {g.id}>") for g in plan.gates()}}
+        self.context = {
+            "agent_type": agent_type(self.default_uri),
+            "skip_permissions": False,
+            "workdir": plan.spec_dir,
+            "run_id": "<run id>",
+            "iteration": 1,
+            **values,
+            "inputs": values,
+            **{n.store_as: shown[n.id] for n in steps if n.store_as},
+            "steps": {sid: {"output": s, "outputs": s} for sid, s in shown.items()},
+            "human": {g.id: _Shown(f"<answer to {g.id}>") for g in plan.gates()},
+        }
         self.done: list[str] = []  # top-level steps before the current one, for "all prior context"
         self.problems: list[str] = []
 
@@ -424,8 +459,12 @@ class _DryRun(_Describer):
 
     def _loop(self, node: ir.Loop, tag: str, head: str, more: str, scope: dict[str, Any]) -> list[str]:
         until = f"{agent_name(node.validator, self.agents)} passes it" if node.validator else _until(node)
-        lines = [head + f"loop, at most {node.max_iterations} iterations, until {until}"
-                 + _stored(node) + _step_timeout(node)]
+        lines = [
+            head
+            + f"loop, at most {node.max_iterations} iterations, until {until}"
+            + _stored(node)
+            + _step_timeout(node)
+        ]
         body_tag, judge_tag = sub_tag(tag, 0), sub_tag(tag, 1)
         # The first iteration, as workflows.interpreter runs it: no feedback yet.
         lines += self.step(node.body, body_tag, more, {**scope, "feedback": None, "iteration": 1})
@@ -439,12 +478,16 @@ class _DryRun(_Describer):
 
     def _map(self, node: ir.Map, tag: str, head: str, more: str, scope: dict[str, Any]) -> list[str]:
         over = self._fill(node.over, scope)
-        lines = [head + f"map over {over}, at most {node.concurrency} at a time"
-                 + _stored(node) + _step_timeout(node)]
+        lines = [head + f"map over {over}, at most {node.concurrency} at a time" + _stored(node) + _step_timeout(node)]
         item = _Shown(f"<one item of {over}>")
         body_tag = sub_tag(tag, 0) if node.reduce else tag
-        lines += self.step(node.body, body_tag, more, {**scope, "item": item, "index": _Shown("<its index>"),
-                                                        "input": item}, "once per item: ")
+        lines += self.step(
+            node.body,
+            body_tag,
+            more,
+            {**scope, "item": item, "index": _Shown("<its index>"), "input": item},
+            "once per item: ",
+        )
         if node.reduce:
             results = _Shown(f"<the list of {node.body.id} outputs>")
             lines += self.step(node.reduce, sub_tag(tag, 1), more, {**scope, "input": results})
@@ -454,8 +497,7 @@ class _DryRun(_Describer):
         if isinstance(node, ir.Human):
             return self._ask(node, tag, head, more, scope)
         if isinstance(node, ir.Provider):
-            return [head + self.who(node) + " (no agent)"] + \
-                [more + line for line in self.details(node)]
+            return [head + self.who(node) + " (no agent)"] + [more + line for line in self.details(node)]
         uri = self.uris.get(node.agent, self.default_uri)
         lines = [head + f"{self.who(node)} via {uri}"]
         context = {**self.context, **scope}

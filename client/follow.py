@@ -15,8 +15,9 @@ from workflows.gates import open_gates
 from workflows.state import CompensationResult, Gate, RunState, TaskState
 
 
-async def follow(client: Client, run_id: str, console: Console, poll_s: float = 0.5,
-                 prompter: Prompter | None = None) -> RunState:
+async def follow(
+    client: Client, run_id: str, console: Console, poll_s: float = 0.5, prompter: Prompter | None = None
+) -> RunState:
     """Print the run's events until it ends. With a prompter, each open question is put to it once."""
     handle = client.get_workflow_handle(run_id)
     ended = asyncio.ensure_future(_wait(handle))
@@ -29,8 +30,11 @@ async def follow(client: Client, run_id: str, console: Console, poll_s: float = 
             printer.show(state)
             status.update(_live_line(state, time.monotonic() - started))
             # A budget is raised by figures, not a choice: its line says how; questions are asked here.
-            gate = next((g for g in open_gates(state) if g.id not in asked and g.kind != "budget"), None) \
-                if prompter else None
+            gate = (
+                next((g for g in open_gates(state) if g.id not in asked and g.kind != "budget"), None)
+                if prompter
+                else None
+            )
             if gate:
                 asked.add(gate.id)
                 status.stop()  # the spinner would overwrite the question
@@ -56,8 +60,7 @@ def _live_line(state: RunState, elapsed: float) -> str:
     task = state.tasks.get(state.current_task or "")
     if not task:
         return f"{state.status} · {elapsed:.0f}s"
-    return (f"{task.id} · attempt {task.attempts} · iteration {task.iterations} · "
-            f"{elapsed:.0f}s elapsed")
+    return f"{task.id} · attempt {task.attempts} · iteration {task.iterations} · {elapsed:.0f}s elapsed"
 
 
 class _Printer:
@@ -76,10 +79,10 @@ class _Printer:
             self._task(task)
         for gate in state.gates.values():
             self._gate(gate)
-        for result in state.compensations[self.compensations:]:
+        for result in state.compensations[self.compensations :]:
             self._print(_compensation(result))
         self.compensations = len(state.compensations)
-        for warning in state.warnings[self.warnings:]:
+        for warning in state.warnings[self.warnings :]:
             self.console.print(f"  ! {warning}", style="yellow", markup=False, highlight=False)
         self.warnings = len(state.warnings)
 

@@ -152,12 +152,16 @@ class _Drawer:
             kids = [(self.block(c, sub_tag(tag, i), follows), "") for i, c in enumerate(node.children)]
             return _fan(kids, closed=follows)
         if isinstance(node, ir.Selector):
-            kids = [(self.block(c, sub_tag(tag, i), follows), "(first try)" if i == 0 else "(if the above fails)")
-                    for i, c in enumerate(node.children)]
+            kids = [
+                (self.block(c, sub_tag(tag, i), follows), "(first try)" if i == 0 else "(if the above fails)")
+                for i, c in enumerate(node.children)
+            ]
             return _fan(kids, closed=follows)
         if isinstance(node, ir.Switch):
-            kids = [(self.block(n, sub_tag(tag, i), follows), f"({cond})")
-                    for i, (n, cond) in enumerate(switch_branches(node))]
+            kids = [
+                (self.block(n, sub_tag(tag, i), follows), f"({cond})")
+                for i, (n, cond) in enumerate(switch_branches(node))
+            ]
             return _fan(kids, closed=follows)
         if isinstance(node, ir.Loop):
             return self._loop(node, tag, follows)
@@ -183,8 +187,13 @@ class _Drawer:
         if not follows:
             return Block((box, backup))
         edge = max(cell_len(box), cell_len(backup)) + 3
-        return Block((box + " " + "-" * (edge - cell_len(box) - 1) + "+",
-                      backup + " " + "-" * (edge - cell_len(backup) - 1) + "/"), right="wire")
+        return Block(
+            (
+                box + " " + "-" * (edge - cell_len(box) - 1) + "+",
+                backup + " " + "-" * (edge - cell_len(backup) - 1) + "/",
+            ),
+            right="wire",
+        )
 
     def _loop(self, node: ir.Loop, tag: str, follows: bool) -> Block:
         body = self.box(node.body, sub_tag(tag, 0))
@@ -344,7 +353,7 @@ def _reach_edge(block: Block, edge: int) -> Block:
     if gap <= 0:
         return block
     anchor += (" " + "-" * gap) if block.right == "box" else "-" * gap
-    lines = block.lines[:block.row] + (anchor,) + block.lines[block.row + 1:]
+    lines = block.lines[: block.row] + (anchor,) + block.lines[block.row + 1 :]
     return replace(block, lines=lines, right="wire")
 
 

@@ -44,6 +44,7 @@ class Refused(UsageError):
 
 # ---- pending ---------------------------------------------------------------------------------------
 
+
 class Pending(NamedTuple):
     rows: list[dict[str, Any]]  # one per open gate, oldest question first
     unanswered: list[str]  # runs whose questions cannot be read: no worker holds them
@@ -54,8 +55,10 @@ async def pending(client: Client) -> Pending:
     run_ids = await _waiting_run_ids(client)
     states = [s for s in await asyncio.gather(*(_state_if_any(client, r) for r in run_ids)) if s]
     rows = [_row(state, gate) for state in states for gate in open_gates(state)]
-    return Pending(sorted(rows, key=lambda row: row["waiting_since"] or ""),
-                   [state.run_id for state in states if NO_WORKER in state.warnings])
+    return Pending(
+        sorted(rows, key=lambda row: row["waiting_since"] or ""),
+        [state.run_id for state in states if NO_WORKER in state.warnings],
+    )
 
 
 async def _state_if_any(client: Client, run_id: str) -> RunState | None:
@@ -77,8 +80,16 @@ async def _waiting_run_ids(client: Client) -> list[str]:
 
 
 def _row(state: RunState, gate: Gate) -> dict[str, Any]:
-    return {"run_id": state.run_id, "spec": state.spec, "gate": gate.id, "kind": gate.kind, "prompt": gate.prompt,
-            "choices": _choices(gate), "waiting_since": _iso(gate.opened_at), "timeout_at": _iso(gate.timeout_at)}
+    return {
+        "run_id": state.run_id,
+        "spec": state.spec,
+        "gate": gate.id,
+        "kind": gate.kind,
+        "prompt": gate.prompt,
+        "choices": _choices(gate),
+        "waiting_since": _iso(gate.opened_at),
+        "timeout_at": _iso(gate.timeout_at),
+    }
 
 
 async def pending_command(client: Client, args: argparse.Namespace, console: Console) -> int:
@@ -98,17 +109,26 @@ async def pending_command(client: Client, args: argparse.Namespace, console: Con
     for name in ("CHOICES", "WAITING SINCE", "TIMEOUT AT"):
         table.add_column(name, no_wrap=True)
     for row in rows:
-        table.add_row(row["run_id"], row["gate"], row["kind"], row["prompt"], "/".join(row["choices"]),
-                      _when(row["waiting_since"]), _when(row["timeout_at"]) or "-")
+        table.add_row(
+            row["run_id"],
+            row["gate"],
+            row["kind"],
+            row["prompt"],
+            "/".join(row["choices"]),
+            _when(row["waiting_since"]),
+            _when(row["timeout_at"]) or "-",
+        )
     # Piped output keeps every cell whole; a terminal folds long prompts to its width.
     out = console if console.is_terminal else Console(file=console.file, width=10_000, highlight=False)
     out.print(table)
-    console.print("answer with: python -m client answer RUN --gate GATE VALUE (or approve / reject RUN --gate GATE)",
-                  markup=False)
+    console.print(
+        "answer with: python -m client answer RUN --gate GATE VALUE (or approve / reject RUN --gate GATE)", markup=False
+    )
     return 0
 
 
 # ---- answer, approve, reject, budget ---------------------------------------------------------------
+
 
 async def answer_command(client: Client, args: argparse.Namespace, console: Console) -> int:
     """`answer`, `approve` and `reject`: the value is the command's own for the last two."""
@@ -126,9 +146,17 @@ async def budget_command(client: Client, args: argparse.Namespace, console: Cons
     state = await live_state(handle)
     paused = [g.id for g in open_gates(state) if g.kind == "budget"]
     gate_id = args.gate or (paused[0] if len(paused) == 1 else RUN_BUDGET_GATE)
-    raised = await raise_budget(handle, BudgetInput(gate=gate_id, tokens=args.tokens, usd=args.usd,
-                                                    iterations=args.iterations, comment=args.comment or "",
-                                                    by=user()))
+    raised = await raise_budget(
+        handle,
+        BudgetInput(
+            gate=gate_id,
+            tokens=args.tokens,
+            usd=args.usd,
+            iterations=args.iterations,
+            comment=args.comment or "",
+            by=user(),
+        ),
+    )
     console.print(f"budget {gate_id} raised to {limits_text(raised)}", markup=False, highlight=False)
     return 0
 
@@ -156,13 +184,16 @@ def _only_open_gate(run_id: str, state: RunState, value: str) -> str:
     waiting = open_gates(state)
     if len(waiting) != 1:
         names = ", ".join(f"{g.id} ({g.kind})" for g in waiting)
-        raise UsageError(f"run {run_id} has {len(waiting)} open gates{': ' + names if names else ''}; "
-                         "name one with --gate ID")
+        raise UsageError(
+            f"run {run_id} has {len(waiting)} open gates{': ' + names if names else ''}; name one with --gate ID"
+        )
     gate = waiting[0]
     # `approve` on a free-text question would be taken as its answer: make the person say so.
     if value in (APPROVE, REJECT) and gate.kind == "question" and value not in gate.choices:
-        raise UsageError(f"gate '{gate.id}' is a question, not an approval: answer it with "
-                         f"`python -m client answer {run_id} --gate {gate.id} VALUE`")
+        raise UsageError(
+            f"gate '{gate.id}' is a question, not an approval: answer it with "
+            f"`python -m client answer {run_id} --gate {gate.id} VALUE`"
+        )
     return gate.id
 
 
@@ -201,12 +232,15 @@ def user() -> str:
 
 # ---- following a run -------------------------------------------------------------------------------
 
+
 def how_to_answer(run_id: str, gate: Gate) -> str:
     """The command that answers a gate, for the line that announces it."""
     base = "python -m client"
     if gate.kind == "budget":
-        return f"raise it with: {base} budget {run_id} --gate {gate.id} --tokens N (or --usd X), or {base} " \
-               f"reject {run_id} --gate {gate.id}"
+        return (
+            f"raise it with: {base} budget {run_id} --gate {gate.id} --tokens N (or --usd X), or {base} "
+            f"reject {run_id} --gate {gate.id}"
+        )
     if gate.kind == "approval":
         return f"answer with: {base} approve {run_id} --gate {gate.id} (or reject)"
     return f"answer with: {base} answer {run_id} --gate {gate.id} VALUE"
@@ -229,8 +263,7 @@ async def answer_inline(handle: WorkflowHandle, gate: Gate, prompter: Prompter, 
     """Ask a person at this terminal and send their answer; a refusal (someone answered first) is shown."""
     value = await _in_daemon_thread(prompter, gate)
     if value is None:
-        console.print(f"  gate {gate.id} left open: {how_to_answer(handle.id, gate)}", markup=False,
-                      highlight=False)
+        console.print(f"  gate {gate.id} left open: {how_to_answer(handle.id, gate)}", markup=False, highlight=False)
         return
     try:
         await send_answer(handle, AnswerInput(gate=gate.id, value=value, by=user()))
@@ -264,6 +297,7 @@ def _in_daemon_thread(prompter: Prompter, gate: Gate) -> asyncio.Future:
 
 
 # ---- shared formatting -----------------------------------------------------------------------------
+
 
 def _choices(gate: Gate) -> list[str]:
     return gate.choices or ([APPROVE, REJECT] if gate.kind == "approval" else [])

@@ -7,8 +7,14 @@ import json
 from workflows.budgets import dollars, limits_text
 from workflows.state import RunState, TaskState
 
-_STEP_STATUS = {"completed": "SUCCESS", "failed": "FAILED", "skipped": "SKIPPED", "cancelled": "CANCELLED",
-                "running": "RUNNING", "pending": "NOT RUN"}
+_STEP_STATUS = {
+    "completed": "SUCCESS",
+    "failed": "FAILED",
+    "skipped": "SKIPPED",
+    "cancelled": "CANCELLED",
+    "running": "RUNNING",
+    "pending": "NOT RUN",
+}
 
 
 def verdict(state: RunState) -> str:
@@ -30,8 +36,11 @@ def verdict(state: RunState) -> str:
 
 def summary(state: RunState) -> dict:
     tasks = list(state.tasks.values())
-    total = (state.ended_at - state.started_at).total_seconds() if state.ended_at and state.started_at else \
-        sum(t.duration_s for t in tasks)
+    total = (
+        (state.ended_at - state.started_at).total_seconds()
+        if state.ended_at and state.started_at
+        else sum(t.duration_s for t in tasks)
+    )
     return {
         "status": verdict(state),
         "run_status": state.status,
@@ -73,12 +82,18 @@ def to_markdown(state: RunState) -> str:
     if s["input_tokens"] or s["output_tokens"]:
         lines.append(f"- Tokens: {s['input_tokens']} in, {s['output_tokens']} out")
     lines += _spending(state)
-    lines += ["", "## Step-by-Step Results", "",
-              "| Step | Task | Agent | Status | Duration | Retries | Output Size |",
-              "|---|---|---|---|---|---|---|"]
+    lines += [
+        "",
+        "## Step-by-Step Results",
+        "",
+        "| Step | Task | Agent | Status | Duration | Retries | Output Size |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for n, t in enumerate(state.tasks.values(), 1):
-        lines.append(f"| {n} | {t.id} | {t.agent} | {_STEP_STATUS.get(t.status, t.status.upper())} | "
-                     f"{_duration(t.duration_s)} | {_retries(t)} | {_size(t.output_size)} |")
+        lines.append(
+            f"| {n} | {t.id} | {t.agent} | {_STEP_STATUS.get(t.status, t.status.upper())} | "
+            f"{_duration(t.duration_s)} | {_retries(t)} | {_size(t.output_size)} |"
+        )
     lines += ["", "## Final Output", "", state.final_output.strip() or "(none)", "", "## Issues and Warnings", ""]
     issues = [f"- ERROR {e}" for e in state.errors] + [f"- WARNING {w}" for w in state.warnings]
     lines += issues or ["- none"]
@@ -92,13 +107,17 @@ def _spending(state: RunState) -> list[str]:
     if state.total_cost_usd > 0:
         lines.append(f"- Cost: {dollars(state.total_cost_usd)}")
     if len(state.usage_by_model) > 1:
-        per = [f"{model} {u.input_tokens} in, {u.output_tokens} out" + (f" ({dollars(u.cost_usd)})" if u.cost_usd else "")
-               for model, u in state.usage_by_model.items()]
+        per = [
+            f"{model} {u.input_tokens} in, {u.output_tokens} out" + (f" ({dollars(u.cost_usd)})" if u.cost_usd else "")
+            for model, u in state.usage_by_model.items()
+        ]
         lines.append(f"- Tokens by model: {'; '.join(per)}")
     if state.budget:
         prompts = f", {state.iteration_count} prompts" if state.budget.iterations is not None else ""
-        lines.append(f"- Budget: {limits_text(state.budget)} (on exceeded: {state.budget.on_exceeded}); used "
-                     f"{state.total_tokens_used} tokens, {dollars(state.total_cost_usd)}{prompts}")
+        lines.append(
+            f"- Budget: {limits_text(state.budget)} (on exceeded: {state.budget.on_exceeded}); used "
+            f"{state.total_tokens_used} tokens, {dollars(state.total_cost_usd)}{prompts}"
+        )
     return lines
 
 
@@ -116,8 +135,10 @@ def _human_input(state: RunState) -> list[str]:
         else:
             value, when = (answer.value or "") if answer else "", answer.at if answer else None
         comment, by = (answer.comment, answer.by) if answer else ("", "")
-        lines.append(f"| {_cell(gate.id)} | {_cell(gate.prompt)} | {_cell(value)} | {_cell(comment)} | {_cell(by)} | "
-                     f"{f'{when:%Y-%m-%d %H:%M:%S} UTC' if when else ''} |")
+        lines.append(
+            f"| {_cell(gate.id)} | {_cell(gate.prompt)} | {_cell(value)} | {_cell(comment)} | {_cell(by)} | "
+            f"{f'{when:%Y-%m-%d %H:%M:%S} UTC' if when else ''} |"
+        )
     return lines
 
 

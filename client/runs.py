@@ -66,8 +66,11 @@ async def query_state(handle: WorkflowHandle) -> RunState:
 
 async def worker_polling(client: Client, task_queue: str) -> bool:
     """True if a live worker polls the queue. Pollers of dead local processes are ignored."""
-    request = DescribeTaskQueueRequest(namespace=client.namespace, task_queue=TaskQueue(name=task_queue),
-                                       task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW)
+    request = DescribeTaskQueueRequest(
+        namespace=client.namespace,
+        task_queue=TaskQueue(name=task_queue),
+        task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+    )
     response = await client.workflow_service.describe_task_queue(request)
     now = time.time()
     for poller in response.pollers:
@@ -94,10 +97,12 @@ async def list_runs(client: Client, limit: int = 50) -> list[dict]:
     runs = []
     async for wf in client.list_workflows('WorkflowType="AgentRun"', limit=limit):
         attrs = wf.search_attributes or {}
-        runs.append({
-            "run_id": wf.id,
-            "status": attrs.get("AgentRunStatus", [wf.status.name.lower() if wf.status else ""])[0],
-            "spec": (attrs.get("AgentRunSpec") or [""])[0],
-            "started": wf.start_time.isoformat(timespec="seconds") if wf.start_time else "",
-        })
+        runs.append(
+            {
+                "run_id": wf.id,
+                "status": attrs.get("AgentRunStatus", [wf.status.name.lower() if wf.status else ""])[0],
+                "spec": (attrs.get("AgentRunSpec") or [""])[0],
+                "started": wf.start_time.isoformat(timespec="seconds") if wf.start_time else "",
+            }
+        )
     return runs

@@ -52,13 +52,30 @@ def prepare(args: argparse.Namespace) -> RunInput:
     plan, values, default, per_agent = load_run(args)
     workdir = os.path.abspath(args.workdir or plan.spec_dir)
     if not os.path.isdir(workdir):
-        raise SpecError([Problem("--workdir", 0, 0, f"work directory '{workdir}' does not exist",
-                                 "create it first, or leave --workdir out to use the spec's folder")])
+        raise SpecError(
+            [
+                Problem(
+                    "--workdir",
+                    0,
+                    0,
+                    f"work directory '{workdir}' does not exist",
+                    "create it first, or leave --workdir out to use the spec's folder",
+                )
+            ]
+        )
     resume = resolve_task(plan, args.resume_from) if args.resume_from else None
-    return RunInput(plan=plan, params=values, workdir=workdir, default_agent=default, agents=per_agent,
-                    prices=agents.prices(plan.spec_dir),
-                    resume_from=resume, max_iterations=args.max_iterations, lenient=args.lenient,
-                    heartbeat_s=float(os.environ.get("AGENTRUN_HEARTBEAT_S", "30")))
+    return RunInput(
+        plan=plan,
+        params=values,
+        workdir=workdir,
+        default_agent=default,
+        agents=per_agent,
+        prices=agents.prices(plan.spec_dir),
+        resume_from=resume,
+        max_iterations=args.max_iterations,
+        lenient=args.lenient,
+        heartbeat_s=float(os.environ.get("AGENTRUN_HEARTBEAT_S", "30")),
+    )
 
 
 def ask_missing(plan: ir.Plan, given: dict[str, Any]) -> dict[str, Any]:
@@ -83,8 +100,9 @@ def cli_params(items: list[str]) -> list[tuple[str, Any]]:
     return out
 
 
-async def start(client: Client, args: argparse.Namespace, inp: RunInput, console: Console,
-                prompter: Prompter | None = None) -> int:
+async def start(
+    client: Client, args: argparse.Namespace, inp: RunInput, console: Console, prompter: Prompter | None = None
+) -> int:
     inp.search_attributes = await ensure_search_attributes(client)
     run_id = args.id or f"{inp.plan.name}-{uuid.uuid4().hex[:8]}"
     handle = await _start(client, inp, run_id, args.task_queue)
@@ -112,12 +130,19 @@ async def watch(client: Client, run_id: str, console: Console, prompter: Prompte
 async def _start(client: Client, inp: RunInput, run_id: str, task_queue: str) -> WorkflowHandle:
     attrs = None
     if inp.search_attributes:
-        attrs = TypedSearchAttributes([SearchAttributePair(search.SPEC, inp.plan.name),
-                                       SearchAttributePair(search.STATUS, "pending")])
+        attrs = TypedSearchAttributes(
+            [SearchAttributePair(search.SPEC, inp.plan.name), SearchAttributePair(search.STATUS, "pending")]
+        )
     try:
-        return await client.start_workflow("AgentRun", inp, id=run_id, task_queue=task_queue,
-                                           search_attributes=attrs, static_summary=_summary(inp.plan),
-                                           id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE)
+        return await client.start_workflow(
+            "AgentRun",
+            inp,
+            id=run_id,
+            task_queue=task_queue,
+            search_attributes=attrs,
+            static_summary=_summary(inp.plan),
+            id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+        )
     except WorkflowAlreadyStartedError:
         raise UsageError(f"a run with id '{run_id}' already exists; pick another --id") from None
 
@@ -144,12 +169,16 @@ async def ensure_search_attributes(client: Client) -> bool:
     wanted = {key.name for key in search.ALL}
     try:
         listed = await client.operator_service.list_search_attributes(
-            ListSearchAttributesRequest(namespace=client.namespace))
+            ListSearchAttributesRequest(namespace=client.namespace)
+        )
         missing = wanted - set(listed.custom_attributes)
         if missing:
-            await client.operator_service.add_search_attributes(AddSearchAttributesRequest(
-                namespace=client.namespace,
-                search_attributes={name: IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD for name in missing}))
+            await client.operator_service.add_search_attributes(
+                AddSearchAttributesRequest(
+                    namespace=client.namespace,
+                    search_attributes={name: IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD for name in missing},
+                )
+            )
         return True
     except RPCError:
         return False

@@ -15,12 +15,26 @@ def check(plan: ir.Plan) -> None:
     problems = []
     for node in plan.walk():
         if node.kind not in ir.RUNNABLE_KINDS:
-            problems.append(Problem(plan.source, node.line, 1, f"'{node.label}' is a {node.kind} node, "
-                                    "which this engine does not run yet", "use tasks, sequences and parallels"))
+            problems.append(
+                Problem(
+                    plan.source,
+                    node.line,
+                    1,
+                    f"'{node.label}' is a {node.kind} node, which this engine does not run yet",
+                    "use tasks, sequences and parallels",
+                )
+            )
         comp = node.compensation
         if comp is not None and comp.kind not in COMPENSATION_KINDS:
-            problems.append(Problem(plan.source, comp.line, 1, f"the compensation of '{node.label}' is a "
-                                    f"{comp.kind} node", "a compensation is one agent task or one provider call"))
+            problems.append(
+                Problem(
+                    plan.source,
+                    comp.line,
+                    1,
+                    f"the compensation of '{node.label}' is a {comp.kind} node",
+                    "a compensation is one agent task or one provider call",
+                )
+            )
     problems += _duplicate_leaves(plan) + _bad_gate_ids(plan)
     if problems:
         raise SpecError(problems)
@@ -43,10 +57,17 @@ def _duplicate_leaves(plan: ir.Plan) -> list[Problem]:
 def _bad_gate_ids(plan: ir.Plan) -> list[Problem]:
     """Gate ids the budget pauses take. Two gates of one id are refused earlier, by each dialect
     (a task tree's gate ids, a pipeline's step ids), where the error can point at the `id:`."""
-    return [Problem(plan.source, gate.line, 1, f"gate id '{gate.id}' is kept for paused budgets",
-                    "give the gate another id: (a pipeline step: rename the step)")
-            for gate in sorted(plan.gates(), key=lambda g: g.line)
-            if gate.id == BUDGET_GATE or gate.id.startswith(BUDGET_GATE + ":")]
+    return [
+        Problem(
+            plan.source,
+            gate.line,
+            1,
+            f"gate id '{gate.id}' is kept for paused budgets",
+            "give the gate another id: (a pipeline step: rename the step)",
+        )
+        for gate in sorted(plan.gates(), key=lambda g: g.line)
+        if gate.id == BUDGET_GATE or gate.id.startswith(BUDGET_GATE + ":")
+    ]
 
 
 def agent_ids(plan: ir.Plan) -> set[str]:

@@ -25,9 +25,7 @@ from jinja2.sandbox import SandboxedEnvironment
 Path = tuple[str | int, ...]
 
 _STRING = re.compile(r"""'[^'\\]*(?:\\.[^'\\]*)*'|"[^"\\]*(?:\\.[^"\\]*)*\"""", re.DOTALL)
-_COMPARISONS = {
-    "eq": "==", "ne": "!=", "lt": "<", "lteq": "<=", "gt": ">", "gteq": ">=", "in": "in", "notin": "not in"
-}
+_COMPARISONS = {"eq": "==", "ne": "!=", "lt": "<", "lteq": "<=", "gt": ">", "gteq": ">=", "in": "in", "notin": "not in"}
 _CHAIN = (nodes.Name, nodes.Getattr, nodes.Getitem)
 # Statements whose `set` stays inside them; anything else (if, output) lets it reach later siblings.
 _SCOPES = (nodes.Block, nodes.Scope, nodes.FilterBlock, nodes.ScopedEvalContextModifier)
@@ -461,9 +459,7 @@ def _scan_call(node: nodes.Call, bound: frozenset[str], found: _Found) -> None:
     _scan_all([*node.args, *node.kwargs, *(e for e in extras if e is not None)], bound, found)
 
 
-def _scan_callable(
-    node: nodes.Macro | nodes.CallBlock, bound: frozenset[str], found: _Found
-) -> frozenset[str]:
+def _scan_callable(node: nodes.Macro | nodes.CallBlock, bound: frozenset[str], found: _Found) -> frozenset[str]:
     """Scan a macro or call block, whose parameters are bound inside it; a macro's name is bound after it."""
     _scan_all(node.defaults, bound, found)
     if isinstance(node, nodes.CallBlock):

@@ -6,7 +6,7 @@ The Plan is the workflow input and never changes during a run, so everything her
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -75,11 +75,11 @@ class NodeBase(Model):
     timeout_s: float | None = None
     retry: Retry = Retry()
     on_failure: Literal["abort", "skip", "fallback"] = "abort"
-    fallback: "Node | None" = None  # runs with the same input when this node fails for good
+    fallback: Node | None = None  # runs with the same input when this node fails for good
     # Undoes this node's effect, rendered with its output as `output`; pushed on the
     # compensation stack once the node succeeds, run last-in first-out when the run fails.
-    compensation: "Node | None" = None
-    gate: "Human | None" = None  # a person answers before the node runs (approval: true, human:)
+    compensation: Node | None = None
+    gate: Human | None = None  # a person answers before the node runs (approval: true, human:)
     budget: Budget | None = None  # what the node and everything under it may spend
     output_key: str | None = None
     # A pipeline step: its value is kept as `steps.<id>.output` (and under `store_as`) for later templates.
@@ -124,14 +124,14 @@ class Provider(NodeBase):
 
 class Sequence(NodeBase):
     kind: Literal["sequence"] = "sequence"
-    children: list["Node"] = []
+    children: list[Node] = []
 
 
 class Parallel(NodeBase):
     """Run children together; done when `wait` is met (all, any, or a count), the rest cancelled."""
 
     kind: Literal["parallel"] = "parallel"
-    children: list["Node"] = []
+    children: list[Node] = []
     wait: Literal["all", "any"] | int = "all"
 
 
@@ -139,27 +139,27 @@ class Selector(NodeBase):
     """Try children in order; the first that succeeds wins."""
 
     kind: Literal["selector"] = "selector"
-    children: list["Node"] = []
+    children: list[Node] = []
 
 
 class Case(Model):
     when: str
-    node: "Node"
+    node: Node
 
 
 class Switch(NodeBase):
     kind: Literal["switch"] = "switch"
     cases: list[Case] = []
-    default: "Node | None" = None
+    default: Node | None = None
 
 
 class Loop(NodeBase):
     """Repeat `body` until a condition holds or a validator passes; at most `max_iterations`."""
 
     kind: Literal["loop"] = "loop"
-    body: "Node"
+    body: Node
     until: str | None = None
-    validator: "Node | None" = None
+    validator: Node | None = None
     feedback: str | None = None  # a reference into the validator's output, e.g. {{steps.ID.output.feedback}}
     max_iterations: int = 10
 
@@ -167,9 +167,9 @@ class Loop(NodeBase):
 class Map(NodeBase):
     kind: Literal["map"] = "map"
     over: str
-    body: "Node"
+    body: Node
     concurrency: int = 20
-    reduce: "Node | None" = None
+    reduce: Node | None = None
 
 
 class Human(NodeBase):
@@ -198,7 +198,7 @@ class Evaluate(NodeBase):
 
 class Subflow(NodeBase):
     kind: Literal["subflow"] = "subflow"
-    body: "Node"
+    body: Node
 
 
 class Edge(Model):
@@ -209,7 +209,7 @@ class Edge(Model):
 
 class Graph(NodeBase):
     kind: Literal["graph"] = "graph"
-    nodes: dict[str, "Node"] = {}
+    nodes: dict[str, Node] = {}
     edges: list[Edge] = []
     start: str
     max_steps: int = 50
@@ -219,21 +219,29 @@ class Supervised(NodeBase):
     """The COMMIT / EXECUTE / RECONCILE / SUPERVISE wrapper around a body."""
 
     kind: Literal["supervised"] = "supervised"
-    body: "Node"
+    body: Node
     human: bool = False
 
 
 Node = Annotated[
-    Union[
-        Task, Provider, Sequence, Parallel, Selector, Switch, Loop, Map, Human, Evaluate,
-        Subflow, Graph, Supervised,
-    ],
+    Task
+    | Provider
+    | Sequence
+    | Parallel
+    | Selector
+    | Switch
+    | Loop
+    | Map
+    | Human
+    | Evaluate
+    | Subflow
+    | Graph
+    | Supervised,
     Field(discriminator="kind"),
 ]
 
 # Node kinds the interpreter runs today; `spec.check` refuses a Plan using any other.
-RUNNABLE_KINDS = frozenset({"task", "provider", "human", "sequence", "parallel", "selector", "switch", "loop",
-                            "map"})
+RUNNABLE_KINDS = frozenset({"task", "provider", "human", "sequence", "parallel", "selector", "switch", "loop", "map"})
 APPROVE, REJECT = "approve", "reject"
 
 # A task `input` that stands for every earlier step's output.
@@ -270,11 +278,11 @@ class Plan(Model):
         """Every node, depth first, in execution order."""
         return list(_walk(self.root))
 
-    def leaves(self) -> list["Task | Provider | Human"]:
+    def leaves(self) -> list[Task | Provider | Human]:
         """The nodes that do the work: agent prompts, provider calls and questions to people."""
         return [n for n in self.walk() if isinstance(n, (Task, Provider, Human))]
 
-    def gates(self) -> list["Human"]:
+    def gates(self) -> list[Human]:
         """Every question a run may ask a person: human nodes and the gates before other nodes."""
         return [n for n in self.walk() if isinstance(n, Human)] + [n.gate for n in self.walk() if n.gate]
 
@@ -303,6 +311,22 @@ def _own_children(node: NodeBase) -> list[NodeBase]:
     return []
 
 
-for _model in (NodeBase, Sequence, Parallel, Selector, Case, Switch, Loop, Map, Subflow, Graph,
-               Supervised, Task, Provider, Human, Evaluate, Plan):
+for _model in (
+    NodeBase,
+    Sequence,
+    Parallel,
+    Selector,
+    Case,
+    Switch,
+    Loop,
+    Map,
+    Subflow,
+    Graph,
+    Supervised,
+    Task,
+    Provider,
+    Human,
+    Evaluate,
+    Plan,
+):
     _model.model_rebuild()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from spec import ir
 from spec.dialects import pipeline, task_tree
@@ -18,16 +18,42 @@ def load(path: str, given_params: Iterable[str] = ()) -> ir.Plan:
         with open(path, encoding="utf-8") as fh:
             text = fh.read()
     except OSError as exc:
-        raise SpecError([Problem(path, 0, 0, f"cannot read spec: {exc.strerror}",
-                                 "check the path; it is relative to the current folder")]) from None
+        raise SpecError(
+            [
+                Problem(
+                    path,
+                    0,
+                    0,
+                    f"cannot read spec: {exc.strerror}",
+                    "check the path; it is relative to the current folder",
+                )
+            ]
+        ) from None
     data = load_yaml(text, path)
     if not isinstance(data, PosDict):
-        raise SpecError([Problem(path, 1, 1, "a spec must be a YAML mapping at the top level",
-                                 "start with keys such as name:, params:, subtasks:")])
+        raise SpecError(
+            [
+                Problem(
+                    path,
+                    1,
+                    1,
+                    "a spec must be a YAML mapping at the top level",
+                    "start with keys such as name:, params:, subtasks:",
+                )
+            ]
+        )
     for dialect in DIALECTS.values():
         if dialect.detect(data):
             return dialect.compile_plan(data, path, set(given_params))
-    raise SpecError([Problem(path, 1, 1, "cannot tell which spec language this file is in",
-                             "a task tree has 'subtasks:' or 'instructions:' at the top level; "
-                             "a pipeline has 'workflow:' with agents: and steps:")])
-
+    raise SpecError(
+        [
+            Problem(
+                path,
+                1,
+                1,
+                "cannot tell which spec language this file is in",
+                "a task tree has 'subtasks:' or 'instructions:' at the top level; "
+                "a pipeline has 'workflow:' with agents: and steps:",
+            )
+        ]
+    )

@@ -34,16 +34,30 @@ def bind(plan: ir.Plan, given: dict[str, Any]) -> dict[str, Any]:
     for name, param in plan.params.items():
         if name not in values:
             if param.required:
-                problems.append(Problem(plan.source, param.line, 1, f"missing required param '{name}'",
-                                        f"pass it with -p {name}=VALUE" + _example(param)))
+                problems.append(
+                    Problem(
+                        plan.source,
+                        param.line,
+                        1,
+                        f"missing required param '{name}'",
+                        f"pass it with -p {name}=VALUE" + _example(param),
+                    )
+                )
                 continue
             values[name] = param.default if param.default is not None else ""
             continue
         try:
             values[name] = coerce(values[name], param.type)
         except ValueError as exc:
-            problems.append(Problem(plan.source, param.line, 1, f"param '{name}': {exc}",
-                                    f"pass a {param.type} value with -p {name}=VALUE"))
+            problems.append(
+                Problem(
+                    plan.source,
+                    param.line,
+                    1,
+                    f"param '{name}': {exc}",
+                    f"pass a {param.type} value with -p {name}=VALUE",
+                )
+            )
     if problems:
         raise SpecError(problems)
     return values

@@ -12,8 +12,9 @@ from spec.errors import Problem, did_you_mean
 from spec.yamlpos import position
 
 
-def problems_from(exc: ValidationError, data: Any, file: str, model: type[BaseModel],
-                  value_hints: dict[str, str] | None = None) -> list[Problem]:
+def problems_from(
+    exc: ValidationError, data: Any, file: str, model: type[BaseModel], value_hints: dict[str, str] | None = None
+) -> list[Problem]:
     """One problem per mistake, each with a hint: a misspelled or misplaced key is reported once, as
     the unknown key, not again as the required key it should have been. `value_hints` are hints for
     values a validator refused, by the key holding the value."""
@@ -49,13 +50,16 @@ def _message(err: dict, loc: tuple) -> str:
 def _hint(err: dict, loc: tuple, model: type[BaseModel], errors: list[dict]) -> str:
     name = loc[-1]
     if err["type"] == "extra_forbidden":
-        owner = next((m["loc"] for m in errors if m["type"] == "missing" and m["loc"][-1] == name
-                      and m["loc"][:-1] != loc[:-1]), None)
+        owner = next(
+            (m["loc"] for m in errors if m["type"] == "missing" and m["loc"][-1] == name and m["loc"][:-1] != loc[:-1]),
+            None,
+        )
         if owner is not None:
             return f"'{name}:' belongs under '{_parent(owner)}:'; check its indentation"
         allowed = _allowed_keys(model, loc[:-1])
-        return did_you_mean(str(name), allowed) or ("allowed keys here: " + ", ".join(sorted(allowed))
-                                                    if allowed else "")
+        return did_you_mean(str(name), allowed) or (
+            "allowed keys here: " + ", ".join(sorted(allowed)) if allowed else ""
+        )
     if err["type"] in ("dict_type", "model_type"):
         return "expected a mapping (key: value lines indented under this key)"
     if err["type"] == "list_type":

@@ -61,7 +61,7 @@ def load_yaml(text: str, file: str) -> Any:
         mark = exc.problem_mark or exc.context_mark
         line, col = (mark.line + 1, mark.column + 1) if mark else (0, 0)
         message = " ".join(str(x) for x in (exc.context, exc.problem) if x)
-        raise SpecError([Problem(file, line, col, f"YAML syntax: {message}", _yaml_hint(message))])
+        raise SpecError([Problem(file, line, col, f"YAML syntax: {message}", _yaml_hint(message))]) from None
 
 
 def _yaml_hint(message: str) -> str:

@@ -64,8 +64,9 @@ def worker_process(env):
 def start_worker(address: str, *args: str, log: Path | None = None) -> subprocess.Popen:
     environ = {**os.environ, "TEMPORAL_ADDRESS": address}
     out = open(log, "ab") if log else subprocess.DEVNULL
-    proc = subprocess.Popen([sys.executable, "-u", "-m", "worker", *args], env=environ, cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=out)
+    proc = subprocess.Popen(
+        [sys.executable, "-u", "-m", "worker", *args], env=environ, cwd=ROOT, stdout=subprocess.PIPE, stderr=out
+    )
     assert proc.stdout.readline().startswith(b"worker polling"), "the worker did not start"
     return proc
 
@@ -95,7 +96,7 @@ def sigkill(proc: subprocess.Popen) -> None:
     proc.wait()
 
 
-def watch_with_new_worker(cli, address: str, queue: str, rid: str) -> "Result":
+def watch_with_new_worker(cli, address: str, queue: str, rid: str) -> Result:
     """Start a fresh worker on `queue`, follow run `rid` to its end with `client watch`, stop the worker."""
     worker = start_worker(address, "--task-queue", queue)
     try:
@@ -133,11 +134,22 @@ def cli(address, tmp_path):
     """Run `python -m client ...` as a user would, against the session's server."""
 
     def run(*args: str, timeout: float = 120, extra_env: dict | None = None) -> Result:
-        environ = {**os.environ, "TEMPORAL_ADDRESS": address, "AGENTRUN_STATE_DIR": str(tmp_path / "state"),
-                   "AGENTRUN_HEARTBEAT_S": "5", **(extra_env or {})}
+        environ = {
+            **os.environ,
+            "TEMPORAL_ADDRESS": address,
+            "AGENTRUN_STATE_DIR": str(tmp_path / "state"),
+            "AGENTRUN_HEARTBEAT_S": "5",
+            **(extra_env or {}),
+        }
         environ.pop("TEMPORAL_PROFILE", None)
-        proc = subprocess.run([sys.executable, "-m", "client", *args], capture_output=True, text=True,
-                              timeout=timeout, env=environ, cwd=ROOT)
+        proc = subprocess.run(
+            [sys.executable, "-m", "client", *args],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=environ,
+            cwd=ROOT,
+        )
         return Result(proc.returncode, proc.stdout, proc.stderr)
 
     return run

@@ -29,11 +29,24 @@ def sh(line: str) -> str:
     return json.dumps(f"Step.\n```sh\n{line}\n```")
 
 
-async def run_spec(client: Client, spec: Path, agent: str, *, params: dict[str, Any] | None = None,
-                   workdir: Path | None = None, **options: Any) -> RunState:
+async def run_spec(
+    client: Client,
+    spec: Path,
+    agent: str,
+    *,
+    params: dict[str, Any] | None = None,
+    workdir: Path | None = None,
+    **options: Any,
+) -> RunState:
     plan = load(str(spec), given_params=(params or {}).keys())
-    inp = RunInput(plan=plan, params=spec_params.bind(plan, params or {}), workdir=str(workdir or spec.parent),
-                   default_agent=agent, heartbeat_s=5, **options)
+    inp = RunInput(
+        plan=plan,
+        params=spec_params.bind(plan, params or {}),
+        workdir=str(workdir or spec.parent),
+        default_agent=agent,
+        heartbeat_s=5,
+        **options,
+    )
     handle = await client.start_workflow("AgentRun", inp, id=run_id(plan.name), task_queue=TEST_QUEUE)
     return await finish(client, handle)
 
@@ -59,8 +72,15 @@ def approval(gid: str, **extra: Any) -> ir.Human:
 
 
 def plan(*steps: ir.NodeBase, **extra: Any) -> ir.Plan:
-    return ir.Plan(name="h", dialect="pipeline", source="h.yaml", spec_dir=".", lifecycle="refresh",
-                   root=ir.Sequence(id="workflow:h", children=list(steps)), **extra)
+    return ir.Plan(
+        name="h",
+        dialect="pipeline",
+        source="h.yaml",
+        spec_dir=".",
+        lifecycle="refresh",
+        root=ir.Sequence(id="workflow:h", children=list(steps)),
+        **extra,
+    )
 
 
 async def state_of(handle: WorkflowHandle) -> RunState:
@@ -78,5 +98,6 @@ async def open_gate(handle: WorkflowHandle, gate: str) -> RunState:
 
 
 async def answer(handle: WorkflowHandle, gate: str, value: str, comment: str = "") -> Answer:
-    return await handle.execute_update(gates.ANSWER, gates.AnswerInput(gate=gate, value=value, comment=comment,
-                                                                      by="ana"), result_type=Answer)
+    return await handle.execute_update(
+        gates.ANSWER, gates.AnswerInput(gate=gate, value=value, comment=comment, by="ana"), result_type=Answer
+    )

@@ -28,7 +28,6 @@ from activities.providers.registry import get_provider, provider_names
 from spec.calls import CheckResult, CriteriaCall, PreconditionCall, ProviderCall, ProviderResult
 from tests.conftest import alive
 
-
 # ---------------------------------------------------------------- helpers
 
 
@@ -40,9 +39,7 @@ def dirs(tmp_path: Path) -> tuple[Path, Path]:
     return spec_dir, workdir
 
 
-async def criteria(
-    dirs: tuple[Path, Path], heartbeats: list[Any] | None = None, **kw: Any
-) -> CheckResult:
+async def criteria(dirs: tuple[Path, Path], heartbeats: list[Any] | None = None, **kw: Any) -> CheckResult:
     spec_dir, workdir = dirs
     env = ActivityEnvironment()
     if heartbeats is not None:
@@ -56,9 +53,7 @@ async def provider(workdir: Path, provider: str, method: str, **kw: Any) -> Prov
     return await ActivityEnvironment().run(call_provider, call)
 
 
-async def provider_error(
-    workdir: Path, provider_name: str, method: str, **kw: Any
-) -> ApplicationError:
+async def provider_error(workdir: Path, provider_name: str, method: str, **kw: Any) -> ApplicationError:
     with pytest.raises(ApplicationError) as info:
         await provider(workdir, provider_name, method, **kw)
     return info.value
@@ -68,8 +63,6 @@ async def preconditions(dirs: tuple[Path, Path], **kw: Any) -> CheckResult:
     spec_dir, workdir = dirs
     call = PreconditionCall(task_id="t", workdir=str(workdir), spec_dir=str(spec_dir), **kw)
     return await ActivityEnvironment().run(check_preconditions, call)
-
-
 
 
 def wait_for_file(path: Path, timeout_s: float = 5.0) -> str:
@@ -106,9 +99,7 @@ async def test_python_pass(dirs: tuple[Path, Path]) -> None:
 
 
 async def test_python_false_says_so(dirs: tuple[Path, Path]) -> None:
-    assert await criteria(dirs, python="result = False") == CheckResult(
-        ok=False, error="result was False"
-    )
+    assert await criteria(dirs, python="result = False") == CheckResult(ok=False, error="result was False")
 
 
 async def test_python_exception_carries_text_and_line(dirs: tuple[Path, Path]) -> None:
@@ -136,9 +127,7 @@ async def test_python_syntax_error(dirs: tuple[Path, Path]) -> None:
 
 async def test_python_error_message_is_the_error(dirs: tuple[Path, Path]) -> None:
     code = "result = False\nerror_message = 'only 2 of 3 tests pass'"
-    assert await criteria(dirs, python=code) == CheckResult(
-        ok=False, error="only 2 of 3 tests pass"
-    )
+    assert await criteria(dirs, python=code) == CheckResult(ok=False, error="only 2 of 3 tests pass")
 
 
 async def test_python_error_message_ignored_when_result_true(dirs: tuple[Path, Path]) -> None:
@@ -195,9 +184,7 @@ async def test_python_timeout_kills_process_group_and_heartbeats(dirs: tuple[Pat
 async def test_cancellation_kills_process_group(dirs: tuple[Path, Path]) -> None:
     spec_dir, workdir = dirs
     env = ActivityEnvironment()
-    call = CriteriaCall(
-        task_id="t", workdir=str(workdir), spec_dir=str(spec_dir), python=SPAWN_AND_HANG
-    )
+    call = CriteriaCall(task_id="t", workdir=str(workdir), spec_dir=str(spec_dir), python=SPAWN_AND_HANG)
     running = asyncio.ensure_future(env.run(check_criteria, call))
     grandchild = int(await asyncio.to_thread(wait_for_file, workdir / "grandchild.pid"))
     assert alive(grandchild)
@@ -232,9 +219,7 @@ async def test_py_script_relative_to_spec_dir(dirs: tuple[Path, Path]) -> None:
     (workdir / "out.txt").write_text("done\n")
     assert await criteria(dirs, script="checks/check.py") == CheckResult(ok=True)
     (workdir / "out.txt").write_text("not yet\n")
-    assert await criteria(dirs, script="checks/check.py") == CheckResult(
-        ok=False, error="out.txt does not say done"
-    )
+    assert await criteria(dirs, script="checks/check.py") == CheckResult(ok=False, error="out.txt does not say done")
 
 
 async def test_py_script_exception_names_script_line(dirs: tuple[Path, Path]) -> None:
@@ -290,7 +275,7 @@ async def test_shell_stdout_and_output_file(dirs: tuple[Path, Path]) -> None:
         workdir,
         "shell",
         "run",
-        params={"command": "cat input.txt; echo \"$GREETING\"", "env": {"GREETING": "hi"}},
+        params={"command": 'cat input.txt; echo "$GREETING"', "env": {"GREETING": "hi"}},
         output_file="out/nested/result.txt",
     )
     assert res.text == "hello from the workdir\nhi\n"
@@ -314,9 +299,7 @@ async def test_shell_nonzero_exit_carries_stderr(dirs: tuple[Path, Path]) -> Non
 async def test_shell_timeout_is_retryable(dirs: tuple[Path, Path]) -> None:
     _, workdir = dirs
     started = time.monotonic()
-    err = await provider_error(
-        workdir, "shell", "run", params={"command": "sleep 30", "timeout_s": 0.5}
-    )
+    err = await provider_error(workdir, "shell", "run", params={"command": "sleep 30", "timeout_s": 0.5})
     assert time.monotonic() - started < 5
     assert not err.non_retryable and "timed out" in err.message
 
@@ -354,9 +337,7 @@ async def test_shell_cancellation_kills_group_and_heartbeats(dirs: tuple[Path, P
         ("exec", {"command": "true"}),
     ],
 )
-async def test_shell_bad_params_are_not_retryable(
-    dirs: tuple[Path, Path], method: str, params: dict[str, Any]
-) -> None:
+async def test_shell_bad_params_are_not_retryable(dirs: tuple[Path, Path], method: str, params: dict[str, Any]) -> None:
     err = await provider_error(dirs[1], "shell", method, params=params)
     assert err.non_retryable and err.type == "BadParams"
 
@@ -438,9 +419,7 @@ async def test_http_post_json_and_put_data(dirs: tuple[Path, Path], http_url: st
     posted = json.loads(post.text)
     assert posted["method"] == "POST" and json.loads(posted["body"]) == {"a": [1, 2]}
     assert posted["content_type"] == "application/json"
-    put = json.loads(
-        (await provider(workdir, "http", "PUT", params={"url": http_url, "data": "raw text"})).text
-    )
+    put = json.loads((await provider(workdir, "http", "PUT", params={"url": http_url, "data": "raw text"})).text)
     assert (put["method"], put["body"]) == ("PUT", "raw text")
     deleted = json.loads((await provider(workdir, "http", "delete", params={"url": http_url})).text)
     assert deleted["method"] == "DELETE"
@@ -463,9 +442,7 @@ async def test_http_connection_refused_is_retryable(dirs: tuple[Path, Path]) -> 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # closed again below: nothing listens there
-    err = await provider_error(
-        dirs[1], "http", "get", params={"url": f"http://127.0.0.1:{port}/", "timeout_s": 2}
-    )
+    err = await provider_error(dirs[1], "http", "get", params={"url": f"http://127.0.0.1:{port}/", "timeout_s": 2})
     assert not err.non_retryable
 
 
@@ -514,9 +491,7 @@ def echo_plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     return "echo"
 
 
-async def test_entry_point_plugin_is_found_and_sync_runs_in_thread(
-    dirs: tuple[Path, Path], echo_plugin: str
-) -> None:
+async def test_entry_point_plugin_is_found_and_sync_runs_in_thread(dirs: tuple[Path, Path], echo_plugin: str) -> None:
     assert echo_plugin in provider_names()
     assert {"http", "shell"} <= set(provider_names())
     res = await provider(dirs[1], echo_plugin, "shout", params={"say": "hi"})

@@ -28,9 +28,7 @@ from tests.fakes.openai_server import FakeOpenAI
 REPO = Path(__file__).resolve().parents[1]
 
 
-def make_call(
-    uri: str, prompt: str = "hello", workdir: Path | str = ".", **fields: Any
-) -> AgentCall:
+def make_call(uri: str, prompt: str = "hello", workdir: Path | str = ".", **fields: Any) -> AgentCall:
     return AgentCall(
         run_id="run-1",
         task_id=fields.pop("task_id", "t1"),
@@ -50,8 +48,6 @@ async def failure(call: AgentCall) -> ApplicationError:
     with pytest.raises(ApplicationError) as caught:
         await run(call)
     return caught.value
-
-
 
 
 def unused_port() -> int:
@@ -153,9 +149,7 @@ def refresh_uri(agent_type: str, cmd: str) -> str:
     return "agentapi:http://127.0.0.1:0?" + urlencode({"type": agent_type, "cmd": cmd})
 
 
-async def test_agentapi_refresh_runs_one_private_server_per_task(
-    agentapi_bin: Path, tmp_path: Path
-) -> None:
+async def test_agentapi_refresh_runs_one_private_server_per_task(agentapi_bin: Path, tmp_path: Path) -> None:
     workdir = tmp_path / "work"
     workdir.mkdir()
     (workdir / "agent.sh").write_text('echo "$(cat) in $(basename "$PWD") for $AGENTRUN_TASK_ID"\n')
@@ -172,7 +166,10 @@ async def test_agentapi_refresh_runs_one_private_server_per_task(
     assert len(starts) == 2 and starts[0]["pid"] != starts[1]["pid"]
     assert all(s["agent_type"] == "codex" and s["command"] == ["sh", "agent.sh"] for s in starts)
     assert [e["content"] for e in events(agentapi_bin) if e["event"] == "message"] == [
-        "ping 1", "again 1", "ping 2", "again 2",
+        "ping 1",
+        "again 1",
+        "ping 2",
+        "again 2",
     ]
     assert [e["event"] for e in events(agentapi_bin)].count("stop") == 2  # SIGTERM honoured
     for start in starts:
@@ -186,9 +183,7 @@ async def test_agentapi_refresh_stops_the_server_on_cancel(
 ) -> None:
     monkeypatch.setenv("FAKE_AGENTAPI_BUSY_S", "30")
     env = ActivityEnvironment()
-    task = asyncio.create_task(
-        run(make_call(refresh_uri("claude", "cat"), "work", tmp_path, lifecycle="refresh"), env)
-    )
+    task = asyncio.create_task(run(make_call(refresh_uri("claude", "cat"), "work", tmp_path, lifecycle="refresh"), env))
     await wait_for(lambda: any(e["event"] == "message" for e in events(agentapi_bin)))
     env.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -201,9 +196,7 @@ async def test_agentapi_refresh_missing_binary_is_not_retryable(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("AGENTRUN_AGENTAPI_BIN", str(tmp_path / "no-such-agentapi"))
-    err = await failure(
-        make_call(refresh_uri("claude", "claude"), "hi", tmp_path, lifecycle="refresh")
-    )
+    err = await failure(make_call(refresh_uri("claude", "claude"), "hi", tmp_path, lifecycle="refresh"))
     assert err.non_retryable and "AGENTRUN_AGENTAPI_BIN" in err.message
 
 
@@ -214,9 +207,7 @@ async def test_agentapi_refresh_server_that_dies_reports_its_output(
     wrapper.write_text("#!/bin/sh\necho 'unknown flag --type' >&2\nexit 3\n")
     wrapper.chmod(0o755)
     monkeypatch.setenv("AGENTRUN_AGENTAPI_BIN", str(wrapper))
-    err = await failure(
-        make_call(refresh_uri("claude", "claude"), "hi", tmp_path, lifecycle="refresh")
-    )
+    err = await failure(make_call(refresh_uri("claude", "claude"), "hi", tmp_path, lifecycle="refresh"))
     assert err.non_retryable and "code 3" in err.message and "unknown flag --type" in err.message
 
 
@@ -257,9 +248,7 @@ async def test_openai_sends_transcript_and_reads_usage(llm: FakeOpenAI) -> None:
     ]
 
 
-async def test_openai_bad_key_is_not_retryable(
-    llm: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_openai_bad_key_is_not_retryable(llm: FakeOpenAI, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-wrong")
     err = await failure(make_call("openai:gpt-test"))
     assert err.non_retryable and err.type == "AgentError"
@@ -289,10 +278,7 @@ async def test_anthropic_puts_system_aside_and_reads_usage(llm: FakeOpenAI) -> N
     reply = await run(make_call("anthropic:claude-test", "how are you", transcript=TRANSCRIPT))
     (request,) = llm.requests
     assert request.path == "/v1/messages"
-    assert (
-        request.headers["x-api-key"] == "sk-test"
-        and request.headers["anthropic-version"] == "2023-06-01"
-    )
+    assert request.headers["x-api-key"] == "sk-test" and request.headers["anthropic-version"] == "2023-06-01"
     assert request.body["system"] == "be brief" and request.body["max_tokens"] == 4096
     assert [m["role"] for m in request.body["messages"]] == ["user", "assistant", "user"]
     assert reply.text == "4 messages, last: how are you"
@@ -334,12 +320,8 @@ async def test_command_timeout_kills_the_process_group(tmp_path: Path) -> None:
 
 async def test_command_cancel_kills_the_process_group(tmp_path: Path) -> None:
     env = ActivityEnvironment()
-    task = asyncio.create_task(
-        run(make_call("command:sh -c 'sleep 30 & echo $! > pid; wait'", workdir=tmp_path), env)
-    )
-    await wait_for(
-        lambda: (tmp_path / "pid").exists() and (tmp_path / "pid").read_text().strip() != ""
-    )
+    task = asyncio.create_task(run(make_call("command:sh -c 'sleep 30 & echo $! > pid; wait'", workdir=tmp_path), env))
+    await wait_for(lambda: (tmp_path / "pid").exists() and (tmp_path / "pid").read_text().strip() != "")
     env.cancel()
     with pytest.raises(asyncio.CancelledError):
         async with asyncio.timeout(5):  # nothing left holding the pipes open

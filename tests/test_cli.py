@@ -44,8 +44,10 @@ def test_start_follows_the_run_and_prints_the_report(cli, tmp_path):
     status = cli("status", rid, "--json")
     data = json.loads(status.out)
     assert data["run_id"] == rid and data["status"] == "completed"
-    assert [(t["id"], t["status"], t["attempts"], t["iterations"]) for t in data["tasks"]] == \
-        [("research", "completed", 1, 1), ("write", "completed", 1, 1)]
+    assert [(t["id"], t["status"], t["attempts"], t["iterations"]) for t in data["tasks"]] == [
+        ("research", "completed", 1, 1),
+        ("write", "completed", 1, 1),
+    ]
     assert all(t["duration_s"] >= 0 for t in data["tasks"])
 
     report = json.loads(cli("report", rid, "--format", "json").out)
@@ -73,8 +75,9 @@ def test_missing_required_param_exits_2_before_anything_starts(cli, tmp_path):
 
 def test_param_from_a_file(cli, tmp_path):
     (tmp_path / "topic.txt").write_text("tides")
-    result = cli("start", str(write_spec(tmp_path, GOOD)), "-p", f"topic=@{tmp_path / 'topic.txt'}",
-                 "--agent", SHELL_AGENT)
+    result = cli(
+        "start", str(write_spec(tmp_path, GOOD)), "-p", f"topic=@{tmp_path / 'topic.txt'}", "--agent", SHELL_AGENT
+    )
     assert result.code == 0 and "draft about tides" in result.out
 
 
@@ -108,8 +111,16 @@ def test_usage_mistakes_exit_2(cli, tmp_path):
 
 
 def test_unreachable_temporal_exits_3(cli, tmp_path):
-    result = cli("start", str(write_spec(tmp_path, GOOD)), "-p", "topic=x", "--agent", SHELL_AGENT,
-                 extra_env={"TEMPORAL_ADDRESS": "127.0.0.1:1"}, timeout=60)
+    result = cli(
+        "start",
+        str(write_spec(tmp_path, GOOD)),
+        "-p",
+        "topic=x",
+        "--agent",
+        SHELL_AGENT,
+        extra_env={"TEMPORAL_ADDRESS": "127.0.0.1:1"},
+        timeout=60,
+    )
     assert result.code == 3 and "cannot reach Temporal at 127.0.0.1:1" in result.err
 
 

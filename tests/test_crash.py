@@ -18,8 +18,9 @@ def test_sigkill_mid_run_then_a_new_worker_completes_it(cli, address, tmp_path):
     rid = run_id("crash")
     with FakeAgentAPI(command=SHELL_BRAIN, busy_s=1.5, cwd=str(tmp_path)) as agent:
         first = start_worker(address, "--task-queue", QUEUE)
-        started = cli("start", str(spec), "--agent", f"agentapi:{agent.url}", "--id", rid,
-                      "--task-queue", QUEUE, "--detach")
+        started = cli(
+            "start", str(spec), "--agent", f"agentapi:{agent.url}", "--id", rid, "--task-queue", QUEUE, "--detach"
+        )
         assert started.code == 0, started.err
         wait_for(lambda: len(agent.received) >= 2)  # t2 is with the agent now
         sigkill(first)

@@ -206,9 +206,7 @@ def test_canonical_text_keeps_grouping_and_spells_null_as_none():
 
 
 def test_references_lists_paths_with_constant_keys():
-    source = (
-        "{{steps.classify.output.category}} == 'hot' and item.tags[0] in inputs['allowed'] or item.size > -1"
-    )
+    source = "{{steps.classify.output.category}} == 'hot' and item.tags[0] in inputs['allowed'] or item.size > -1"
     assert references(source) == [
         ("steps", "classify", "output", "category"),
         ("item", "tags", 0),

@@ -13,8 +13,10 @@ from tests.fakes.openai_server import FakeOpenAI
 
 
 def chat(server: FakeOpenAI, model: str, prompt: str, timeout_s: float = 10) -> httpx.Response:
-    body = {"model": model, "messages": [{"role": "system", "content": "Be brief."},
-                                         {"role": "user", "content": prompt}]}
+    body = {
+        "model": model,
+        "messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": prompt}],
+    }
     return httpx.post(f"{server.url}/chat/completions", json=body, timeout=timeout_s)
 
 
@@ -32,16 +34,27 @@ def in_background(fn, *args) -> tuple[threading.Thread, list]:
 
 @pytest.fixture
 def server():
-    with FakeOpenAI(reply="default", by_model={"fixed": "F", "listed": ["one", "two"],
-                                               "fn": lambda messages: messages[-1]["content"].upper()}) as fake:
+    with FakeOpenAI(
+        reply="default",
+        by_model={"fixed": "F", "listed": ["one", "two"], "fn": lambda messages: messages[-1]["content"].upper()},
+    ) as fake:
         yield fake
 
 
 def test_replies_are_chosen_by_model_and_lists_are_counted_per_model(server):
-    assert [text(chat(server, m, "hi")) for m in ("listed", "fixed", "listed", "other", "fn", "listed")] == \
-        ["one", "F", "two", "default", "HI", "two"]
-    anthropic = httpx.post(f"{server.base_url}/v1/messages", headers={"anthropic-version": "2023-06-01"},
-                           json={"model": "fixed", "max_tokens": 5, "messages": [{"role": "user", "content": "x"}]})
+    assert [text(chat(server, m, "hi")) for m in ("listed", "fixed", "listed", "other", "fn", "listed")] == [
+        "one",
+        "F",
+        "two",
+        "default",
+        "HI",
+        "two",
+    ]
+    anthropic = httpx.post(
+        f"{server.base_url}/v1/messages",
+        headers={"anthropic-version": "2023-06-01"},
+        json={"model": "fixed", "max_tokens": 5, "messages": [{"role": "user", "content": "x"}]},
+    )
     assert anthropic.json()["content"][0]["text"] == "F"
     assert server.prompts_for("listed") == ["hi"] * 3 and len(server.requests_for("fixed")) == 2
 

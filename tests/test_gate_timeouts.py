@@ -26,8 +26,14 @@ HOUR = 3600.0
 async def run(client: Client, the_plan: ir.Plan) -> tuple[RunState, float]:
     """Run to the end; the state and the wall-clock seconds it took."""
     agents = {n.agent: f"openai:{n.agent}" for n in the_plan.walk() if isinstance(n, ir.Task)}
-    inp = RunInput(plan=the_plan, workdir=".", default_agent="openai:default", agents=agents, heartbeat_s=0,
-                   search_attributes=False)
+    inp = RunInput(
+        plan=the_plan,
+        workdir=".",
+        default_agent="openai:default",
+        agents=agents,
+        heartbeat_s=0,
+        search_attributes=False,
+    )
     handle: WorkflowHandle = await client.start_workflow("AgentRun", inp, id=run_id("gt"), task_queue=TIME_QUEUE)
     began = time.monotonic()
     try:
@@ -38,8 +44,9 @@ async def run(client: Client, the_plan: ir.Plan) -> tuple[RunState, float]:
 
 
 def question(on_timeout: str, timeout_s: float = 2 * HOUR) -> ir.Human:
-    return ir.Human(id="size", prompt="Which size?", choices=["S", "M"], on_timeout=on_timeout,
-                    timeout_s=timeout_s, step=True)
+    return ir.Human(
+        id="size", prompt="Which size?", choices=["S", "M"], on_timeout=on_timeout, timeout_s=timeout_s, step=True
+    )
 
 
 async def test_an_unanswered_gate_fails_the_run_when_its_timeout_passes(time_env, llm):

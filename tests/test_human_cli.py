@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import io
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 from rich.console import Console
@@ -20,19 +20,29 @@ from client.follow import _Printer
 from spec.calls import Usage
 from spec.ir import Budget
 from tests.conftest import run_id, start_worker, wait_for, write_spec
-from workflows.state import (Answer, CompensationEntry, CompensationResult, Gate, ModelUsage, RunState, TaintMark,
-                             TaskState)
+from workflows.state import (
+    Answer,
+    CompensationEntry,
+    CompensationResult,
+    Gate,
+    ModelUsage,
+    RunState,
+    TaintMark,
+    TaskState,
+)
 
-T0 = datetime(2026, 11, 21, 9, 30, 0, tzinfo=timezone.utc)
-T1 = datetime(2026, 11, 21, 9, 41, 5, tzinfo=timezone.utc)
+T0 = datetime(2026, 11, 21, 9, 30, 0, tzinfo=UTC)
+T1 = datetime(2026, 11, 21, 9, 41, 5, tzinfo=UTC)
 
 
 # ---- the report, from a state built by hand --------------------------------------------------------
 
+
 def _state(status: str, **fields) -> RunState:
-    tasks = {"build": TaskState(id="build", agent="coder", status="completed", attempts=1, duration_s=2.0),
-             "deploy": TaskState(id="deploy", agent="coder", status="failed", attempts=1, duration_s=1.0,
-                                 error="it broke")}
+    tasks = {
+        "build": TaskState(id="build", agent="coder", status="completed", attempts=1, duration_s=2.0),
+        "deploy": TaskState(id="deploy", agent="coder", status="failed", attempts=1, duration_s=1.0, error="it broke"),
+    }
     return RunState(run_id="r-1", spec="ship", status=status, tasks=tasks, **fields)
 
 
@@ -45,23 +55,53 @@ def test_report_verdicts_for_rolled_back_and_cancelled_runs():
 
 def test_report_lists_human_input_compensations_and_taint_after_the_existing_sections():
     gates = {
-        "deploy": Gate(id="deploy", kind="approval", prompt="Ship | it?", choices=["approve", "reject"],
-                       status="answered", opened_at=T0,
-                       answer=Answer(value="reject", comment="not on a Friday", by="ada", at=T1)),
-        "colour": Gate(id="colour", prompt="Which colour?\nPick one.", choices=["red", "blue"], status="timed_out",
-                       opened_at=T0, answer=Answer(value="red", at=T1, timed_out=True)),
+        "deploy": Gate(
+            id="deploy",
+            kind="approval",
+            prompt="Ship | it?",
+            choices=["approve", "reject"],
+            status="answered",
+            opened_at=T0,
+            answer=Answer(value="reject", comment="not on a Friday", by="ada", at=T1),
+        ),
+        "colour": Gate(
+            id="colour",
+            prompt="Which colour?\nPick one.",
+            choices=["red", "blue"],
+            status="timed_out",
+            opened_at=T0,
+            answer=Answer(value="red", at=T1, timed_out=True),
+        ),
     }
-    state = _state("failed", gates=gates,
-                   compensations=[CompensationResult(action_id="deploy", status="completed"),
-                                  CompensationResult(action_id="build", status="failed", error="disk full")],
-                   compensation_stack=[CompensationEntry(action_id="fetch", compensation_action={"type": "agent"}),
-                                       CompensationEntry(action_id="setup", compensation_action={"type": "agent"})],
-                   taint={"page": TaintMark(source="provider:http"),
-                          "summary": TaintMark(source="provider:http", derived_from=["page"])})
+    state = _state(
+        "failed",
+        gates=gates,
+        compensations=[
+            CompensationResult(action_id="deploy", status="completed"),
+            CompensationResult(action_id="build", status="failed", error="disk full"),
+        ],
+        compensation_stack=[
+            CompensationEntry(action_id="fetch", compensation_action={"type": "agent"}),
+            CompensationEntry(action_id="setup", compensation_action={"type": "agent"}),
+        ],
+        taint={
+            "page": TaintMark(source="provider:http"),
+            "summary": TaintMark(source="provider:http", derived_from=["page"]),
+        },
+    )
     text = report.to_markdown(state)
-    order = [text.index(h) for h in ("## Execution Summary", "## Step-by-Step Results", "## Final Output",
-                                      "## Issues and Warnings", "## Human Input", "## Compensations",
-                                      "## Tainted Data")]
+    order = [
+        text.index(h)
+        for h in (
+            "## Execution Summary",
+            "## Step-by-Step Results",
+            "## Final Output",
+            "## Issues and Warnings",
+            "## Human Input",
+            "## Compensations",
+            "## Tainted Data",
+        )
+    ]
     assert order == sorted(order)
     assert "| deploy | Ship \\| it? | reject | not on a Friday | ada | 2026-11-21 09:41:05 UTC |" in text
     assert "| colour | Which colour? Pick one. | timed out: red |  |  | 2026-11-21 09:41:05 UTC |" in text
@@ -72,14 +112,26 @@ def test_report_lists_human_input_compensations_and_taint_after_the_existing_sec
 
 def test_report_summary_shows_cost_per_model_tokens_and_budget_only_when_there_are_any():
     plain = report.to_markdown(_state("completed"))
-    for absent in ("- Cost:", "- Tokens by model:", "- Budget:", "## Human Input", "## Compensations",
-                   "## Tainted Data"):
+    for absent in (
+        "- Cost:",
+        "- Tokens by model:",
+        "- Budget:",
+        "## Human Input",
+        "## Compensations",
+        "## Tainted Data",
+    ):
         assert absent not in plain
-    state = _state("completed", total_cost_usd=0.0123, total_tokens_used=900, usage=Usage(input_tokens=600,
-                                                                                            output_tokens=300),
-                   budget=Budget(tokens=1000, usd=0.5, on_exceeded="pause"),
-                   usage_by_model={"gpt-a": ModelUsage(input_tokens=500, output_tokens=200, cost_usd=0.01),
-                                   "gpt-b": ModelUsage(input_tokens=100, output_tokens=100, cost_usd=0.0023)})
+    state = _state(
+        "completed",
+        total_cost_usd=0.0123,
+        total_tokens_used=900,
+        usage=Usage(input_tokens=600, output_tokens=300),
+        budget=Budget(tokens=1000, usd=0.5, on_exceeded="pause"),
+        usage_by_model={
+            "gpt-a": ModelUsage(input_tokens=500, output_tokens=200, cost_usd=0.01),
+            "gpt-b": ModelUsage(input_tokens=100, output_tokens=100, cost_usd=0.0023),
+        },
+    )
     text = report.to_markdown(state)
     summary = text.split("## Step-by-Step Results")[0]
     assert "- Tokens: 600 in, 300 out\n- Cost: $0.0123\n" in summary
@@ -102,8 +154,10 @@ def test_follow_prints_gate_and_compensation_events_once():
     printer.show(state)
     gate.status, gate.answer = "answered", Answer(value="approve", by="ada", comment="go", at=T1)
     question.status, question.answer = "timed_out", Answer(value=None, at=T1, timed_out=True)
-    state.compensations = [CompensationResult(action_id="build", status="completed"),
-                           CompensationResult(action_id="fetch", status="failed", error="gone")]
+    state.compensations = [
+        CompensationResult(action_id="build", status="completed"),
+        CompensationResult(action_id="fetch", status="failed", error="gone"),
+    ]
     printer.show(state)
     printer.show(state)
     assert out.getvalue().splitlines() == [
@@ -147,8 +201,17 @@ def served(llm, address):
 
 def _start(cli, tmp_path, queue: str, text: str = SHED, prefix: str = "shed") -> str:
     rid = run_id(prefix)
-    result = cli("start", str(write_spec(tmp_path, text)), "--agent", "openai:worker", "--id", rid,
-                 "--task-queue", queue, "--detach")
+    result = cli(
+        "start",
+        str(write_spec(tmp_path, text)),
+        "--agent",
+        "openai:worker",
+        "--id",
+        rid,
+        "--task-queue",
+        queue,
+        "--detach",
+    )
     assert result.code == 0, result.err
     return rid
 
@@ -181,8 +244,10 @@ async def test_pending_answer_and_approve_as_a_user_meets_them(cli, client, serv
     assert "colour" in line and "question" in line and "Which colour for the shed?" in line and "red/blue" in line
     status = cli("status", rid)
     assert f"{rid}: waiting for human_approval" in status.out
-    assert "? colour: Which colour for the shed? [red/blue] — answer with: python -m client answer " \
-           f"{rid} --gate colour VALUE" in status.out
+    assert (
+        "? colour: Which colour for the shed? [red/blue] — answer with: python -m client answer "
+        f"{rid} --gate colour VALUE" in status.out
+    )
 
     wrong = cli("answer", rid, "--gate", "colour", "green")
     assert wrong.code == 2 and wrong.out == ""
@@ -249,7 +314,8 @@ def test_cancel_with_rollback_runs_the_compensations_of_a_waiting_run(cli, serve
     assert cancelled.code == 0, cancelled.err
     assert cancelled.out.splitlines() == [
         f"rollback requested for {rid}: 1 compensation(s) queued, run as it is cancelled",
-        f"cancellation requested for {rid}"]
+        f"cancellation requested for {rid}",
+    ]
     watched = cli("watch", rid)
     assert watched.code == 1
     assert llm.prompts_for("worker")[-1].startswith("Strip the paint. You reported: Paint the shed red.")
@@ -330,8 +396,17 @@ workflow:
 
 def test_a_pipeline_asks_with_a_human_step_and_an_approval(cli, served, llm, tmp_path):
     rid = run_id("pick")
-    started = cli("start", str(write_spec(tmp_path, PICK)), "--agent", "writer=openai:writer", "--id", rid,
-                  "--task-queue", served, "--detach")
+    started = cli(
+        "start",
+        str(write_spec(tmp_path, PICK)),
+        "--agent",
+        "writer=openai:writer",
+        "--id",
+        rid,
+        "--task-queue",
+        served,
+        "--detach",
+    )
     assert started.code == 0, started.err
     assert _wait_gate(cli, rid, "topic")["choices"] == ["tea", "coffee"]
     assert cli("answer", rid, "--gate", "topic", "tea").code == 0

@@ -24,8 +24,13 @@ pytestmark = pytest.mark.usefixtures("worker")
 
 
 def undo(tid: str, prompt: str, agent: str = "undo", attempts: int = 1) -> ir.Task:
-    return ir.Task(id=f"{tid}.compensate", agent=agent, prompt=prompt, protocol="plain",
-                   retry=ir.Retry(attempts=attempts, backoff="none", delay_s=0))
+    return ir.Task(
+        id=f"{tid}.compensate",
+        agent=agent,
+        prompt=prompt,
+        protocol="plain",
+        retry=ir.Retry(attempts=attempts, backoff="none", delay_s=0),
+    )
 
 
 async def start(client: Client, the_plan: ir.Plan) -> WorkflowHandle:
@@ -46,9 +51,13 @@ async def accepted_updates(handle: WorkflowHandle) -> int:
 
 async def test_an_approval_gate_waits_then_the_task_runs_and_reads_the_answer(client, llm: FakeOpenAI):
     llm.by_model.update({"plan": "the plan", "build": "built"})
-    handle = await start(client, plan(task("plan", "Plan it."),
-                                      task("build", "Build {{steps.plan.output}} ({{human.build}}).",
-                                           gate=approval("build"))))
+    handle = await start(
+        client,
+        plan(
+            task("plan", "Plan it."),
+            task("build", "Build {{steps.plan.output}} ({{human.build}}).", gate=approval("build")),
+        ),
+    )
     state = await open_gate(handle, "build")
     assert state.status == "waiting" and state.waiting_for == "human_approval"
     assert state.waiting_since == state.gates["build"].opened_at
@@ -59,8 +68,12 @@ async def test_an_approval_gate_waits_then_the_task_runs_and_reads_the_answer(cl
     assert final.status == "completed", final.errors
     assert llm.prompts_for("build") == ["Build the plan (approve)."]
     recorded = final.gates["build"]
-    assert (recorded.status, recorded.answer.value, recorded.answer.comment, recorded.answer.by) == \
-        ("answered", "approve", "looks fine", "ana")
+    assert (recorded.status, recorded.answer.value, recorded.answer.comment, recorded.answer.by) == (
+        "answered",
+        "approve",
+        "looks fine",
+        "ana",
+    )
     assert recorded.answer.at == given.at and isinstance(given.at, datetime)
     assert final.human == {"build": "approve"} and final.waiting_for is None
     assert final.visited_nodes == ["workflow:h", "plan", "build"]
@@ -111,8 +124,9 @@ async def test_a_rejection_fails_the_run_or_skips_the_step_the_spec_says(client,
     assert failed.errors == ["deploy: rejected at gate 'deploy' by ana: not today"]
     assert llm.prompts_for("deploy") == [] and llm.prompts_for("after") == []
 
-    handle = await start(client, plan(task("extra", "Extra.", gate=approval("extra", on_reject="skip")),
-                                      task("after", "After.")))
+    handle = await start(
+        client, plan(task("extra", "Extra.", gate=approval("extra", on_reject="skip")), task("after", "After."))
+    )
     await open_gate(handle, "extra")
     await answer(handle, "extra", "reject")
     skipped = await finish(client, handle)
@@ -127,8 +141,11 @@ async def test_compensations_run_in_reverse_order_after_a_failure_at_step_n(clie
     final = await finish(client, handle)
     assert llm.prompts_for("undo") == ["Undo c: C-done", "Undo b: B-done", "Undo a: A-done"]
     assert final.status == "compensated"
-    assert [(c.action_id, c.status) for c in final.compensations] == [("c", "completed"), ("b", "completed"),
-                                                                      ("a", "completed")]
+    assert [(c.action_id, c.status) for c in final.compensations] == [
+        ("c", "completed"),
+        ("b", "completed"),
+        ("a", "completed"),
+    ]
     assert final.compensation_stack == []
     assert final.tasks["c.compensate"].status == "completed" and final.tasks["c.compensate"].kind == "compensation"
     assert final.errors == ["d: the agent returned an empty output"]
@@ -136,9 +153,11 @@ async def test_compensations_run_in_reverse_order_after_a_failure_at_step_n(clie
 
 async def test_a_failed_compensation_is_retried_then_named_and_the_rest_still_run(client, llm):
     llm.by_model.update({"a": "A", "b": "B", "c": "", "undo": "ok", "undo-b": ""})
-    steps = [task("a", "Do a.", compensation=undo("a", "Undo a.")),
-             task("b", "Do b.", compensation=undo("b", "Undo b.", agent="undo-b", attempts=2)),
-             task("c", "Do c.")]
+    steps = [
+        task("a", "Do a.", compensation=undo("a", "Undo a.")),
+        task("b", "Do b.", compensation=undo("b", "Undo b.", agent="undo-b", attempts=2)),
+        task("c", "Do c."),
+    ]
     final = await finish(client, await start(client, plan(*steps)))
     assert llm.prompts_for("undo-b") == ["Undo b.", "Undo b."] and llm.prompts_for("undo") == ["Undo a."]
     assert final.status == "failed"
@@ -186,8 +205,12 @@ async def test_a_paused_budget_waits_for_a_person_to_raise_it(client, llm):
 
 async def test_a_step_budget_counts_only_its_own_agents_and_costs_come_from_the_price_table(client, llm):
     llm.by_model.update({"cheap": "a b c d e f", "dear": "a b c d e f"})
-    inner = ir.Sequence(id="research", step=True, budget=ir.Budget(usd=0.000005),
-                        children=[task("r1", "Go one.", agent="dear"), task("r2", "Go two.", agent="dear")])
+    inner = ir.Sequence(
+        id="research",
+        step=True,
+        budget=ir.Budget(usd=0.000005),
+        children=[task("r1", "Go one.", agent="dear"), task("r2", "Go two.", agent="dear")],
+    )
     prices = {"cheap": ir.Price(input=1.0, output=2.0), "dear": ir.Price(input=1.0, output=1.0)}
     the_plan = plan(task("warm", "Warm up.", agent="cheap"), inner, prices=prices)
     final = await finish(client, await start(client, the_plan))
@@ -201,8 +224,10 @@ async def test_a_step_budget_counts_only_its_own_agents_and_costs_come_from_the_
 
 async def test_cancel_with_rollback_undoes_finished_steps_and_ends_cancelled(client, llm):
     llm.by_model.update({"book": "booking 42", "undo": "cancelled booking"})
-    steps = [task("book", "Book.", compensation=undo("book", "Cancel {{output}}.")),
-             task("pay", "Pay.", gate=approval("pay"))]
+    steps = [
+        task("book", "Book.", compensation=undo("book", "Cancel {{output}}.")),
+        task("pay", "Pay.", gate=approval("pay")),
+    ]
     handle = await start(client, plan(*steps))
     state = await open_gate(handle, "pay")
     assert [e.action_id for e in state.compensation_stack] == ["book"]
@@ -227,10 +252,15 @@ async def test_cancel_reaches_the_running_agent(client, llm):
 
 
 async def test_data_from_a_provider_is_tainted_and_so_is_what_is_derived_from_it(client, llm):
-    fetch = ir.Provider(id="fetch", step=True, store_as="page",
-                        call=ir.ProviderSpec(provider="shell", method="run", params={"command": "echo outside"}))
-    the_plan = plan(fetch, task("sum", "Sum up {{steps.fetch.output}}."), task("plain", "Say hi."),
-                    task("again", "Use {{page}}."))
+    fetch = ir.Provider(
+        id="fetch",
+        step=True,
+        store_as="page",
+        call=ir.ProviderSpec(provider="shell", method="run", params={"command": "echo outside"}),
+    )
+    the_plan = plan(
+        fetch, task("sum", "Sum up {{steps.fetch.output}}."), task("plain", "Say hi."), task("again", "Use {{page}}.")
+    )
     final = await finish(client, await start(client, the_plan))
     assert final.status == "completed", final.errors
     assert final.taint["fetch"].source == "provider:shell"
@@ -278,7 +308,9 @@ CRASH_QUEUE = "human-crash-tests"
 async def test_a_task_tree_compensation_reads_the_output_and_its_error_status_counts(client, llm, tmp_path):
     """Task trees undo with the task's agent and protocol: COMPLETION_STATUS: ERROR is a failed undo."""
     llm.reply = lambda messages: _tree_reply(messages[-1]["content"])
-    spec = write_spec(tmp_path, """
+    spec = write_spec(
+        tmp_path,
+        """
 name: tree
 subtasks:
   tag:
@@ -290,14 +322,17 @@ subtasks:
       provider_call: {provider: shell, method: run, params: {argv: [echo, undo-note, "{{ output }}"]}}
   publish:
     instructions: Publish.
-""")
+""",
+    )
     state = await run_spec(client, spec, "openai:tree")
     assert state.status == "failed"
     assert [c.action_id for c in state.compensations] == ["note", "tag"]
     assert [c.status for c in state.compensations] == ["completed", "failed"]
     removes = [r.prompt for r in llm.requests if r.prompt and r.prompt.startswith("Remove tag")]
-    assert removes[0].startswith("Remove tag v1\nCOMPLETION_STATUS: COMPLETE\n\nWhen you have finished, end your "
-                                 "reply with the line `COMPLETION_STATUS: COMPLETE`")
+    assert removes[0].startswith(
+        "Remove tag v1\nCOMPLETION_STATUS: COMPLETE\n\nWhen you have finished, end your "
+        "reply with the line `COMPLETION_STATUS: COMPLETE`"
+    )
     assert len(removes) == 2  # its two attempts
     assert "undo-note" in state.outputs["note.compensate"]
 
@@ -313,14 +348,18 @@ def _tree_reply(prompt: str) -> str:
 
 
 async def test_task_tree_tasks_write_and_read_the_memory_blackboard_by_key(client, llm, tmp_path):
-    llm.by_model["tree"] = lambda messages: ("42" if "Count" in messages[-1]["content"] else "ok") + \
-        "\nCOMPLETION_STATUS: COMPLETE"
-    spec = write_spec(tmp_path, """
+    llm.by_model["tree"] = lambda messages: (
+        ("42" if "Count" in messages[-1]["content"] else "ok") + "\nCOMPLETION_STATUS: COMPLETE"
+    )
+    spec = write_spec(
+        tmp_path,
+        """
 name: mem
 subtasks:
   count: {instructions: Count the files., store_as: file_count}
   report: {instructions: "Report on {{ file_count }}."}
-""")
+""",
+    )
     state = await run_spec(client, spec, "openai:tree")
     assert state.status == "completed", state.errors
     assert state.memory == {"file_count": "42\nCOMPLETION_STATUS: COMPLETE"}

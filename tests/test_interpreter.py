@@ -51,11 +51,14 @@ async def test_selector_takes_the_first_success(client, tmp_path):
 
 async def test_node_retries_then_skip_or_fallback(client, tmp_path):
     retry = ir.Retry(attempts=2, backoff="none", delay_s=0)
-    root = ir.Sequence(id="r", children=[
-        task("skipped", "bad", retry=retry, on_failure="skip"),
-        task("fallen", "bad", on_failure="fallback", fallback=task("fallen.fallback")),
-        task("last"),
-    ])
+    root = ir.Sequence(
+        id="r",
+        children=[
+            task("skipped", "bad", retry=retry, on_failure="skip"),
+            task("fallen", "bad", on_failure="fallback", fallback=task("fallen.fallback")),
+            task("last"),
+        ],
+    )
     state = await _run(client, tmp_path, root, {"bad": FAIL})
     assert state.status == "completed"
     assert [t.status for t in state.tasks.values()] == ["skipped", "failed", "completed", "completed"]

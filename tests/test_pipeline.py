@@ -35,8 +35,9 @@ async def run(client, tmp_path: Path, llm: FakeOpenAI, text: str, replies: dict,
     llm.by_model.update(replies)
     spec = write_spec(tmp_path, text)
     ids = _agent_ids(text)
-    return await run_spec(client, spec, "openai:default", params={"topic": "tea", **params},
-                          agents={a: f"openai:{a}" for a in ids})
+    return await run_spec(
+        client, spec, "openai:default", params={"topic": "tea", **params}, agents={a: f"openai:{a}" for a in ids}
+    )
 
 
 def _agent_ids(text: str) -> list[str]:
@@ -47,14 +48,19 @@ def _agent_ids(text: str) -> list[str]:
 
 def spec(steps: str, agents: str = AGENTS) -> str:
     """A pipeline with one string input `topic`, the given agents block and steps."""
-    return ("workflow:\n  name: p\n  inputs:\n    - {name: topic, type: string, required: true}\n"
-            + agents.strip("\n") + "\n  steps:\n"
-            + textwrap.indent(textwrap.dedent(steps).strip("\n"), "    ") + "\n")
+    return (
+        "workflow:\n  name: p\n  inputs:\n    - {name: topic, type: string, required: true}\n"
+        + agents.strip("\n")
+        + "\n  steps:\n"
+        + textwrap.indent(textwrap.dedent(steps).strip("\n"), "    ")
+        + "\n"
+    )
 
 
 def history_events(client, run_id: str):
     async def fetch():
         return [e async for e in client.get_workflow_handle(run_id).fetch_history_events()]
+
     return fetch()
 
 
@@ -68,8 +74,13 @@ async def test_sequential_chain_passes_outputs_and_fields(client, tmp_path, llm)
           agent: summarizer
           input: "{{steps.find.output.best}} from {{leads.count}} leads"
     """)
-    state = await run(client, tmp_path, llm, text, {"scout": '```json\n{"best": "Ada", "count": 3}\n```',
-                                                     "summarizer": "Ada is best."})
+    state = await run(
+        client,
+        tmp_path,
+        llm,
+        text,
+        {"scout": '```json\n{"best": "Ada", "count": 3}\n```', "summarizer": "Ada is best."},
+    )
     assert state.status == "completed", state.errors
     assert llm.prompts_for("scout") == ["Find leads for tea."]
     assert llm.prompts_for("summarizer") == ["Summarize Ada from 3 leads."]
@@ -96,8 +107,7 @@ async def test_agent_output_is_never_rendered_as_a_template(client, tmp_path, ll
           agent: summarizer
           input: "{{steps.w.output}}"
     """)
-    state = await run(client, tmp_path, llm, text, {"writer": "{{ 7*7 }} {{ inputs.topic }}",
-                                                     "summarizer": "ok"})
+    state = await run(client, tmp_path, llm, text, {"writer": "{{ 7*7 }} {{ inputs.topic }}", "summarizer": "ok"})
     assert state.status == "completed"
     assert llm.prompts_for("summarizer") == ["Summarize {{ 7*7 }} {{ inputs.topic }}."]
 
@@ -142,7 +152,8 @@ PARALLEL = """
 
 
 def fan(wait: str, timeout: str = "") -> str:
-    return spec(f"""
+    return spec(
+        f"""
         - id: fan
           type: parallel
           parallel:
@@ -154,12 +165,15 @@ def fan(wait: str, timeout: str = "") -> str:
           output: {{format: json}}
         - id: agg
           agent: agg
-    """, PARALLEL)
+    """,
+        PARALLEL,
+    )
 
 
 async def test_parallel_wait_all_keys_outputs_for_the_next_step(client, tmp_path, llm):
-    state = await run(client, tmp_path, llm, fan("all"),
-                      {"a": '{"score": 1}', "b": '{"score": 2}', "c": '{"score": 3}', "agg": "6"})
+    state = await run(
+        client, tmp_path, llm, fan("all"), {"a": '{"score": 1}', "b": '{"score": 2}', "c": '{"score": 3}', "agg": "6"}
+    )
     assert state.status == "completed", state.errors
     assert llm.prompts_for("agg") == ['A=1 B=2 C={\n  "score": 3\n}']
     assert state.steps["fan"]["outputs"] == {"ka": {"score": 1}, "kb": {"score": 2}, "kc": {"score": 3}}
@@ -170,8 +184,9 @@ async def test_parallel_wait_any_or_n_cancels_the_others(client, tmp_path, llm, 
     held = ["c"] if finished == 2 else ["b", "c"]
     for model in held:
         llm.hold(model)
-    state = await run(client, tmp_path, llm, fan(wait),
-                      {"a": '{"score": 1}', "b": '{"score": 2}', "c": "{}", "agg": "done"})
+    state = await run(
+        client, tmp_path, llm, fan(wait), {"a": '{"score": 1}', "b": '{"score": 2}', "c": "{}", "agg": "done"}
+    )
     assert state.status == "completed", state.errors
     assert [state.tasks[f"fan.k{m}"].status for m in held] == ["cancelled"] * len(held)
     assert any(f"{len(held)} branch(es) cancelled" in w for w in state.warnings)
@@ -184,11 +199,11 @@ async def test_parallel_wait_any_or_n_cancels_the_others(client, tmp_path, llm, 
 
 
 async def test_parallel_failure_applies_that_agents_policy_while_others_continue(client, tmp_path, llm):
-    agents = PARALLEL.replace('b: {prompt: "Score B of {{input}}."}',
-                              'b: {prompt: "Score B of {{input}}.", retry: {on_failure: skip}}')
+    agents = PARALLEL.replace(
+        'b: {prompt: "Score B of {{input}}."}', 'b: {prompt: "Score B of {{input}}.", retry: {on_failure: skip}}'
+    )
     text = fan("all").replace(PARALLEL.strip("\n"), agents.strip("\n"))
-    state = await run(client, tmp_path, llm, text, {"a": '{"score": 1}', "b": "  ", "c": '{"score": 3}',
-                                                     "agg": "ok"})
+    state = await run(client, tmp_path, llm, text, {"a": '{"score": 1}', "b": "  ", "c": '{"score": 3}', "agg": "ok"})
     assert state.status == "completed", state.errors
     assert state.tasks["fan.kb"].status == "skipped"
     assert state.steps["fan"]["outputs"]["kb"] is None
@@ -224,8 +239,13 @@ ROUTES = """
 
 @pytest.mark.parametrize("score, agent", [(90, "hot"), (50, "warm"), (10, "cold"), ('"high"', "cold")])
 async def test_conditional_routes_to_a_step_or_an_agent(client, tmp_path, llm, score, agent):
-    state = await run(client, tmp_path, llm, spec(ROUTES, CONDITIONAL),
-                      {"scorer": f'{{"score": {score}}}', "hot": "H", "warm": "W", "cold": "C"})
+    state = await run(
+        client,
+        tmp_path,
+        llm,
+        spec(ROUTES, CONDITIONAL),
+        {"scorer": f'{{"score": {score}}}', "hot": "H", "warm": "W", "cold": "C"},
+    )
     assert state.status == "completed", state.errors
     assert [r.model for r in llm.requests] == ["scorer", agent]
     assert state.steps["route"]["output"] == agent[0].upper()
@@ -245,28 +265,38 @@ LOOP = """
 
 
 def loop_spec(iterations: int) -> str:
-    return spec(f"""
+    return spec(
+        f"""
         - id: review
           type: loop
           loop: {{agent: writer, validator: critic, max_iterations: {iterations},
                  feedback_path: "{{{{steps.review.output.feedback}}}}"}}
-    """, LOOP)
+    """,
+        LOOP,
+    )
 
 
 async def test_loop_reruns_the_agent_with_the_validators_feedback(client, tmp_path, llm):
     verdicts = ['{"passed": false, "feedback": ["shorter"]}', '{"passed": true, "feedback": []}']
     state = await run(client, tmp_path, llm, loop_spec(3), {"writer": ["draft 1", "draft 2"], "critic": verdicts})
     assert state.status == "completed", state.errors
-    assert llm.prompts_for("writer") == ["Write about tea.",
-                                          'Write about tea.\n\nFeedback on your previous output:\n[\n  "shorter"\n]']
+    assert llm.prompts_for("writer") == [
+        "Write about tea.",
+        'Write about tea.\n\nFeedback on your previous output:\n[\n  "shorter"\n]',
+    ]
     assert llm.prompts_for("critic") == ["Review the draft.\n\nInput:\ndraft 1", "Review the draft.\n\nInput:\ndraft 2"]
     assert state.steps["review"]["output"] == "draft 2"
     assert not any("max iterations" in w for w in state.warnings)
 
 
 async def test_loop_stops_at_max_iterations_keeping_the_last_output(client, tmp_path, llm):
-    state = await run(client, tmp_path, llm, loop_spec(2),
-                      {"writer": ["draft 1", "draft 2", "draft 3"], "critic": '{"passed": false, "feedback": "no"}'})
+    state = await run(
+        client,
+        tmp_path,
+        llm,
+        loop_spec(2),
+        {"writer": ["draft 1", "draft 2", "draft 3"], "critic": '{"passed": false, "feedback": "no"}'},
+    )
     assert state.status == "completed"
     assert len(llm.prompts_for("writer")) == 2
     assert state.steps["review"]["output"] == "draft 2"
@@ -282,30 +312,39 @@ MAP = """
 
 
 async def test_map_runs_one_agent_per_element_then_the_reducer(client, tmp_path, llm):
-    text = spec("""
+    text = spec(
+        """
         - id: split
           agent: splitter
           output: {format: json}
         - id: each
           type: map
           map: {over: "{{steps.split.output.chunks}}", agent: worker, reduce: reducer, concurrency: 2}
-    """, MAP)
+    """,
+        MAP,
+    )
     llm.by_model["worker"] = lambda messages: messages[-1]["content"].split(": ", 1)[1].upper()
     state = await run(client, tmp_path, llm, text, {"splitter": '{"chunks": ["a", "b", "c"]}', "reducer": "ABC"})
     assert state.status == "completed", state.errors
-    assert sorted(llm.prompts_for("worker")) == ["Summarize section 0: a", "Summarize section 1: b",
-                                                  "Summarize section 2: c"]
+    assert sorted(llm.prompts_for("worker")) == [
+        "Summarize section 0: a",
+        "Summarize section 1: b",
+        "Summarize section 2: c",
+    ]
     assert llm.prompts_for("reducer") == ['Combine these.\n\nInput:\n[\n  "A",\n  "B",\n  "C"\n]']
     assert [t for t in state.tasks] == ["split", "each[0]", "each[1]", "each[2]", "each.reducer"]
     assert state.steps["each"]["output"] == "ABC"
 
 
 async def test_map_keeps_at_most_concurrency_agents_in_flight(client, tmp_path, llm):
-    text = spec("""
+    text = spec(
+        """
         - id: each
           type: map
           map: {over: "{{inputs.topic}}", agent: worker, concurrency: 2}
-    """, MAP.replace("topic", "topic"))
+    """,
+        MAP.replace("topic", "topic"),
+    )
     llm.hold("worker")
     llm.by_model["worker"] = "x"
     peak = 0
@@ -338,13 +377,16 @@ FAILING = """
 
 
 def failing(policy: str) -> str:
-    return spec("""
+    return spec(
+        """
         - id: one
           agent: first
           input: "{{inputs.topic}}"
         - id: two
           agent: next
-    """, FAILING.replace("POLICY", policy))
+    """,
+        FAILING.replace("POLICY", policy),
+    )
 
 
 async def test_skip_stores_null_and_continues(client, tmp_path, llm):
@@ -388,11 +430,14 @@ VALIDATED = """
 
 
 async def test_validation_failure_is_retried_then_passes(client, tmp_path, llm):
-    text = spec("""
+    text = spec(
+        """
         - id: research
           agent: researcher
           output: {format: json}
-    """, VALIDATED)
+    """,
+        VALIDATED,
+    )
     good = '{"company_overview": "x", "key_challenges": ["a", "b"]}'
     state = await run(client, tmp_path, llm, text, {"researcher": ['{"key_challenges": ["a"]}', good]})
     assert state.status == "completed", state.errors
@@ -402,14 +447,20 @@ async def test_validation_failure_is_retried_then_passes(client, tmp_path, llm):
 
 
 async def test_a_rule_of_no_known_form_is_judged_by_the_agents_model(client, tmp_path, llm):
-    agents = VALIDATED.replace('rules: ["Output must include key_challenges array", "Must identify exactly 2 key '
-                               'challenges"]', 'rules: ["The tone must be friendly"]')
-    text = spec("""
+    agents = VALIDATED.replace(
+        'rules: ["Output must include key_challenges array", "Must identify exactly 2 key challenges"]',
+        'rules: ["The tone must be friendly"]',
+    )
+    text = spec(
+        """
         - id: research
           agent: researcher
-    """, agents)
-    llm.by_model["researcher"] = lambda m: "FAIL: rude" if m[-1]["content"].startswith("Does the output") \
-        else '{"company_overview": "x"}'
+    """,
+        agents,
+    )
+    llm.by_model["researcher"] = lambda m: (
+        "FAIL: rude" if m[-1]["content"].startswith("Does the output") else '{"company_overview": "x"}'
+    )
     state = await run(client, tmp_path, llm, text, {})
     assert state.status == "failed"
     judged = [p for p in llm.prompts_for("researcher") if p.startswith("Does the output")]

@@ -27,7 +27,6 @@ from workflows.inputs import RunInput
 from workflows.state import RunState
 
 
-
 @pytest_asyncio.fixture(loop_scope="session")
 async def llm(monkeypatch):
     with FakeOpenAI(api_key="sk-test") as server:
@@ -44,7 +43,8 @@ async def own_env():
     """A time-skipping server of the test's own. A run that ends while an agent it cancelled is still
     busy leaves that activity holding the server's clock lock, so the next test could not skip time."""
     environment = await WorkflowEnvironment.start_time_skipping(
-        test_server_existing_path=time_server_binary(), data_converter=pydantic_data_converter)
+        test_server_existing_path=time_server_binary(), data_converter=pydantic_data_converter
+    )
     async with build_worker(environment.client, TIME_QUEUE):
         yield environment
     await environment.shutdown()
@@ -52,8 +52,15 @@ async def own_env():
 
 async def start(env: WorkflowEnvironment, tmp_path, text: str, agents: list[str]) -> WorkflowHandle:
     plan = load(str(write_spec(tmp_path, text)))
-    inp = RunInput(plan=plan, params=spec_params.bind(plan, {}), workdir=str(tmp_path), default_agent="",
-                   agents={a: f"openai:{a}" for a in agents}, heartbeat_s=0, search_attributes=False)
+    inp = RunInput(
+        plan=plan,
+        params=spec_params.bind(plan, {}),
+        workdir=str(tmp_path),
+        default_agent="",
+        agents={a: f"openai:{a}" for a in agents},
+        heartbeat_s=0,
+        search_attributes=False,
+    )
     return await env.client.start_workflow("AgentRun", inp, id=run_id(plan.name), task_queue=TIME_QUEUE)
 
 
@@ -75,8 +82,11 @@ async def finish(env: WorkflowEnvironment, handle: WorkflowHandle, step_s: float
 
 async def timers(env: WorkflowEnvironment, run: str) -> list[float]:
     events = [e async for e in env.client.get_workflow_handle(run).fetch_history_events()]
-    return [e.timer_started_event_attributes.start_to_fire_timeout.ToTimedelta().total_seconds()
-            for e in events if e.event_type == EventType.EVENT_TYPE_TIMER_STARTED]
+    return [
+        e.timer_started_event_attributes.start_to_fire_timeout.ToTimedelta().total_seconds()
+        for e in events
+        if e.event_type == EventType.EVENT_TYPE_TIMER_STARTED
+    ]
 
 
 AGENT_TIMEOUT = """

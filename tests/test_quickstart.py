@@ -20,8 +20,9 @@ from tests.conftest import ROOT
 def _client(*args: str, cwd, state) -> subprocess.CompletedProcess:
     environ = {k: v for k, v in os.environ.items() if not k.startswith("TEMPORAL_")}
     environ["AGENTRUN_STATE_DIR"] = str(state)
-    return subprocess.run([sys.executable, "-m", "client", *args], cwd=cwd, env=environ,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "client", *args], cwd=cwd, env=environ, capture_output=True, text=True, timeout=120
+    )
 
 
 def _stop_server(state) -> None:

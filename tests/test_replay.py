@@ -21,11 +21,11 @@ pytestmark = pytest.mark.usefixtures("worker")
 
 SPECS = {
     "chain": f"subtasks:\n  a: {{instructions: {sh('echo a')}}}\n  b: {{instructions: {sh('echo b')}}}\n",
-    "loop": "subtasks:\n  l: {instructions: \"```sh\\nn=$(cat n 2>/dev/null || echo 0); n=$((n+1)); echo $n > n; "
-            "[ $n -ge 2 ] && echo COMPLETION_STATUS: DONE || echo COMPLETION_STATUS: CONTINUE\\n```\", "
-            "loop_until: {status: DONE, message: m}}\n",
+    "loop": 'subtasks:\n  l: {instructions: "```sh\\nn=$(cat n 2>/dev/null || echo 0); n=$((n+1)); echo $n > n; '
+    '[ $n -ge 2 ] && echo COMPLETION_STATUS: DONE || echo COMPLETION_STATUS: CONTINUE\\n```", '
+    "loop_until: {status: DONE, message: m}}\n",
     "criteria": f"subtasks:\n  c:\n    instructions: {sh('touch ran')}\n    success_criteria:\n"
-                f"      python: result = False\n      max_retries: 1\n",
+    f"      python: result = False\n      max_retries: 1\n",
     "provider": "subtasks:\n  p: {provider_call: {provider: shell, method: run, params: {command: echo hi}}}\n",
 }
 
@@ -50,8 +50,10 @@ async def test_histories_recorded_now_replay(client, tmp_path):
         assert result.replay_failure is None, f"{history.workflow_id}: {result.replay_failure}"
 
 
-GATED = (f"subtasks:\n  a:\n    instructions: {sh('echo a')}\n    compensate: {sh('echo undo a')}\n"
-         f"  b:\n    approval: true\n    instructions: {sh('echo b')}\n")
+GATED = (
+    f"subtasks:\n  a:\n    instructions: {sh('echo a')}\n    compensate: {sh('echo undo a')}\n"
+    f"  b:\n    approval: true\n    instructions: {sh('echo b')}\n"
+)
 
 
 async def test_a_run_a_person_rejected_and_that_rolled_back_replays(client, tmp_path):
@@ -72,8 +74,13 @@ async def test_a_run_a_person_rejected_and_that_rolled_back_replays(client, tmp_
 
 def _scrub(text: str, tmp_path) -> str:
     """Recorded histories keep no paths of the machine that recorded them (replay ignores them)."""
-    pairs = ((str(tmp_path), "/tmp/run"), (sys.executable, "python"), (str(ROOT), "/src/agentrun"),
-             (sys.prefix, "/python"), (sys.base_prefix, "/python"))
+    pairs = (
+        (str(tmp_path), "/tmp/run"),
+        (sys.executable, "python"),
+        (str(ROOT), "/src/agentrun"),
+        (sys.prefix, "/python"),
+        (sys.base_prefix, "/python"),
+    )
     for path, neutral in pairs:
         text = text.replace(path, neutral)
     return text

@@ -43,8 +43,13 @@ def test_depth_first_order_and_system_inheritance(tmp_path):
     leaves = plan.leaves()
     assert [leaf.id for leaf in leaves] == ["A", "A.B", "A.B.D", "A.B.E", "A.C.F"]
     systems = {leaf.id: leaf.system for leaf in leaves}
-    assert systems == {"A": "Be brief.", "A.B": "Be thorough.", "A.B.D": "Be thorough.",
-                       "A.B.E": "Be thorough.", "A.C.F": "Be brief."}
+    assert systems == {
+        "A": "Be brief.",
+        "A.B": "Be thorough.",
+        "A.B.D": "Be thorough.",
+        "A.B.E": "Be thorough.",
+        "A.C.F": "Be brief.",
+    }
     assert plan.params["target"].required and plan.params["retries"].type == "integer"
 
 
@@ -77,9 +82,9 @@ def test_template_syntax_error(tmp_path):
 def test_duplicate_key_and_success_criteria_forms(tmp_path):
     dup = problems(tmp_path, "subtasks:\n  a: {instructions: x}\n  a: {instructions: y}\n")
     assert "duplicate key 'a'" in dup[0]
-    both = problems(tmp_path, 'subtasks:\n  a:\n    instructions: x\n    success_criteria: {max_retries: 1}\n')
+    both = problems(tmp_path, "subtasks:\n  a:\n    instructions: x\n    success_criteria: {max_retries: 1}\n")
     assert "exactly one of 'python' or 'script'" in both[0]
-    missing = problems(tmp_path, 'subtasks:\n  a:\n    instructions: x\n    success_criteria: {script: nope.py}\n')
+    missing = problems(tmp_path, "subtasks:\n  a:\n    instructions: x\n    success_criteria: {script: nope.py}\n")
     assert "'nope.py' does not exist" in missing[0] and ":4:" in missing[0]
 
 

@@ -39,8 +39,9 @@ def llm(monkeypatch):
 async def start(client: Client, spec: Path, agent: str, **options) -> WorkflowHandle:
     plan = load(str(spec), given_params=())
     options = {"heartbeat_s": 0, "search_attributes": False, **options}
-    inp = RunInput(plan=plan, params=spec_params.bind(plan, {}), workdir=str(spec.parent), default_agent=agent,
-                   **options)
+    inp = RunInput(
+        plan=plan, params=spec_params.bind(plan, {}), workdir=str(spec.parent), default_agent=agent, **options
+    )
     return await client.start_workflow("AgentRun", inp, id=run_id(plan.name), task_queue=TIME_QUEUE)
 
 
@@ -57,7 +58,9 @@ async def finish(env: WorkflowEnvironment, handle: WorkflowHandle, skip_s: float
 
 
 async def test_a_held_agent_fails_its_task_when_the_task_timeout_passes(time_env, llm, tmp_path):
-    spec = write_spec(tmp_path, """
+    spec = write_spec(
+        tmp_path,
+        """
 name: slow
 subtasks:
   A:
@@ -65,7 +68,8 @@ subtasks:
     timeout: 3m
   B:
     instructions: "Never reached."
-""")
+""",
+    )
     llm.hold("m-slow")
     wall = time.monotonic()
     handle = await start(time_env.client, spec, "openai:m-slow")
@@ -85,12 +89,15 @@ subtasks:
 
 
 async def test_retry_backoff_is_skipped_while_no_agent_is_running(time_env, llm, tmp_path):
-    spec = write_spec(tmp_path, """
+    spec = write_spec(
+        tmp_path,
+        """
 name: patient
 subtasks:
   A:
     instructions: "Answer when the rate limit lifts."
-""")
+""",
+    )
     llm.fail_next(2, 429, retry_after=600)
     wall = time.monotonic()
     handle = await start(time_env.client, spec, "openai:m-busy")

@@ -176,9 +176,7 @@ def test_a_single_summary_field_is_not_a_count() -> None:
     assert parse_rule("Must include one summary field") == Rule(
         "has", "Must include one summary field", names=("summary",)
     )
-    assert parse_rule("必须包含一个summary字段") == Rule(
-        "has", "必须包含一个summary字段", names=("summary",)
-    )
+    assert parse_rule("必须包含一个summary字段") == Rule("has", "必须包含一个summary字段", names=("summary",))
 
 
 # ---------------------------------------------------------------- check_rule: the seed's rules
@@ -190,23 +188,15 @@ def test_a_single_summary_field_is_not_a_count() -> None:
 )
 def test_field_present(rule: str) -> None:
     assert check(rule, {"company_overview": "", "key_challenges": []}) is None
-    assert (
-        check(rule, {"overview": "x"})
-        == f'rule "{rule}": missing company_overview (found overview)'
-    )
-    assert (
-        check(rule, ["company_overview"])
-        == f'rule "{rule}": expected a JSON object, found an array'
-    )
+    assert check(rule, {"overview": "x"}) == f'rule "{rule}": missing company_overview (found overview)'
+    assert check(rule, ["company_overview"]) == f'rule "{rule}": expected a JSON object, found an array'
 
 
 def test_field_present_even_when_null() -> None:
     assert check("Must include overall_score field", {"overall_score": None}) is None
 
 
-@pytest.mark.parametrize(
-    "rule", ["Output must include key_challenges array", "输出必须包含key_challenges数组"]
-)
+@pytest.mark.parametrize("rule", ["Output must include key_challenges array", "输出必须包含key_challenges数组"])
 def test_array_field(rule: str) -> None:
     assert check(rule, {"key_challenges": ["hiring"]}) is None
     found = check(rule, {"key_challenges": "hiring"})
@@ -241,15 +231,10 @@ def test_exact_count(rule: str) -> None:
 
 
 def test_count_finds_the_list_by_its_noun() -> None:
-    assert (
-        check("Must identify exactly 3 pain points", {"pain_points": PAIN_POINTS, "x": []}) is None
-    )
+    assert check("Must identify exactly 3 pain points", {"pain_points": PAIN_POINTS, "x": []}) is None
     value = {"pain_points": PAIN_POINTS[:1], "sources": ["a", "b", "c"]}
     found = check("Must identify exactly 3 pain points", value)
-    assert (
-        found
-        == 'rule "Must identify exactly 3 pain points": expected exactly 3 pain points, found 1'
-    )
+    assert found == 'rule "Must identify exactly 3 pain points": expected exactly 3 pain points, found 1'
 
 
 def test_count_cannot_guess_between_lists() -> None:
@@ -301,9 +286,7 @@ def test_score_between() -> None:
     assert check(rule, {"score": 0}) is None
     assert check(rule, {"score": 100}) is None
     assert check(rule, 42) is None  # the output is the number itself
-    assert check(rule, {"score": 100.5}) == (
-        f'rule "{rule}": score is 100.5, expected between 0 and 100'
-    )
+    assert check(rule, {"score": 100.5}) == (f'rule "{rule}": score is 100.5, expected between 0 and 100')
     assert check(rule, {"score": "high"}) == f'rule "{rule}": score is "high", expected a number'
     assert check(rule, {"grade": 3}) == f'rule "{rule}": no Score field (found grade)'
 
@@ -320,8 +303,7 @@ def test_score_names_the_key_it_read() -> None:
 def test_chinese_range() -> None:
     assert check("分数必须在0-100之间", {"分数": 80}) is None
     assert (
-        check("分数必须在0-100之间", 101)
-        == 'rule "分数必须在0-100之间": the output is 101, expected between 0 and 100'
+        check("分数必须在0-100之间", 101) == 'rule "分数必须在0-100之间": the output is 101, expected between 0 and 100'
     )
 
 
@@ -346,9 +328,7 @@ def test_one_of() -> None:
 
 
 async def validate(text: str, **kw: Any) -> ValidateResult:
-    return await ActivityEnvironment().run(
-        validate_output, ValidateCall(task_id="t", text=text, **kw)
-    )
+    return await ActivityEnvironment().run(validate_output, ValidateCall(task_id="t", text=text, **kw))
 
 
 SEED_RULES = [
@@ -441,10 +421,7 @@ async def test_text_needs_no_json_until_a_rule_does() -> None:
     )
     result = await validate("# Proposal", format="markdown", rules=["Must include summary field"])
     assert result.errors == [
-        (
-            'rule "Must include summary field": the output is not JSON '
-            "(no JSON object or array found in the reply)"
-        )
+        ('rule "Must include summary field": the output is not JSON (no JSON object or array found in the reply)')
     ]
 
 
@@ -452,9 +429,7 @@ async def test_text_rules_apply_to_embedded_json() -> None:
     reply = 'Review done.\n```json\n{"overall_score": 8}\n```'
     result = await validate(reply, format="markdown", rules=["Must include passed boolean"])
     assert result.value == reply
-    assert result.errors == [
-        'rule "Must include passed boolean": missing passed (found overall_score)'
-    ]
+    assert result.errors == ['rule "Must include passed boolean": missing passed (found overall_score)']
 
 
 async def test_unchecked_rules_are_not_errors() -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import signal
 import os
+import signal
 import sys
 
 from activities.agents.agentapi import release_all

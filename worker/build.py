@@ -14,8 +14,8 @@ from activities.preconditions import check_preconditions
 from activities.provider import call_provider
 from activities.validation import validate_output
 from workflows.agent_run import AgentRun
-
 from workflows.inputs import TASK_QUEUE
+
 ACTIVITIES = [run_agent, release_agent, check_criteria, call_provider, check_preconditions, validate_output]
 WORKFLOWS = [AgentRun]
 
@@ -27,8 +27,9 @@ def runner() -> SandboxedWorkflowRunner:
     return SandboxedWorkflowRunner(restrictions=SandboxRestrictions.default.with_passthrough_modules(*_PASSTHROUGH))
 
 
-def build_worker(client: Client, task_queue: str = TASK_QUEUE, max_concurrent_activities: int = 100,
-                 identity: str | None = None) -> Worker:
+def build_worker(
+    client: Client, task_queue: str = TASK_QUEUE, max_concurrent_activities: int = 100, identity: str | None = None
+) -> Worker:
     return Worker(
         client,
         task_queue=task_queue,

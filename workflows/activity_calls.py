@@ -22,8 +22,9 @@ RETRY = RetryPolicy(
 )
 
 
-async def call(name: str, arg: Any, result_type: type[T], *, summary: str, timeout_s: float,
-               heartbeat_s: float | None = None) -> T:
+async def call(
+    name: str, arg: Any, result_type: type[T], *, summary: str, timeout_s: float, heartbeat_s: float | None = None
+) -> T:
     return await workflow.execute_activity(
         name,
         arg,

@@ -29,10 +29,16 @@ class AgentRun:
     def __init__(self, inp: RunInput) -> None:
         plan = inp.plan
         self.inp = inp
-        self.run_state = RunState(run_id=workflow.info().workflow_id, spec=plan.name, dialect=plan.dialect,
-                                  goal=plan.goal or plan.description, constraints=plan.constraints,
-                                  budget=plan.budget, max_iterations=plan.budget.iterations if plan.budget else None,
-                                  tasks={n.id: _task_state(n) for n in plan.leaves()})
+        self.run_state = RunState(
+            run_id=workflow.info().workflow_id,
+            spec=plan.name,
+            dialect=plan.dialect,
+            goal=plan.goal or plan.description,
+            constraints=plan.constraints,
+            budget=plan.budget,
+            max_iterations=plan.budget.iterations if plan.budget else None,
+            tasks={n.id: _task_state(n) for n in plan.leaves()},
+        )
         self.humans = Humans(self.run_state, self._changed)
         self.budgets = Budgets(self.run_state, self.humans.pause)
         self.saga = Saga(self.run_state)
@@ -51,12 +57,17 @@ class AgentRun:
             await asyncio.wait_for(interpreter.run(inp.plan.root), timeout=inp.plan.timeout_s)
         except TaskFailed as exc:
             await self._failed(interpreter, exc)
-        except asyncio.TimeoutError:
-            self.run_state.errors.append(f"the run's timeout ({inp.plan.timeout_s:g}s) was reached; "
-                                         "running agents were cancelled")
+        except TimeoutError:
+            self.run_state.errors.append(
+                f"the run's timeout ({inp.plan.timeout_s:g}s) was reached; running agents were cancelled"
+            )
             self._end("timeout")
-            raise ApplicationError("the run timed out; partial results are in its report", self.run_state,
-                                   type="RunTimedOut", non_retryable=True) from None
+            raise ApplicationError(
+                "the run timed out; partial results are in its report",
+                self.run_state,
+                type="RunTimedOut",
+                non_retryable=True,
+            ) from None
         except asyncio.CancelledError:
             self.run_state.move("cancelled")
             if self.rollback:
@@ -146,9 +157,13 @@ class AgentRun:
         if not self.inp.search_attributes or now == self.published:
             return
         self.published = now
-        workflow.upsert_search_attributes([search.SPEC.value_set(self.inp.plan.name),
-                                           search.STATUS.value_set(now[0]),
-                                           search.WAITING_FOR.value_set(now[1])])
+        workflow.upsert_search_attributes(
+            [
+                search.SPEC.value_set(self.inp.plan.name),
+                search.STATUS.value_set(now[0]),
+                search.WAITING_FOR.value_set(now[1]),
+            ]
+        )
 
 
 def _refuse(refusal: str | None) -> None:

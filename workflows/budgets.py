@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Awaitable, Callable
+from collections.abc import Awaitable, Callable
 
 from spec import ir
 from spec.calls import Usage
 from workflows.state import ModelUsage, RunState
-
 
 RUN_BUDGET_GATE = "budget"  # the gate a paused run budget opens; a step budget opens budget:<step id>
 

@@ -29,16 +29,24 @@ def loop_done(reply: str, status: str) -> bool:
 
 def instruction(task: ir.Task) -> str:
     if task.loop_until:
-        return ("End your reply with a line `COMPLETION_STATUS: <STATUS>` as asked above "
-                "(or `COMPLETION_STATUS: ERROR` if you cannot go on).")
-    return ("When you have finished, end your reply with the line `COMPLETION_STATUS: COMPLETE` "
-            "(or `COMPLETION_STATUS: ERROR` if you could not do the task).")
+        return (
+            "End your reply with a line `COMPLETION_STATUS: <STATUS>` as asked above "
+            "(or `COMPLETION_STATUS: ERROR` if you cannot go on)."
+        )
+    return (
+        "When you have finished, end your reply with the line `COMPLETION_STATUS: COMPLETE` "
+        "(or `COMPLETION_STATUS: ERROR` if you could not do the task)."
+    )
 
 
 def nudge(task: ir.Task) -> str:
     if task.loop_until:
-        return (f"You stopped without a completion status. Reply with the line "
-                f"`COMPLETION_STATUS: {task.loop_until.status}` if you are done, "
-                "`COMPLETION_STATUS: CONTINUE` if there is more to do, or `COMPLETION_STATUS: ERROR`.")
-    return ("You stopped without a completion status. Reply with the line `COMPLETION_STATUS: COMPLETE` "
-            "if the task is done, or `COMPLETION_STATUS: ERROR` if it failed.")
+        return (
+            f"You stopped without a completion status. Reply with the line "
+            f"`COMPLETION_STATUS: {task.loop_until.status}` if you are done, "
+            "`COMPLETION_STATUS: CONTINUE` if there is more to do, or `COMPLETION_STATUS: ERROR`."
+        )
+    return (
+        "You stopped without a completion status. Reply with the line `COMPLETION_STATUS: COMPLETE` "
+        "if the task is done, or `COMPLETION_STATUS: ERROR` if it failed."
+    )

@@ -47,8 +47,10 @@ def answer_refusal(state: RunState, answer: AnswerInput) -> str | None:
     if gate.kind == "budget":
         if answer.value == REJECT:
             return None
-        return (f"gate '{gate.id}' is a paused budget: raise it with `python -m client budget {state.run_id} "
-                f"--gate {gate.id} --tokens N` (or --usd X), or end the run with `reject`")
+        return (
+            f"gate '{gate.id}' is a paused budget: raise it with `python -m client budget {state.run_id} "
+            f"--gate {gate.id} --tokens N` (or --usd X), or end the run with `reject`"
+        )
     if gate.choices and answer.value not in gate.choices:
         return f"'{answer.value}' is not an answer to gate '{gate.id}': choose one of {', '.join(gate.choices)}"
     if not answer.value.strip():
@@ -83,8 +85,11 @@ def _unknown(state: RunState, gate_id: str) -> str:
 
 def _closed(gate: Gate) -> str:
     if gate.status == "timed_out":
-        return f"gate '{gate.id}' timed out at {gate.answer.at:%Y-%m-%d %H:%M:%S} UTC" if gate.answer \
+        return (
+            f"gate '{gate.id}' timed out at {gate.answer.at:%Y-%m-%d %H:%M:%S} UTC"
+            if gate.answer
             else f"gate '{gate.id}' timed out"
+        )
     answer = gate.answer
     who = f" by {answer.by}" if answer and answer.by else ""
     when = f" at {answer.at:%Y-%m-%d %H:%M:%S} UTC" if answer else ""

@@ -5,9 +5,8 @@ bodies are here.
 
 from __future__ import annotations
 
-import asyncio
+from collections.abc import Callable
 from datetime import timedelta
-from typing import Callable
 
 from temporalio import workflow
 
@@ -31,9 +30,10 @@ class Humans:
         kind = "approval" if node.approval else "question"
         gate = self._open(node.id, kind, prompt, node.choices, guards, node.timeout_s)
         try:
-            await workflow.wait_condition(lambda: gate.status != "open", timeout=node.timeout_s,
-                                          timeout_summary=f"{gate.id}: answer timeout")
-        except asyncio.TimeoutError:
+            await workflow.wait_condition(
+                lambda: gate.status != "open", timeout=node.timeout_s, timeout_summary=f"{gate.id}: answer timeout"
+            )
+        except TimeoutError:
             self._timed_out(gate, node)
         finally:
             self.changed()
@@ -60,12 +60,20 @@ class Humans:
             self.state.human[gate.id.split("#", 1)[0]] = value  # templates read the latest answer
         return gate.answer
 
-    def _open(self, gate_id: str, kind: str, prompt: str, choices: list[str], guards: str,
-              timeout_s: float | None) -> Gate:
+    def _open(
+        self, gate_id: str, kind: str, prompt: str, choices: list[str], guards: str, timeout_s: float | None
+    ) -> Gate:
         key = _fresh(self.state, gate_id)
         now = workflow.now()
-        gate = Gate(id=key, kind=kind, prompt=prompt, choices=choices, node=guards, opened_at=now,
-                    timeout_at=now + timedelta(seconds=timeout_s) if timeout_s else None)
+        gate = Gate(
+            id=key,
+            kind=kind,
+            prompt=prompt,
+            choices=choices,
+            node=guards,
+            opened_at=now,
+            timeout_at=now + timedelta(seconds=timeout_s) if timeout_s else None,
+        )
         self.state.gates[key] = gate
         workflow.set_current_details(f"Waiting for a person: **{key}** — {prompt.splitlines()[0] if prompt else ''}")
         self.changed()
@@ -79,8 +87,9 @@ class Humans:
         value = None if node.on_timeout == "continue" else node.on_timeout
         gate.status, gate.answer = "timed_out", Answer(value=value, at=workflow.now(), timed_out=True)
         self.state.human[node.id] = value
-        self.state.warnings.append(f"{gate.id}: {waited}; " +
-                                   ("going on without one" if value is None else f"taking '{value}'"))
+        self.state.warnings.append(
+            f"{gate.id}: {waited}; " + ("going on without one" if value is None else f"taking '{value}'")
+        )
 
 
 def _fresh(state: RunState, gate_id: str) -> str:

@@ -9,9 +9,8 @@ import asyncio
 from datetime import timedelta
 from typing import Any
 
-from temporalio import workflow
-
 from jinja2 import TemplateError
+from temporalio import workflow
 
 from spec import expressions, ir
 from spec.render import render
@@ -45,7 +44,9 @@ class Interpreter:
     def _keep(self, node: ir.NodeBase, value: Any, done: bool) -> None:
         """Where a node's value goes: steps and memory for later templates; its taint; its undo."""
         if done and not isinstance(node, (ir.Task, ir.Provider)):
-            children = [c.id for c in ir.children_of(node)] + [k for k in self.state.taint if k.startswith(f"{node.id}[")]
+            children = [c.id for c in ir.children_of(node)] + [
+                k for k in self.state.taint if k.startswith(f"{node.id}[")
+            ]
             taint.mark_composite(node, children, self.state)
         if node.step:
             self.state.record_step(node.id, value, node.store_as)
@@ -152,15 +153,21 @@ class Interpreter:
             return await self._human(node, scope)
         if isinstance(node, (ir.Task, ir.Provider)):
             return await self.leaves.run(node, scope)
-        handler = {ir.Sequence: self._sequence, ir.Parallel: self._parallel, ir.Selector: self._selector,
-                   ir.Switch: self._switch, ir.Loop: self._loop, ir.Map: self._map}.get(type(node))
+        handler = {
+            ir.Sequence: self._sequence,
+            ir.Parallel: self._parallel,
+            ir.Selector: self._selector,
+            ir.Switch: self._switch,
+            ir.Loop: self._loop,
+            ir.Map: self._map,
+        }.get(type(node))
         if handler is None:
             raise TaskFailed(node.id, f"{node.kind} nodes cannot run in this engine")
         if node.timeout_s is None or isinstance(node, ir.Parallel):  # a parallel step's timeout bounds its wait
             return await handler(node, scope)
         try:
             return await asyncio.wait_for(handler(node, scope), node.timeout_s)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise TaskFailed(node.id, f"step timed out after {node.timeout_s:g}s") from None
 
     async def _sequence(self, node: ir.Sequence, scope: Scope) -> Any:
@@ -196,8 +203,13 @@ class Interpreter:
                 else:
                     failures.append(fut.exception())
         timed_out = deadline is not None and bool(pending) and workflow.time() >= deadline
-        await self._stop_branches(node, pending, f"the step's timeout ({node.timeout_s:g}s) passed" if timed_out
-                                  else f"the wait policy ({node.wait}) was met")
+        await self._stop_branches(
+            node,
+            pending,
+            f"the step's timeout ({node.timeout_s:g}s) passed"
+            if timed_out
+            else f"the wait policy ({node.wait}) was met",
+        )
         if timed_out:
             self._timed_out_branches(node, [branches[f] for f in pending], results, failures)
         if len(results) < need:
@@ -211,8 +223,9 @@ class Interpreter:
             await workflow.wait(pending)
             self.state.warnings.append(f"{node.id}: {len(pending)} branch(es) cancelled once {why}")
 
-    def _timed_out_branches(self, node: ir.Parallel, children: list[ir.NodeBase], results: dict[str, Any],
-                            failures: list[TaskFailed]) -> None:
+    def _timed_out_branches(
+        self, node: ir.Parallel, children: list[ir.NodeBase], results: dict[str, Any], failures: list[TaskFailed]
+    ) -> None:
         """Past the step's timeout each unfinished agent gets its own failure policy: skip, or fail."""
         for child in children:
             reason = f"step {node.id} timed out after {node.timeout_s:g}s"
@@ -239,8 +252,9 @@ class Interpreter:
             passed, feedback = await self._judge_iteration(node, scope, output)
             if passed:
                 return output
-        self.state.warnings.append(f"{node.id}: max iterations ({node.max_iterations}) reached without passing; "
-                                   "kept the last output")
+        self.state.warnings.append(
+            f"{node.id}: max iterations ({node.max_iterations}) reached without passing; kept the last output"
+        )
         return output
 
     async def _judge_iteration(self, node: ir.Loop, scope: Scope, output: Any) -> tuple[bool, Any]:
@@ -252,8 +266,7 @@ class Interpreter:
             if warning:
                 self.state.warnings.append(f"{node.id}: {warning}")
             return taken, None
-        verdict = _as_data(await self.run(node.validator, {**scope, "input": output,
-                                                          taint.DERIVED: [node.body.id]}))
+        verdict = _as_data(await self.run(node.validator, {**scope, "input": output, taint.DERIVED: [node.body.id]}))
         passed = isinstance(verdict, dict) and verdict.get("passed") is True
         return passed, None if passed else self._feedback(node, scope, verdict)
 
@@ -270,8 +283,13 @@ class Interpreter:
 
     async def _map(self, node: ir.Map, scope: Scope) -> Any:
         items = self._items(node, scope)
-        self.state.expand(node.body.id, [TaskState(id=f"{node.id}[{i}]", title=f"{node.body.label} #{i + 1}",
-                                                   kind=node.body.kind) for i in range(len(items))])
+        self.state.expand(
+            node.body.id,
+            [
+                TaskState(id=f"{node.id}[{i}]", title=f"{node.body.label} #{i + 1}", kind=node.body.kind)
+                for i in range(len(items))
+            ],
+        )
         results = await self._map_items(node, scope, items)
         if node.reduce is None:
             return results
@@ -342,5 +360,5 @@ def backoff_s(retry: ir.Retry, attempt: int) -> float:
     if retry.backoff == "linear":
         return retry.delay_s * attempt
     if retry.backoff == "exponential":
-        return retry.delay_s * (2 ** attempt)
+        return retry.delay_s * (2**attempt)
     return retry.delay_s

@@ -34,8 +34,13 @@ class Leaves:
         self.budget_steps: dict[str, list[str]] = {}
         self.unpriced: set[str] = set()
         self.rolling_back = False  # compensations run whatever the budget says
-        builtins = {"agent_type": agent_type(inp.default_agent), "skip_permissions": False,
-                    "workdir": inp.workdir, "run_id": state.run_id, "iteration": 1}
+        builtins = {
+            "agent_type": agent_type(inp.default_agent),
+            "skip_permissions": False,
+            "workdir": inp.workdir,
+            "run_id": state.run_id,
+            "iteration": 1,
+        }
         self._context = {**builtins, **inp.params, "inputs": inp.params}
 
     def context(self, **extra: Any) -> dict[str, Any]:
@@ -77,33 +82,55 @@ class Leaves:
 
     async def _release(self, node: ir.Task) -> None:
         """The task is over: stop the agent server that refresh mode started for it."""
-        arg = calls.AgentCall(run_id=self.state.run_id, task_id=node.id, agent_id=node.agent,
-                              uri=self.inp.agent_uri(node.agent), prompt="", workdir=self.inp.workdir,
-                              lifecycle="refresh")
+        arg = calls.AgentCall(
+            run_id=self.state.run_id,
+            task_id=node.id,
+            agent_id=node.agent,
+            uri=self.inp.agent_uri(node.agent),
+            prompt="",
+            workdir=self.inp.workdir,
+            lifecycle="refresh",
+        )
         try:
-            await activity_calls.call(calls.RELEASE_AGENT, arg, bool, summary=f"{node.label}: stop agent",
-                                      timeout_s=60)
+            await activity_calls.call(calls.RELEASE_AGENT, arg, bool, summary=f"{node.label}: stop agent", timeout_s=60)
         except ActivityError as exc:
             self.state.warnings.append(f"{node.id}: could not stop its agent: {activity_calls.reason(exc)}")
 
     async def _preconditions(self, node: ir.Task | ir.Provider) -> None:
         pre = node.preconditions
-        arg = calls.PreconditionCall(task_id=node.id, workdir=self.inp.workdir, spec_dir=self.inp.plan.spec_dir,
-                                     files_exist=pre.files_exist, min_count=pre.min_count,
-                                     sync_targets=pre.sync_targets)
-        result = await self._activity(node, calls.CHECK_PRECONDITIONS, arg, calls.CheckResult,
-                                      f"{node.label}: preconditions", 300)
+        arg = calls.PreconditionCall(
+            task_id=node.id,
+            workdir=self.inp.workdir,
+            spec_dir=self.inp.plan.spec_dir,
+            files_exist=pre.files_exist,
+            min_count=pre.min_count,
+            sync_targets=pre.sync_targets,
+        )
+        result = await self._activity(
+            node, calls.CHECK_PRECONDITIONS, arg, calls.CheckResult, f"{node.label}: preconditions", 300
+        )
         if not result.ok:
             raise TaskFailed(node.id, f"precondition failed: {result.error}")
 
     async def _provider(self, node: ir.Provider, task: TaskState, scope: dict[str, Any]) -> str:
         task.attempts = 1
         params = render_value(node.call.params, self.context(**scope))
-        arg = calls.ProviderCall(task_id=node.id, workdir=self.inp.workdir, provider=node.call.provider,
-                                 method=node.call.method, params=params, output_file=node.call.output_file)
-        result = await self._activity(node, calls.CALL_PROVIDER, arg, calls.ProviderResult,
-                                      f"{node.label}: {node.call.provider}.{node.call.method}",
-                                      node.timeout_s or 600)
+        arg = calls.ProviderCall(
+            task_id=node.id,
+            workdir=self.inp.workdir,
+            provider=node.call.provider,
+            method=node.call.method,
+            params=params,
+            output_file=node.call.output_file,
+        )
+        result = await self._activity(
+            node,
+            calls.CALL_PROVIDER,
+            arg,
+            calls.ProviderResult,
+            f"{node.label}: {node.call.provider}.{node.call.method}",
+            node.timeout_s or 600,
+        )
         return result.text
 
     async def _task(self, node: ir.Task, task: TaskState, scope: dict[str, Any]) -> str:
@@ -123,20 +150,26 @@ class Leaves:
         raise TaskFailed(node.id, f"success criteria failed after {retries + 1} attempt(s): {error}")
 
     async def _loop(self, node: ir.Task, task: TaskState, retry_error: str | None, scope: dict[str, Any]) -> str:
-        limit = (node.loop_until.max_iterations if node.loop_until else None) or self.inp.max_iterations \
+        limit = (
+            (node.loop_until.max_iterations if node.loop_until else None)
+            or self.inp.max_iterations
             or DEFAULT_MAX_ITERATIONS
+        )
         iteration = 0
         while True:
             iteration += 1
             task.iterations += 1
             workflow.set_current_details(f"Running **{node.label}**: attempt {task.attempts}, iteration {iteration}")
-            text = prompt.build(node, self.context(**scope, iteration=iteration), retry_error if iteration == 1 else None)
+            text = prompt.build(
+                node, self.context(**scope, iteration=iteration), retry_error if iteration == 1 else None
+            )
             reply = await self._reply_with_status(node, text)
             if not node.loop_until or completion.loop_done(reply, node.loop_until.status):
                 return reply
             if iteration >= limit:
-                self.state.warnings.append(f"{node.id}: stopped after {limit} iterations without "
-                                           f"status {node.loop_until.status}")
+                self.state.warnings.append(
+                    f"{node.id}: stopped after {limit} iterations without status {node.loop_until.status}"
+                )
                 return reply
 
     async def _reply_with_status(self, node: ir.Task, text: str) -> str:
@@ -161,18 +194,35 @@ class Leaves:
         transcript = self.transcripts.setdefault(node.agent, []) if reuse else []
         turn = self.turns.get(node.id, 0)
         self.turns[node.id] = turn + 1
-        arg = calls.AgentCall(run_id=self.state.run_id, task_id=node.id, agent_id=node.agent, uri=uri,
-                              prompt=text, workdir=self.inp.workdir, lifecycle=self.inp.plan.lifecycle,
-                              transcript=list(transcript) if _is_stateless(uri) else [],
-                              turn=turn, timeout_s=node.timeout_s or 1800)
+        arg = calls.AgentCall(
+            run_id=self.state.run_id,
+            task_id=node.id,
+            agent_id=node.agent,
+            uri=uri,
+            prompt=text,
+            workdir=self.inp.workdir,
+            lifecycle=self.inp.plan.lifecycle,
+            transcript=list(transcript) if _is_stateless(uri) else [],
+            turn=turn,
+            timeout_s=node.timeout_s or 1800,
+        )
         await self._within_budget(node)
         self.state.iteration_count += 1
-        reply = await self._activity(node, calls.RUN_AGENT, arg, calls.AgentReply, f"{node.label}: {_first_line(text)}",
-                                     node.timeout_s or 1800, heartbeat=True)
+        reply = await self._activity(
+            node,
+            calls.RUN_AGENT,
+            arg,
+            calls.AgentReply,
+            f"{node.label}: {_first_line(text)}",
+            node.timeout_s or 1800,
+            heartbeat=True,
+        )
         self._count(node, reply, uri)
         if reuse and _is_stateless(uri):
-            transcript += [calls.ChatMessage(role="user", content=text),
-                           calls.ChatMessage(role="assistant", content=reply.text)]
+            transcript += [
+                calls.ChatMessage(role="user", content=text),
+                calls.ChatMessage(role="assistant", content=reply.text),
+            ]
         return reply.text
 
     async def _within_budget(self, node: ir.Task) -> None:
@@ -226,10 +276,12 @@ class Leaves:
         return render(node.input, context)
 
     async def _validate(self, node: ir.Task, reply: str) -> Any:
-        arg = calls.ValidateCall(task_id=node.id, text=reply, format=node.output_format,
-                                 json_schema=node.output_schema, rules=node.rules)
-        result = await self._activity(node, calls.VALIDATE_OUTPUT, arg, calls.ValidateResult,
-                                      f"{node.label}: validate output", 60)
+        arg = calls.ValidateCall(
+            task_id=node.id, text=reply, format=node.output_format, json_schema=node.output_schema, rules=node.rules
+        )
+        result = await self._activity(
+            node, calls.VALIDATE_OUTPUT, arg, calls.ValidateResult, f"{node.label}: validate output", 60
+        )
         errors = list(result.errors)
         for rule in result.unchecked:
             errors += await self._judge(node, rule, reply)
@@ -240,8 +292,10 @@ class Leaves:
     async def _judge(self, node: ir.Task, rule: str, reply: str) -> list[str]:
         """A rule of no known form is judged by the agent's model; an agent with no model flags it."""
         if not _is_stateless(self.inp.agent_uri(node.agent)):
-            self.state.warnings.append(f"{node.id}: rule not checked (no known form, and agent '{node.agent}' "
-                                       f"has no model to judge it): {rule}")
+            self.state.warnings.append(
+                f"{node.id}: rule not checked (no known form, and agent '{node.agent}' "
+                f"has no model to judge it): {rule}"
+            )
             return []
         verdict = await self._ask(node, prompt.judge(rule, reply), fresh=True)
         if verdict.strip().upper().startswith("PASS"):
@@ -251,16 +305,43 @@ class Leaves:
     async def _criteria(self, node: ir.Task) -> calls.CheckResult:
         crit = node.criteria
         code = render_value(crit.python, self.context()) if crit.python else None
-        arg = calls.CriteriaCall(task_id=node.id, workdir=self.inp.workdir, spec_dir=self.inp.plan.spec_dir,
-                                 python=code, script=crit.script, timeout_s=crit.timeout_s)
-        return await self._activity(node, calls.CHECK_CRITERIA, arg, calls.CheckResult,
-                                    f"{node.label}: success criteria", crit.timeout_s + 30, heartbeat=True)
+        arg = calls.CriteriaCall(
+            task_id=node.id,
+            workdir=self.inp.workdir,
+            spec_dir=self.inp.plan.spec_dir,
+            python=code,
+            script=crit.script,
+            timeout_s=crit.timeout_s,
+        )
+        return await self._activity(
+            node,
+            calls.CHECK_CRITERIA,
+            arg,
+            calls.CheckResult,
+            f"{node.label}: success criteria",
+            crit.timeout_s + 30,
+            heartbeat=True,
+        )
 
-    async def _activity(self, node: ir.NodeBase, name: str, arg: Any, result_type: type, summary: str,
-                        timeout_s: float, heartbeat: bool = False) -> Any:
+    async def _activity(
+        self,
+        node: ir.NodeBase,
+        name: str,
+        arg: Any,
+        result_type: type,
+        summary: str,
+        timeout_s: float,
+        heartbeat: bool = False,
+    ) -> Any:
         try:
-            return await activity_calls.call(name, arg, result_type, summary=summary, timeout_s=timeout_s,
-                                             heartbeat_s=self.inp.heartbeat_s if heartbeat else None)
+            return await activity_calls.call(
+                name,
+                arg,
+                result_type,
+                summary=summary,
+                timeout_s=timeout_s,
+                heartbeat_s=self.inp.heartbeat_s if heartbeat else None,
+            )
         except ActivityError as exc:
             if isinstance(exc.cause, CancelledError):
                 raise asyncio.CancelledError() from None  # the run or this branch was cancelled

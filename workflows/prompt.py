@@ -36,5 +36,7 @@ def build_plain(task: ir.Task, context: dict[str, Any]) -> str:
 
 
 def judge(rule: str, output: str) -> str:
-    return ("Does the output below satisfy this rule? Answer PASS or FAIL on the first line, then one "
-            f"sentence why.\n\nRule: {rule}\n\nOutput:\n{output}")
+    return (
+        "Does the output below satisfy this rule? Answer PASS or FAIL on the first line, then one "
+        f"sentence why.\n\nRule: {rule}\n\nOutput:\n{output}"
+    )

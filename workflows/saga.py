@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from spec import ir
 from workflows.state import CompensationEntry, CompensationResult, RunState, TaskState
@@ -18,8 +19,7 @@ class Saga:
     def push(self, node: ir.NodeBase, output: Any) -> None:
         comp = node.compensation.model_copy(update={"id": f"{node.id}.compensate"})
         self.undo.append((comp, output))
-        self.state.compensation_stack.append(CompensationEntry(action_id=node.id,
-                                                               compensation_action=_action(comp)))
+        self.state.compensation_stack.append(CompensationEntry(action_id=node.id, compensation_action=_action(comp)))
 
     async def rollback(self, run: Runner, failure: type[Exception]) -> list[str]:
         """Run every compensation, last pushed first, each with its own retries; the ids that failed."""
@@ -27,14 +27,18 @@ class Saga:
         while self.undo:
             comp, output = self.undo.pop()
             entry = self.state.compensation_stack.pop()
-            self.state.tasks[comp.id] = TaskState(id=comp.id, title=comp.label, kind="compensation",
-                                                  agent=getattr(comp, "agent", "") or _provider(comp))
+            self.state.tasks[comp.id] = TaskState(
+                id=comp.id, title=comp.label, kind="compensation", agent=getattr(comp, "agent", "") or _provider(comp)
+            )
             try:
                 await run(comp, {"output": output})
             except failure as exc:
                 failed.append(comp.id)
-                self.state.compensations.append(CompensationResult(action_id=entry.action_id, status="failed",
-                                                                   error=getattr(exc, "message", str(exc))))
+                self.state.compensations.append(
+                    CompensationResult(
+                        action_id=entry.action_id, status="failed", error=getattr(exc, "message", str(exc))
+                    )
+                )
                 continue
             self.state.compensations.append(CompensationResult(action_id=entry.action_id, status="completed"))
         return failed

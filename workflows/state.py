@@ -12,8 +12,9 @@ from spec.ir import Budget
 from spec.render import to_text
 
 TaskStatus = Literal["pending", "running", "waiting", "completed", "failed", "skipped", "cancelled"]
-RunStatus = Literal["pending", "running", "waiting", "retrying", "completed", "failed", "cancelled", "timeout",
-                    "compensated"]
+RunStatus = Literal[
+    "pending", "running", "waiting", "retrying", "completed", "failed", "cancelled", "timeout", "compensated"
+]
 TERMINAL = frozenset({"completed", "failed", "cancelled", "timeout", "compensated"})
 # The status lifecycle of seed 001; a terminal status only moves on to a rollback's outcome.
 MOVES: dict[str, frozenset[str]] = {
@@ -22,7 +23,10 @@ MOVES: dict[str, frozenset[str]] = {
     "waiting": frozenset({"running", "retrying", "failed", "cancelled", "timeout"}),
     "retrying": frozenset({"running", "waiting", "failed", "cancelled", "timeout"}),
     "failed": frozenset({"compensated"}),
-    "completed": frozenset(), "cancelled": frozenset(), "timeout": frozenset(), "compensated": frozenset(),
+    "completed": frozenset(),
+    "cancelled": frozenset(),
+    "timeout": frozenset(),
+    "compensated": frozenset(),
 }
 
 # The memo and query carry outputs; keep each one well under Temporal's payload limits.
@@ -184,8 +188,12 @@ class RunState(BaseModel):
             self.current_task = None
 
     def run_usage(self) -> ModelUsage:
-        return ModelUsage(calls=self.iteration_count, input_tokens=self.usage.input_tokens,
-                          output_tokens=self.usage.output_tokens, cost_usd=self.total_cost_usd)
+        return ModelUsage(
+            calls=self.iteration_count,
+            input_tokens=self.usage.input_tokens,
+            output_tokens=self.usage.output_tokens,
+            cost_usd=self.total_cost_usd,
+        )
 
     def add_usage(self, task_id: str, usage: Usage, model: str, cost_usd: float, steps: list[str]) -> None:
         """Count a reply's tokens and cost for its task, its model, the run and each budgeted step."""

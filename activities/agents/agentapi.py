@@ -116,8 +116,15 @@ async def _start_task_server(target: Target, call: AgentCall) -> _TaskServer:
     port = target.port or _free_port(target.host)
     argv = [*_binary(), "server", f"--type={target.agent_type}", "--port", str(port), "--", *target.command]
     log = tempfile.TemporaryFile()
-    proc = await spawn(argv, call.task_id, call.workdir, "agentapi (set AGENTRUN_AGENTAPI_BIN)",
-                       stdin=asyncio.subprocess.DEVNULL, stdout=log, stderr=log)
+    proc = await spawn(
+        argv,
+        call.task_id,
+        call.workdir,
+        "agentapi (set AGENTRUN_AGENTAPI_BIN)",
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=log,
+        stderr=log,
+    )
     server = _TaskServer(proc, target.base_url(port), log)
     try:
         await _wait_started(server.base_url, proc, log)
@@ -176,9 +183,7 @@ async def _messages(client: httpx.AsyncClient, base_url: str) -> list[dict[str, 
 
 
 def _is_message(m: Any) -> bool:
-    return (
-        isinstance(m, dict) and isinstance(m.get("id"), int) and isinstance(m.get("content"), str)
-    )
+    return isinstance(m, dict) and isinstance(m.get("id"), int) and isinstance(m.get("content"), str)
 
 
 def _highest_id(messages: list[dict[str, Any]]) -> int:
@@ -190,9 +195,7 @@ async def _wait_stable(client: httpx.AsyncClient, base_url: str) -> None:
         await asyncio.sleep(POLL_S)
 
 
-async def _post_message(
-    client: httpx.AsyncClient, base_url: str, prompt: str, timeout_s: float
-) -> None:
+async def _post_message(client: httpx.AsyncClient, base_url: str, prompt: str, timeout_s: float) -> None:
     # The server answers only once the agent has started working, which can take a while.
     response = await client.post(
         f"{base_url}/message",
@@ -202,9 +205,7 @@ async def _post_message(
     response.raise_for_status()
     body = response.json()
     if not isinstance(body, dict) or body.get("ok") is not True:
-        raise agent_error(
-            f"agentapi: {base_url}/message did not accept the prompt: {str(body)[:200]}"
-        )
+        raise agent_error(f"agentapi: {base_url}/message did not accept the prompt: {str(body)[:200]}")
 
 
 async def _await_reply(client: httpx.AsyncClient, base_url: str, last_id: int) -> AgentReply:
@@ -223,9 +224,7 @@ async def _await_reply(client: httpx.AsyncClient, base_url: str, last_id: int) -
             return reply
 
 
-async def _settled_reply(
-    client: httpx.AsyncClient, base_url: str, last_id: int
-) -> AgentReply | None:
+async def _settled_reply(client: httpx.AsyncClient, base_url: str, last_id: int) -> AgentReply | None:
     """The newest agent message after last_id, if the agent was stable before and after reading.
 
     Checking the status on both sides means a reply still being written is never taken, even if
@@ -233,11 +232,7 @@ async def _settled_reply(
     """
     if (await _status(client, base_url))["status"] != "stable":
         return None
-    fresh = [
-        m
-        for m in await _messages(client, base_url)
-        if m["id"] > last_id and m.get("role") == "agent"
-    ]
+    fresh = [m for m in await _messages(client, base_url) if m["id"] > last_id and m.get("role") == "agent"]
     after = await _status(client, base_url)
     if not fresh or after["status"] != "stable":
         return None
@@ -269,9 +264,7 @@ async def _wait_started(base_url: str, proc: asyncio.subprocess.Process, log: IO
                     )
                 await asyncio.sleep(POLL_S / 2)
     except TimeoutError:
-        raise TimeoutError(
-            f"agentapi server at {base_url} was not stable within {STARTUP_S:g}s"
-        ) from None
+        raise TimeoutError(f"agentapi server at {base_url} was not stable within {STARTUP_S:g}s") from None
 
 
 async def _is_stable(client: httpx.AsyncClient, base_url: str) -> bool:

@@ -21,9 +21,7 @@ async def send(call: AgentCall) -> AgentReply:
     model = scheme_rest(call.uri)
     base = (os.environ.get("ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
     async with http_client(call.timeout_s) as client:
-        response = await client.post(
-            f"{base}/v1/messages", json=_body(call, model), headers=_headers()
-        )
+        response = await client.post(f"{base}/v1/messages", json=_body(call, model), headers=_headers())
         response.raise_for_status()
         return _reply(response.json(), model)
 
@@ -55,9 +53,7 @@ def _reply(data: Any, asked_model: str) -> AgentReply:
         raise agent_error(f"anthropic: response has no content: {str(data)[:300]}")
     texts = [b["text"] for b in blocks if isinstance(b, dict) and b.get("type") == "text"]
     if not texts:
-        raise agent_error(
-            f"anthropic: reply has no text block (stop_reason={data.get('stop_reason')})"
-        )
+        raise agent_error(f"anthropic: reply has no text block (stop_reason={data.get('stop_reason')})")
     usage = data.get("usage") or {}
     return AgentReply(
         text="".join(texts),

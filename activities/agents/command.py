@@ -24,9 +24,7 @@ async def send(call: AgentCall) -> AgentReply:
         if proc.returncode is None:
             await stop_process_group(proc)
     if proc.returncode != 0:
-        raise agent_error(
-            f"command {argv[0]!r} exited with code {proc.returncode}: {tail(err) or '(no stderr)'}"
-        )
+        raise agent_error(f"command {argv[0]!r} exited with code {proc.returncode}: {tail(err) or '(no stderr)'}")
     return AgentReply(text=out.decode(errors="replace"))
 
 

@@ -58,9 +58,7 @@ def _pick(script: dict[str, Any], call: AgentCall, path: Path) -> str:
     tasks = {str(k): v for k, v in (script.get("tasks") or {}).items()}
     entry = tasks.get(call.task_id, script.get("default"))
     if entry is None:
-        raise agent_error(
-            f"scripted: task {call.task_id!r} is not in {path} and there is no default"
-        )
+        raise agent_error(f"scripted: task {call.task_id!r} is not in {path} and there is no default")
     if isinstance(entry, list):
         if not entry:
             raise agent_error(f"scripted: task {call.task_id!r} in {path} has an empty reply list")

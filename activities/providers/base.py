@@ -42,9 +42,7 @@ class BadParams(ProviderError):
         super().__init__(message, retryable=False, kind="BadParams")
 
 
-def check_keys(
-    where: str, params: Mapping[str, Any], allowed: Collection[str], required: Collection[str] = ()
-) -> None:
+def check_keys(where: str, params: Mapping[str, Any], allowed: Collection[str], required: Collection[str] = ()) -> None:
     """Reject misspelled or missing params up front, rather than silently ignoring them."""
     unknown = sorted(set(params) - set(allowed))
     if unknown:

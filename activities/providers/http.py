@@ -46,9 +46,7 @@ class HttpProvider:
                     kind="HttpTimeout",
                 ) from e
             except httpx.TransportError as e:
-                raise ProviderError(
-                    f"{where} {url} failed: {e!r}", retryable=True, kind="HttpConnectionError"
-                ) from e
+                raise ProviderError(f"{where} {url} failed: {e!r}", retryable=True, kind="HttpConnectionError") from e
         _raise_for_status(verb, url, response)
         return response.text
 

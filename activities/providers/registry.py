@@ -39,9 +39,7 @@ def get_provider(name: str) -> Provider:
         return BUILTINS[name]()
     plugin = _plugins().get(name)
     if plugin is None:
-        raise UnknownProvider(
-            f"unknown provider {name!r}; known providers: {', '.join(provider_names())}"
-        )
+        raise UnknownProvider(f"unknown provider {name!r}; known providers: {', '.join(provider_names())}")
     try:
         provider = plugin.load()()
     except Exception as e:

@@ -1,10 +1,10 @@
 """The `shell` provider: run a command in the work directory and return its stdout.
 
-    provider: shell
-    method: run
-    params: {command: "make test"}          # run by sh
-        or  {argv: ["pytest", "-q"]}        # run directly, no shell quoting
-        optional: env (map, added to the worker's environment), timeout_s (default 600)
+provider: shell
+method: run
+params: {command: "make test"}          # run by sh
+    or  {argv: ["pytest", "-q"]}        # run directly, no shell quoting
+    optional: env (map, added to the worker's environment), timeout_s (default 600)
 """
 
 from __future__ import annotations

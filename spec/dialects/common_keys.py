@@ -86,9 +86,17 @@ def budget_of(raw: RawBudget | None) -> ir.Budget | None:
 
 
 def approval_gate(gate_id: str, title: str, raw: RawApproval, timeout_s: float | None, line: int) -> ir.Human:
-    return ir.Human(id=gate_id, title=title, approval=True, choices=[ir.APPROVE, ir.REJECT],
-                    prompt=raw.prompt or f"Approve '{gate_id}'?", timeout_s=timeout_s,
-                    on_timeout=raw.on_timeout, on_reject=raw.on_reject, line=line)
+    return ir.Human(
+        id=gate_id,
+        title=title,
+        approval=True,
+        choices=[ir.APPROVE, ir.REJECT],
+        prompt=raw.prompt or f"Approve '{gate_id}'?",
+        timeout_s=timeout_s,
+        on_timeout=raw.on_timeout,
+        on_reject=raw.on_reject,
+        line=line,
+    )
 
 
 def on_timeout_problem(on_timeout: str, choices: list[str]) -> tuple[str, str] | None:
@@ -101,13 +109,29 @@ def on_timeout_problem(on_timeout: str, choices: list[str]) -> tuple[str, str] |
     return message, did_you_mean(on_timeout, choices) or "write fail, continue or one of: " + ", ".join(choices)
 
 
-def compensation_task(node_id: str, title: str, agent: str, prompt: str, attempts: int, line: int,
-                      protocol: str = "plain", system: str | None = None) -> ir.Task:
+def compensation_task(
+    node_id: str,
+    title: str,
+    agent: str,
+    prompt: str,
+    attempts: int,
+    line: int,
+    protocol: str = "plain",
+    system: str | None = None,
+) -> ir.Task:
     """An agent prompt that undoes a node; compensations retry on their own, since a failed undo
     leaves the world half changed. In a task tree the agent answers with a completion status as
     for any task, so an undo that reports ERROR counts as failed."""
-    return ir.Task(id=f"{node_id}.compensate", title=f"undo {title}", agent=agent, prompt=prompt,
-                   protocol=protocol, system=system, retry=compensation_retry(attempts), line=line)
+    return ir.Task(
+        id=f"{node_id}.compensate",
+        title=f"undo {title}",
+        agent=agent,
+        prompt=prompt,
+        protocol=protocol,
+        system=system,
+        retry=compensation_retry(attempts),
+        line=line,
+    )
 
 
 def compensation_retry(attempts: int) -> ir.Retry:

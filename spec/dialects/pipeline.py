@@ -19,8 +19,17 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 from spec import ir
 from spec.dialects import pipeline_refs
 from spec.dialects.common_keys import (
-    COMPENSATION_ATTEMPTS, VALUE_HINTS, Choices, RawApproval, RawBudget, approval_gate, approval_shorthand, budget_of,
-    compensation_task, on_timeout_problem, text_shorthand,
+    COMPENSATION_ATTEMPTS,
+    VALUE_HINTS,
+    Choices,
+    RawApproval,
+    RawBudget,
+    approval_gate,
+    approval_shorthand,
+    budget_of,
+    compensation_task,
+    on_timeout_problem,
+    text_shorthand,
 )
 from spec.durations import parse_duration
 from spec.errors import Problem, SpecError, did_you_mean
@@ -188,7 +197,7 @@ def compile_plan(data: PosDict, file: str, given: set[str] = frozenset()) -> ir.
 _VALUE_HINTS = {
     **VALUE_HINTS,
     "on_failure": "retries are set with max_attempts: N (and backoff:); on_failure says what happens after "
-                  "the last attempt: skip, abort or fallback:<agent_id>",
+    "the last attempt: skip, abort or fallback:<agent_id>",
     "wait": "use all, any, or how many agents must finish (a number)",
 }
 
@@ -228,23 +237,41 @@ class _Builder:
         order = [nodes[step_id] for step_id in graph.order]
         path = os.path.abspath(self.file)
         return ir.Plan(
-            name=self.raw.name, description=self.raw.description, dialect="pipeline", source=path,
-            spec_dir=os.path.dirname(path), params=self._params(), lifecycle="refresh",
+            name=self.raw.name,
+            description=self.raw.description,
+            dialect="pipeline",
+            source=path,
+            spec_dir=os.path.dirname(path),
+            params=self._params(),
+            lifecycle="refresh",
             root=ir.Sequence(id=f"workflow:{self.raw.name}", title=self.raw.name, children=order),
             timeout_s=self._duration(self.raw.timeout, ("workflow", "timeout")),
-            goal=self.raw.goal or self.raw.description, constraints=self.raw.constraints,
-            budget=budget_of(self.raw.budget), prices=self.raw.prices,
-            info={"version": self.raw.version, "order": graph.order, "branches": graph.branches,
-                  "agents": {aid: {"name": a.name, "role": a.role, "tools": a.tools}
-                             for aid, a in self.raw.agents.items()}},
+            goal=self.raw.goal or self.raw.description,
+            constraints=self.raw.constraints,
+            budget=budget_of(self.raw.budget),
+            prices=self.raw.prices,
+            info={
+                "version": self.raw.version,
+                "order": graph.order,
+                "branches": graph.branches,
+                "agents": {
+                    aid: {"name": a.name, "role": a.role, "tools": a.tools} for aid, a in self.raw.agents.items()
+                },
+            },
         )
 
     def _params(self) -> dict[str, ir.Param]:
         params = {}
         for i, inp in enumerate(self.raw.inputs):
             line, _ = position(self.data, ("workflow", "inputs", i))
-            params[inp.name] = ir.Param(name=inp.name, type=inp.type, required=inp.required,
-                                        default=self._default(inp, i), description=inp.description, line=line)
+            params[inp.name] = ir.Param(
+                name=inp.name,
+                type=inp.type,
+                required=inp.required,
+                default=self._default(inp, i),
+                description=inp.description,
+                line=line,
+            )
         return params
 
     def _default(self, inp: RawInput, i: int) -> Any:
@@ -255,8 +282,11 @@ class _Builder:
         try:
             return coerce(inp.default, inp.type)
         except ValueError as exc:
-            self._problem(("workflow", "inputs", i, "default"), f"default of input '{inp.name}': {exc}",
-                          f"write a {inp.type} value, or leave default: out")
+            self._problem(
+                ("workflow", "inputs", i, "default"),
+                f"default of input '{inp.name}': {exc}",
+                f"write a {inp.type} value, or leave default: out",
+            )
             return inp.default
 
     # -- names ------------------------------------------------------------------------------
@@ -265,28 +295,43 @@ class _Builder:
         seen: dict[str, int] = {}
         for i, step in enumerate(self.raw.steps):
             if step.id in seen:
-                self._problem(("workflow", "steps", i, "id"), f"two steps are both named '{step.id}'",
-                              f"the other is step {seen[step.id] + 1}; step ids must be unique")
+                self._problem(
+                    ("workflow", "steps", i, "id"),
+                    f"two steps are both named '{step.id}'",
+                    f"the other is step {seen[step.id] + 1}; step ids must be unique",
+                )
             seen.setdefault(step.id, i)
             self._check_step_shape(step, ("workflow", "steps", i))
         inputs: set[str] = set()
         for i, inp in enumerate(self.raw.inputs):
             if inp.name in inputs:
-                self._problem(("workflow", "inputs", i, "name"), f"two inputs are both named '{inp.name}'",
-                              "input names must be unique; rename or remove one")
+                self._problem(
+                    ("workflow", "inputs", i, "name"),
+                    f"two inputs are both named '{inp.name}'",
+                    "input names must be unique; rename or remove one",
+                )
             inputs.add(inp.name)
         for aid, agent in self.raw.agents.items():
             other = agent.retry.fallback_agent
             if other is not None:
                 where = ("workflow", "agents", aid, "retry", "on_failure")
                 if other == aid:
-                    self._problem(where, f"agent '{aid}' is its own fallback",
-                                  "name a different agent, or use max_attempts to run it again")
+                    self._problem(
+                        where,
+                        f"agent '{aid}' is its own fallback",
+                        "name a different agent, or use max_attempts to run it again",
+                    )
                 self._agent_ref(other, where)
 
     def _check_step_shape(self, step: RawStep, path: tuple) -> None:
-        needs = {"sequential": "agent", "parallel": "parallel", "conditional": "condition", "loop": "loop",
-                 "map": "map", "human": "prompt"}[step.type]
+        needs = {
+            "sequential": "agent",
+            "parallel": "parallel",
+            "conditional": "condition",
+            "loop": "loop",
+            "map": "map",
+            "human": "prompt",
+        }[step.type]
         shape = next((key for key in _SHAPE_KEYS if getattr(step, key) is not None), None)
         if "type" not in step.model_fields_set and shape is not None:
             kind = _SHAPE_KEYS[shape]
@@ -297,19 +342,29 @@ class _Builder:
             return
         for key, types in _USED_BY.items():
             if key in step.model_fields_set and step.type not in types:
-                self._problem(path + (key,), f"'{key}:' is not used by a {step.type} step ('{step.id}')",
-                              f"remove it; {_shape_hint(step.type)}")
+                self._problem(
+                    path + (key,),
+                    f"'{key}:' is not used by a {step.type} step ('{step.id}')",
+                    f"remove it; {_shape_hint(step.type)}",
+                )
         if step.condition is not None and step.condition.true is None and step.condition.false is None:
-            self._problem(path + ("condition",), f"the condition of '{step.id}' names nothing to run",
-                          "add true: and/or false:, each a step id or an agent id")
+            self._problem(
+                path + ("condition",),
+                f"the condition of '{step.id}' names nothing to run",
+                "add true: and/or false:, each a step id or an agent id",
+            )
         if getattr(step, needs) is None:
-            self._problem(path, f"step '{step.id}' is of type {step.type} but has no '{needs}:'",
-                          _shape_hint(step.type))
+            self._problem(
+                path, f"step '{step.id}' is of type {step.type} but has no '{needs}:'", _shape_hint(step.type)
+            )
         for key in ("parallel", "condition", "loop", "map"):
             if key != needs and getattr(step, key) is not None:
                 kind = _SHAPE_KEYS[key]
-                self._problem(path + (key,), f"'{key}:' only applies to steps of type {kind}, and '{step.id}' is "
-                              f"{step.type}", f"set type: {kind}, or remove '{key}:'")
+                self._problem(
+                    path + (key,),
+                    f"'{key}:' only applies to steps of type {kind}, and '{step.id}' is {step.type}",
+                    f"set type: {kind}, or remove '{key}:'",
+                )
         for agent, where in _agents_of(step):
             self._agent_ref(agent, path + where)
         if step.parallel is not None:
@@ -319,8 +374,11 @@ class _Builder:
             for branch in ("true", "false"):
                 target = getattr(step.condition, branch)
                 if target is not None and target not in self.step_index and target not in self.raw.agents:
-                    self._problem(path + ("condition", branch), f"'{target}' is neither a step id nor an agent id",
-                                  _close_hint(target, list(self.step_index) + list(self.raw.agents)))
+                    self._problem(
+                        path + ("condition", branch),
+                        f"'{target}' is neither a step id nor an agent id",
+                        _close_hint(target, list(self.step_index) + list(self.raw.agents)),
+                    )
 
     def _check_human(self, step: RawStep, path: tuple) -> None:
         if step.type == "human":
@@ -332,22 +390,33 @@ class _Builder:
             if problem:
                 self._problem(path + ("approval", "on_timeout"), *problem)
         if step.compensate is not None and step.compensate.agent is None and step.type != "sequential":
-            self._problem(path + ("compensate",), f"compensate: on the {step.type} step '{step.id}' "
-                          "must name the agent that undoes it", 'write compensate: {agent: <agent id>, prompt: "..."}')
+            self._problem(
+                path + ("compensate",),
+                f"compensate: on the {step.type} step '{step.id}' must name the agent that undoes it",
+                'write compensate: {agent: <agent id>, prompt: "..."}',
+            )
 
     def _check_parallel(self, step: RawStep, path: tuple) -> None:
         keys = [b.output_key or b.agent for b in step.parallel]
         for i, key in enumerate(keys):
             if keys.index(key) != i:
-                self._problem(path + ("parallel", i), f"two branches of '{step.id}' both produce '{key}'",
-                              "give each branch its own output_key")
+                self._problem(
+                    path + ("parallel", i),
+                    f"two branches of '{step.id}' both produce '{key}'",
+                    "give each branch its own output_key",
+                )
         if isinstance(step.wait, int) and not 1 <= step.wait <= len(step.parallel):
-            self._problem(path + ("wait",), f"wait: {step.wait} but the step has {len(step.parallel)} agents",
-                          f"use all, any, or a number from 1 to {len(step.parallel)}")
+            self._problem(
+                path + ("wait",),
+                f"wait: {step.wait} but the step has {len(step.parallel)} agents",
+                f"use all, any, or a number from 1 to {len(step.parallel)}",
+            )
 
     def _agent_ref(self, agent: str, path: tuple) -> None:
         if agent not in self.raw.agents:
-            self._problem(path, f"agent '{agent}' is not defined under agents:", _close_hint(agent, list(self.raw.agents)))
+            self._problem(
+                path, f"agent '{agent}' is not defined under agents:", _close_hint(agent, list(self.raw.agents))
+            )
 
     # -- compiling steps ----------------------------------------------------------------------
 
@@ -361,42 +430,65 @@ class _Builder:
             gate = approval_gate(step.id, step.id, step.approval, timeout, line)
         compensation, comp = None, step.compensate
         if comp is not None:
-            compensation = compensation_task(step.id, step.id, comp.agent or step.agent, comp.prompt,
-                                             COMPENSATION_ATTEMPTS, position(self.data, where + ("compensate",))[0])
-        return self._shape(step).model_copy(update={"gate": gate, "compensation": compensation,
-                                                    "budget": budget_of(step.budget)})
+            compensation = compensation_task(
+                step.id,
+                step.id,
+                comp.agent or step.agent,
+                comp.prompt,
+                COMPENSATION_ATTEMPTS,
+                position(self.data, where + ("compensate",))[0],
+            )
+        return self._shape(step).model_copy(
+            update={"gate": gate, "compensation": compensation, "budget": budget_of(step.budget)}
+        )
 
     def _shape(self, step: RawStep) -> ir.NodeBase:
         i = self.step_index[step.id]
-        common = dict(id=step.id, title=step.id, line=position(self.data, ("workflow", "steps", i))[0],
-                      step=True, store_as=step.output.store_as)
+        common = dict(
+            id=step.id,
+            title=step.id,
+            line=position(self.data, ("workflow", "steps", i))[0],
+            step=True,
+            store_as=step.output.store_as,
+        )
         fmt = step.output.format
         timeout = self._duration(step.timeout, ("workflow", "steps", i, "timeout"))
         step_input = _step_input(step)
         if step.type == "sequential":
             task = self._task(step.agent, step.id, step_input, fmt)
-            return task.model_copy(update={**common, "title": task.title,
-                                           "timeout_s": timeout or task.timeout_s})
+            return task.model_copy(update={**common, "title": task.title, "timeout_s": timeout or task.timeout_s})
         if step.type == "parallel":
-            children = [self._task(b.agent, f"{step.id}.{b.output_key or b.agent}", b.input, fmt,
-                                   output_key=b.output_key or b.agent) for b in step.parallel]
+            children = [
+                self._task(
+                    b.agent, f"{step.id}.{b.output_key or b.agent}", b.input, fmt, output_key=b.output_key or b.agent
+                )
+                for b in step.parallel
+            ]
             return ir.Parallel(children=children, wait=step.wait, timeout_s=timeout, **common)
         if step.type == "loop":
             loop = step.loop
             validator_id = f"{step.id}.{loop.validator}" + (".check" if loop.validator == loop.agent else "")
-            return ir.Loop(body=self._task(loop.agent, f"{step.id}.{loop.agent}", step_input, fmt),
-                           validator=self._task(loop.validator, validator_id, None, "json"),
-                           feedback=loop.feedback_path, max_iterations=loop.max_iterations,
-                           timeout_s=timeout, **common)
+            return ir.Loop(
+                body=self._task(loop.agent, f"{step.id}.{loop.agent}", step_input, fmt),
+                validator=self._task(loop.validator, validator_id, None, "json"),
+                feedback=loop.feedback_path,
+                max_iterations=loop.max_iterations,
+                timeout_s=timeout,
+                **common,
+            )
         if step.type == "human":
-            return ir.Human(prompt=step.prompt, choices=step.choices or [], on_timeout=step.on_timeout or "fail",
-                            timeout_s=timeout, **common)
+            return ir.Human(
+                prompt=step.prompt,
+                choices=step.choices or [],
+                on_timeout=step.on_timeout or "fail",
+                timeout_s=timeout,
+                **common,
+            )
         if step.type == "map":
             m = step.map
             body = self._task(m.agent, f"{step.id}.{m.agent}", None, "text" if m.reduce else fmt)
             reduce = self._task(m.reduce, f"{step.id}.{m.reduce}", None, fmt) if m.reduce else None
-            return ir.Map(over=m.over, body=body, reduce=reduce, concurrency=m.concurrency, timeout_s=timeout,
-                          **common)
+            return ir.Map(over=m.over, body=body, reduce=reduce, concurrency=m.concurrency, timeout_s=timeout, **common)
         return ir.Switch(cases=[], timeout_s=timeout, **common)
 
     def _attach_branches(self, nodes: dict[str, ir.NodeBase], step: RawStep, done: set[str]) -> None:
@@ -416,11 +508,19 @@ class _Builder:
             return self._task(target, f"{step.id}.{name}.{target}", _step_input(step), step.output.format)
 
         when_true = branch(cond.true, "true") or ir.Sequence(id=f"{step.id}.true")
-        nodes[step.id] = nodes[step.id].model_copy(update={"cases": [ir.Case(when=cond.eval, node=when_true)],
-                                                           "default": branch(cond.false, "false")})
+        nodes[step.id] = nodes[step.id].model_copy(
+            update={"cases": [ir.Case(when=cond.eval, node=when_true)], "default": branch(cond.false, "false")}
+        )
 
-    def _task(self, agent_id: str, node_id: str, input_: str | None, fmt: str, output_key: str | None = None,
-              is_fallback: bool = False) -> ir.Task:
+    def _task(
+        self,
+        agent_id: str,
+        node_id: str,
+        input_: str | None,
+        fmt: str,
+        output_key: str | None = None,
+        is_fallback: bool = False,
+    ) -> ir.Task:
         agent = self.raw.agents[agent_id]
         validation = agent.validation or RawValidation()
         other = agent.retry.fallback_agent
@@ -430,15 +530,26 @@ class _Builder:
         # A failing fallback aborts the step, whatever its own policy says.
         on_failure = "abort" if is_fallback else ("fallback" if backup else agent.retry.on_failure)
         return ir.Task(
-            id=node_id, title=agent.name or agent_id, agent=agent_id, prompt=agent.prompt, protocol="plain",
-            input=input_, tools=agent.tools, output_key=output_key,
+            id=node_id,
+            title=agent.name or agent_id,
+            agent=agent_id,
+            prompt=agent.prompt,
+            protocol="plain",
+            input=input_,
+            tools=agent.tools,
+            output_key=output_key,
             line=position(self.data, ("workflow", "agents", agent_id))[0],
             timeout_s=self._duration(agent.timeout, ("workflow", "agents", agent_id, "timeout")),
-            retry=ir.Retry(attempts=agent.retry.max_attempts, backoff=agent.retry.backoff,
-                           delay_s=_BACKOFF_DELAY[agent.retry.backoff]),
-            on_failure=on_failure, fallback=backup,
+            retry=ir.Retry(
+                attempts=agent.retry.max_attempts,
+                backoff=agent.retry.backoff,
+                delay_s=_BACKOFF_DELAY[agent.retry.backoff],
+            ),
+            on_failure=on_failure,
+            fallback=backup,
             output_format="json" if validation.json_schema else fmt,
-            output_schema=validation.json_schema, rules=validation.rules,
+            output_schema=validation.json_schema,
+            rules=validation.rules,
         )
 
     def _duration(self, value: str | float | None, path: tuple) -> float | None:
@@ -456,14 +567,21 @@ class _Builder:
 
 
 # The key that gives each step type its shape, and the type it belongs to.
-_SHAPE_KEYS = {"parallel": "parallel", "condition": "conditional", "loop": "loop", "map": "map",
-               "prompt": "human"}
+_SHAPE_KEYS = {"parallel": "parallel", "condition": "conditional", "loop": "loop", "map": "map", "prompt": "human"}
 # Step keys only some step types read; elsewhere they would be silently ignored. A person's
 # answer has nothing to undo and spends no tokens, and a human step needs no approval.
 _AGENT_STEPS = {"sequential", "parallel", "conditional", "loop", "map"}
-_USED_BY = {"agent": {"sequential"}, "input": {"sequential", "conditional", "loop"}, "wait": {"parallel"},
-            "prompt": {"human"}, "choices": {"human"}, "on_timeout": {"human"}, "approval": _AGENT_STEPS,
-            "compensate": _AGENT_STEPS, "budget": _AGENT_STEPS}
+_USED_BY = {
+    "agent": {"sequential"},
+    "input": {"sequential", "conditional", "loop"},
+    "wait": {"parallel"},
+    "prompt": {"human"},
+    "choices": {"human"},
+    "on_timeout": {"human"},
+    "approval": _AGENT_STEPS,
+    "compensate": _AGENT_STEPS,
+    "budget": _AGENT_STEPS,
+}
 
 
 def _step_input(step: RawStep) -> str | None:
@@ -492,8 +610,8 @@ def _shape_hint(step_type: str) -> str:
         "parallel": "list the agents: parallel: [{agent: a, input: ...}, {agent: b, input: ...}]",
         "conditional": "condition: {eval: \"{{steps.x.output.y}} == 'z'\", true: <step or agent>, false: ...}",
         "loop": "loop: {agent: writer, validator: reviewer, max_iterations: 3}",
-        "map": "map: {over: \"{{steps.split.output.chunks}}\", agent: worker, reduce: reducer}",
-        "human": "a human step asks a person: prompt: \"Publish {{steps.draft.output}}?\", choices: [publish, revise]",
+        "map": 'map: {over: "{{steps.split.output.chunks}}", agent: worker, reduce: reducer}',
+        "human": 'a human step asks a person: prompt: "Publish {{steps.draft.output}}?", choices: [publish, revise]',
     }[step_type]
 
 

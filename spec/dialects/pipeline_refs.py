@@ -39,9 +39,10 @@ class StepGraph:
         for step in raw.steps:
             for agent, place in self._runs(step):
                 places.setdefault(agent, set()).add(place)
-        agent_deps = {aid: self._template(a.prompt, ("workflow", "agents", aid, "prompt"),
-                                          _unset(places.get(aid, set())))
-                      for aid, a in raw.agents.items()}
+        agent_deps = {
+            aid: self._template(a.prompt, ("workflow", "agents", aid, "prompt"), _unset(places.get(aid, set())))
+            for aid, a in raw.agents.items()
+        }
         deps = {s.id: self._step_deps(i, s, agent_deps) for i, s in enumerate(raw.steps)}
         self.order = self._order(deps) if not self.problems else []
 
@@ -58,8 +59,11 @@ class StepGraph:
             if name in reserved:
                 self._problem(where, f"store_as '{name}' is a name templates already use", "pick another name")
             elif name in stored:
-                self._problem(where, f"steps '{stored[name]}' and '{step.id}' both store_as '{name}'",
-                              "each stored name must be unique")
+                self._problem(
+                    where,
+                    f"steps '{stored[name]}' and '{step.id}' both store_as '{name}'",
+                    "each stored name must be unique",
+                )
             stored.setdefault(name, step.id)
         return stored
 
@@ -72,30 +76,37 @@ class StepGraph:
                 if target not in self.ids:
                     continue
                 if target == step.id:
-                    self._problem(("workflow", "steps", i, "condition", flag),
-                                  f"the condition of '{step.id}' names its own step",
-                                  "name another step, or an agent id to run")
+                    self._problem(
+                        ("workflow", "steps", i, "condition", flag),
+                        f"the condition of '{step.id}' names its own step",
+                        "name another step, or an agent id to run",
+                    )
                     continue
                 if target in owners and owners[target] != step.id:
-                    self._problem(("workflow", "steps", i, "condition", flag),
-                                  f"step '{target}' is already the branch of condition '{owners[target]}'",
-                                  "a step can be the branch of one condition; point the other at an agent id")
+                    self._problem(
+                        ("workflow", "steps", i, "condition", flag),
+                        f"step '{target}' is already the branch of condition '{owners[target]}'",
+                        "a step can be the branch of one condition; point the other at an agent id",
+                    )
                 owners.setdefault(target, step.id)
         return owners
 
     # -- references -------------------------------------------------------------------------
 
-    def _template(self, source: str, path: tuple, unset: frozenset[str] = _NOWHERE,
-                  allowed: frozenset[str] = frozenset()) -> set[str]:
+    def _template(
+        self, source: str, path: tuple, unset: frozenset[str] = _NOWHERE, allowed: frozenset[str] = frozenset()
+    ) -> set[str]:
         try:
             refs = expressions.template_references(source)
         except expressions.ExpressionError as exc:
-            self._problem(path, f"template syntax: {exc}", "write references as {{ inputs.name }} or "
-                          "{{ steps.ID.output }}")
+            self._problem(
+                path, f"template syntax: {exc}", "write references as {{ inputs.name }} or {{ steps.ID.output }}"
+            )
             return set()
         base = text_line(self.data, path) or position(self.data, path)[0]
-        return {d for ref, line in refs
-                if ref[0] not in allowed and (d := self._ref(ref, path, base + line - 1, unset))}
+        return {
+            d for ref, line in refs if ref[0] not in allowed and (d := self._ref(ref, path, base + line - 1, unset))
+        }
 
     def _expression(self, source: str, path: tuple) -> set[str]:
         try:
@@ -111,8 +122,9 @@ class StepGraph:
         bare = "{{" not in source and expressions.is_reference("{{ " + source + " }}")
         if not (expressions.is_reference(source) or bare):
             example = "steps.split.output.chunks" if path[-1] == "over" else "steps.review.output.feedback"
-            self._problem(path, f"'{source}' must be a single reference",
-                          f"write one reference, like {{{{ {example} }}}}")
+            self._problem(
+                path, f"'{source}' must be a single reference", f"write one reference, like {{{{ {example} }}}}"
+            )
             return set()
         return self._expression(source, path)
 
@@ -121,8 +133,12 @@ class StepGraph:
         head, text = ref[0], ".".join(str(p) for p in ref)
         if head == "inputs":
             if len(ref) > 1 and ref[1] not in self.inputs:
-                self._problem(path, f"undefined reference '{text}': no input '{ref[1]}'",
-                              did_you_mean(str(ref[1]), self.inputs) or "declare it under inputs:", line)
+                self._problem(
+                    path,
+                    f"undefined reference '{text}': no input '{ref[1]}'",
+                    did_you_mean(str(ref[1]), self.inputs) or "declare it under inputs:",
+                    line,
+                )
             return None
         if head == "steps":
             return self._step_ref(ref, path, line) if len(ref) > 1 else None
@@ -131,8 +147,12 @@ class StepGraph:
         if head in self.stored:
             return self.stored[head]
         if head in unset:
-            self._problem(path, f"'{head}' is not set here: only {_SCOPE_OWNER[SCOPED[head]]} gets it",
-                          _SCOPE_HINT[SCOPED[head]], line)
+            self._problem(
+                path,
+                f"'{head}' is not set here: only {_SCOPE_OWNER[SCOPED[head]]} gets it",
+                _SCOPE_HINT[SCOPED[head]],
+                line,
+            )
             return None
         if head in LOCALS:
             return None
@@ -143,23 +163,33 @@ class StepGraph:
             self._problem(path, f"undefined reference '{text}'", OUTPUT_HINT, line)
         else:
             known = LOCALS | set(self.stored) | {"inputs", "steps", "human"}
-            self._problem(path, f"undefined reference '{text}'",
-                          did_you_mean(str(head), known) or "use inputs.NAME, steps.ID.output or a store_as name",
-                          line)
+            self._problem(
+                path,
+                f"undefined reference '{text}'",
+                did_you_mean(str(head), known) or "use inputs.NAME, steps.ID.output or a store_as name",
+                line,
+            )
         return None
 
     def _step_ref(self, ref: tuple, path: tuple, line: int) -> str | None:
         step, text = str(ref[1]), ".".join(str(p) for p in ref)
         if step not in self.ids:
-            self._problem(path, f"undefined reference '{text}': no step '{step}'",
-                          did_you_mean(step, self.ids) or "steps: " + ", ".join(self.ids), line)
+            self._problem(
+                path,
+                f"undefined reference '{text}': no step '{step}'",
+                did_you_mean(step, self.ids) or "steps: " + ", ".join(self.ids),
+                line,
+            )
             return None
         if len(ref) > 2 and ref[2] not in ("output", "outputs"):
             self._problem(path, f"undefined reference '{text}'", f"write steps.{step}.output", line)
         elif len(ref) > 3 and ref[2] == "outputs" and self.keys[step] and ref[3] not in self.keys[step]:
-            self._problem(path, f"undefined reference '{text}': step '{step}' has no output_key '{ref[3]}'",
-                          did_you_mean(str(ref[3]), self.keys[step]) or "its keys: " + ", ".join(sorted(self.keys[step])),
-                          line)
+            self._problem(
+                path,
+                f"undefined reference '{text}': step '{step}' has no output_key '{ref[3]}'",
+                did_you_mean(str(ref[3]), self.keys[step]) or "its keys: " + ", ".join(sorted(self.keys[step])),
+                line,
+            )
         return step
 
     def _gate_ref(self, ref: tuple, path: tuple, line: int) -> str | None:
@@ -167,8 +197,10 @@ class StepGraph:
         if gate in self.gates:
             return _GATE + gate
         hint = did_you_mean(gate, self.gates) or (
-            "gates: " + ", ".join(self.gates) if self.gates else "no step asks a person: add a type: human step, "
-            "or approval: true on a step")
+            "gates: " + ", ".join(self.gates)
+            if self.gates
+            else "no step asks a person: add a type: human step, or approval: true on a step"
+        )
         self._problem(path, f"undefined gate '{gate}'", hint, line)
         return None
 
@@ -197,8 +229,11 @@ class StepGraph:
             deps.discard(_GATE + step.id)  # its approval is asked before it runs
         deps = {d.removeprefix(_GATE) for d in deps}
         if step.id in deps:
-            self._problem(path, f"step '{step.id}' reads its own output (steps.{step.id})",
-                          "a step can read the output of other steps only; a loop's feedback_path is the exception")
+            self._problem(
+                path,
+                f"step '{step.id}' reads its own output (steps.{step.id})",
+                "a step can read the output of other steps only; a loop's feedback_path is the exception",
+            )
         if step.loop and step.loop.feedback_path:
             # The loop's own id here is its validator's latest verdict, so it is no dependency.
             deps |= self._reference(step.loop.feedback_path, path + ("loop", "feedback_path")) - {step.id}
@@ -230,8 +265,11 @@ class StepGraph:
         if step.map:
             runs += [(step.map.agent, "map")] + ([(step.map.reduce, "step")] if step.map.reduce else [])
         if step.condition:
-            runs += [(t, "step") for t in (step.condition.true, step.condition.false)
-                     if t in self.raw.agents and t not in self.ids]
+            runs += [
+                (t, "step")
+                for t in (step.condition.true, step.condition.false)
+                if t in self.raw.agents and t not in self.ids
+            ]
         fallbacks = []
         for agent, place in runs:
             other = self.raw.agents[agent].retry.fallback_agent if agent in self.raw.agents else None
@@ -246,8 +284,11 @@ class StepGraph:
         cycle = _find_cycle(graph, self.ids)
         if cycle:
             i = self.ids.index(cycle[0])
-            self._problem(("workflow", "steps", i), "circular dependency between steps: " + " → ".join(cycle),
-                          "a step can only read the output of steps that do not read its own")
+            self._problem(
+                ("workflow", "steps", i),
+                "circular dependency between steps: " + " → ".join(cycle),
+                "a step can only read the output of steps that do not read its own",
+            )
             return []
         top = [s for s in self.ids if s not in self.branches]
         needs = {s: {self._owner(d) for d in _closure(graph, s)} - {s} for s in top}
@@ -264,14 +305,15 @@ class StepGraph:
 
     def _problem(self, path: tuple, message: str, hint: str = "", line: int | None = None) -> None:
         at_line, col = position(self.data, path)
-        self.problems.append(Problem(self.file, line or at_line, col if line in (None, at_line) else 1,
-                                     message, hint))
+        self.problems.append(Problem(self.file, line or at_line, col if line in (None, at_line) else 1, message, hint))
 
 
 _SCOPE_OWNER = {"map": "a map's agent (map: agent:)", "loop": "a loop's agent (loop: agent:)"}
-_SCOPE_HINT = {"map": "read {{ input }} instead, which every agent gets, or give the map its own agent",
-               "loop": "give the loop its own agent, or leave {{ feedback }} out: an agent that does not place "
-                       "it gets the feedback appended"}
+_SCOPE_HINT = {
+    "map": "read {{ input }} instead, which every agent gets, or give the map its own agent",
+    "loop": "give the loop its own agent, or leave {{ feedback }} out: an agent that does not place "
+    "it gets the feedback appended",
+}
 
 
 def _unset(places: set[str]) -> frozenset[str]:
@@ -300,7 +342,7 @@ def _find_cycle(graph: dict[str, set[str]], ids: list[str]) -> list[str] | None:
         trail.append(node)
         for dep in sorted(graph[node], key=ids.index):
             if state.get(dep) == 1:
-                return trail[trail.index(dep):] + [dep]
+                return trail[trail.index(dep) :] + [dep]
             if dep not in state and (found := visit(dep)):
                 return found
         state[node] = 2
@@ -311,4 +353,3 @@ def _find_cycle(graph: dict[str, set[str]], ids: list[str]) -> list[str] | None:
         if node not in state and (found := visit(node)):
             return found
     return None
-

@@ -18,8 +18,19 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 
 from spec import expressions, ir
 from spec.dialects.common_keys import (
-    COMPENSATION_ATTEMPTS, VALUE_HINTS, Choices, RawApproval, RawBudget, Strict, approval_gate, approval_shorthand,
-    budget_of, compensation_retry, compensation_task, on_timeout_problem, text_shorthand,
+    COMPENSATION_ATTEMPTS,
+    VALUE_HINTS,
+    Choices,
+    RawApproval,
+    RawBudget,
+    Strict,
+    approval_gate,
+    approval_shorthand,
+    budget_of,
+    compensation_retry,
+    compensation_task,
+    on_timeout_problem,
+    text_shorthand,
 )
 from spec.durations import parse_duration
 from spec.errors import Problem, SpecError, did_you_mean
@@ -93,7 +104,7 @@ class RawTask(Strict):
     params: dict[str, RawParam] | None = None
     instructions: str | None = None
     system_instructions: str | None = None
-    subtasks: dict[str, "RawTask"] | None = None
+    subtasks: dict[str, RawTask] | None = None
     loop_until: RawLoopUntil | None = None
     success_criteria: RawCriteria | None = None
     provider_call: ir.ProviderSpec | None = None
@@ -158,8 +169,15 @@ class _Builder:
 
     def _param(self, name: str, p: RawParam) -> ir.Param:
         line, _ = position(self.data, ("params", name))
-        return ir.Param(name=name, type=p.range, required=p.required, default=p.default,
-                        description=p.description, examples=p.examples, line=line)
+        return ir.Param(
+            name=name,
+            type=p.range,
+            required=p.required,
+            default=p.default,
+            description=p.description,
+            examples=p.examples,
+            line=line,
+        )
 
     def _collect_gates(self, raw: RawTask, path: tuple, name: str) -> None:
         key = "human" if raw.human is not None else "approval" if raw.approval is not None else None
@@ -167,8 +185,11 @@ class _Builder:
             gate_id = getattr(raw, key).id or name
             line, _ = position(self.data, path + (key,))
             if gate_id in self.gates:
-                self._problem(path + (key, "id"), f"two gates are both named '{gate_id}'",
-                              f"the other is at line {self.gates[gate_id]}; give this one its own id: under {key}:")
+                self._problem(
+                    path + (key, "id"),
+                    f"two gates are both named '{gate_id}'",
+                    f"the other is at line {self.gates[gate_id]}; give this one its own id: under {key}:",
+                )
             self.gates.setdefault(gate_id, line)
         for sub_name, sub in (raw.subtasks or {}).items():
             self._collect_gates(sub, path + ("subtasks", sub_name), sub_name)
@@ -176,14 +197,23 @@ class _Builder:
     def build(self) -> ir.Plan:
         root = self._node(self.raw, (), self.name, system=None)
         return ir.Plan(
-            name=self.name, description=self.raw.description or "", dialect="task-tree",
-            source=os.path.abspath(self.file), spec_dir=os.path.dirname(os.path.abspath(self.file)),
-            params=self.params, root=root, lifecycle=self.raw.agent_lifecycle or "reuse",
-            goal=self.raw.goal or self.raw.description or "", constraints=self.raw.constraints or [],
-            budget=budget_of(self.raw.budget), prices=self.raw.prices or {},
-            info={"completion": self.raw.completion or "strict",
-                  "requires_workdir": self.raw.requires_workdir,
-                  "requirements": self.raw.requirements},
+            name=self.name,
+            description=self.raw.description or "",
+            dialect="task-tree",
+            source=os.path.abspath(self.file),
+            spec_dir=os.path.dirname(os.path.abspath(self.file)),
+            params=self.params,
+            root=root,
+            lifecycle=self.raw.agent_lifecycle or "reuse",
+            goal=self.raw.goal or self.raw.description or "",
+            constraints=self.raw.constraints or [],
+            budget=budget_of(self.raw.budget),
+            prices=self.raw.prices or {},
+            info={
+                "completion": self.raw.completion or "strict",
+                "requires_workdir": self.raw.requires_workdir,
+                "requirements": self.raw.requirements,
+            },
         )
 
     def _node(self, raw: RawTask, path: tuple, name: str, system: str | None) -> ir.NodeBase:
@@ -191,8 +221,11 @@ class _Builder:
         system = raw.system_instructions if raw.system_instructions is not None else system
         for key in _ROOT_ONLY:
             if path and getattr(raw, key) is not None:
-                self._problem(path + (key,), f"'{key}:' applies to the whole run, not to task '{name}'",
-                              "move it to the top level of the spec")
+                self._problem(
+                    path + (key,),
+                    f"'{key}:' applies to the whole run, not to task '{name}'",
+                    "move it to the top level of the spec",
+                )
         gate = self._gate(raw, path, name)
         work = self._work(raw, path, task_id, name, system)
         compensation = self._compensation(raw, path, task_id, name, system, has_work=work is not None)
@@ -200,21 +233,30 @@ class _Builder:
         gate_on_sequence = raw.approval is not None and (bool(raw.subtasks) or work is None)
         children: list[ir.NodeBase] = []
         if work is not None:
-            children.append(work.model_copy(update={"compensation": compensation,
-                                                    "gate": None if gate_on_sequence else gate}))
+            children.append(
+                work.model_copy(update={"compensation": compensation, "gate": None if gate_on_sequence else gate})
+            )
         elif raw.human is not None:
             children.append(gate.model_copy(update={"store_as": raw.store_as}))  # a question alone is the work
         for sub_name, sub in (raw.subtasks or {}).items():
             children.append(self._node(sub, path + ("subtasks", sub_name), sub_name, system))
         line, _ = position(self.data, path)
-        return ir.Sequence(id=task_id, title=name, line=line, children=children,
-                           gate=gate if gate_on_sequence else None,
-                           budget=budget_of(raw.budget) if path else None)  # the root's is the run's
+        return ir.Sequence(
+            id=task_id,
+            title=name,
+            line=line,
+            children=children,
+            gate=gate if gate_on_sequence else None,
+            budget=budget_of(raw.budget) if path else None,
+        )  # the root's is the run's
 
     def _gate(self, raw: RawTask, path: tuple, name: str) -> ir.Human | None:
         if raw.human is not None and raw.approval is not None:
-            self._problem(path + ("approval",), f"task '{name}' has both human: and approval:",
-                          "use one: approval: asks approve or reject, human: asks a question of your own")
+            self._problem(
+                path + ("approval",),
+                f"task '{name}' has both human: and approval:",
+                "use one: approval: asks approve or reject, human: asks a question of your own",
+            )
         if raw.human is not None:
             return self._human(raw.human, path + ("human",), name)
         if raw.approval is not None:
@@ -225,52 +267,84 @@ class _Builder:
         self._check_template(raw.prompt, where + ("prompt",))
         self._check_on_timeout(raw.on_timeout, raw.choices, where)
         line, _ = position(self.data, where)
-        return ir.Human(id=raw.id or name, title=name, prompt=raw.prompt, choices=raw.choices,
-                        timeout_s=self._timeout(raw.timeout, where + ("timeout",)), on_timeout=raw.on_timeout,
-                        line=line)
+        return ir.Human(
+            id=raw.id or name,
+            title=name,
+            prompt=raw.prompt,
+            choices=raw.choices,
+            timeout_s=self._timeout(raw.timeout, where + ("timeout",)),
+            on_timeout=raw.on_timeout,
+            line=line,
+        )
 
     def _approval(self, raw: RawTaskApproval, where: tuple, name: str) -> ir.Human:
         if raw.prompt is not None:
             self._check_template(raw.prompt, where + ("prompt",))
         self._check_on_timeout(raw.on_timeout, [ir.APPROVE, ir.REJECT], where)
-        return approval_gate(raw.id or name, name, raw, self._timeout(raw.timeout, where + ("timeout",)),
-                             position(self.data, where)[0])
+        return approval_gate(
+            raw.id or name, name, raw, self._timeout(raw.timeout, where + ("timeout",)), position(self.data, where)[0]
+        )
 
     def _check_on_timeout(self, on_timeout: str, choices: list[str], where: tuple) -> None:
         problem = on_timeout_problem(on_timeout, choices)
         if problem:
             self._problem(where + ("on_timeout",), *problem)
 
-    def _compensation(self, raw: RawTask, path: tuple, task_id: str, name: str, system: str | None,
-                      has_work: bool) -> ir.Task | ir.Provider | None:
+    def _compensation(
+        self, raw: RawTask, path: tuple, task_id: str, name: str, system: str | None, has_work: bool
+    ) -> ir.Task | ir.Provider | None:
         comp, where = raw.compensate, path + ("compensate",)
         if comp is None:
             return None
         if not has_work:
-            self._problem(where, f"task '{name}' has compensate: but no work of its own to undo",
-                          "compensate undoes a task's instructions or provider_call; "
-                          "put it on the subtask whose effect it undoes")
+            self._problem(
+                where,
+                f"task '{name}' has compensate: but no work of its own to undo",
+                "compensate undoes a task's instructions or provider_call; "
+                "put it on the subtask whose effect it undoes",
+            )
             return None
         if (comp.instructions is None) == (comp.provider_call is None):
-            self._problem(where, "compensate needs exactly one of 'instructions' or 'provider_call'",
-                          'write compensate: "Undo ..." (instructions for the task\'s agent), '
-                          "or compensate: {provider_call: {provider: ..., method: ..., params: ...}}")
+            self._problem(
+                where,
+                "compensate needs exactly one of 'instructions' or 'provider_call'",
+                'write compensate: "Undo ..." (instructions for the task\'s agent), '
+                "or compensate: {provider_call: {provider: ..., method: ..., params: ...}}",
+            )
             return None
         line, _ = position(self.data, where)
         attempts = comp.max_attempts or COMPENSATION_ATTEMPTS
         if comp.provider_call is not None:
             call = comp.provider_call
             self._check_value_templates(call.params, where + ("provider_call", "params"), extra={"output"})
-            return ir.Provider(id=f"{task_id}.compensate", title=f"undo {name}", line=line,
-                               call=call, retry=compensation_retry(attempts))
+            return ir.Provider(
+                id=f"{task_id}.compensate",
+                title=f"undo {name}",
+                line=line,
+                call=call,
+                retry=compensation_retry(attempts),
+            )
         self._check_template(comp.instructions, where + ("instructions",), extra={"output"})
-        return compensation_task(task_id, name, comp.agent or raw.agent or "default", comp.instructions,
-                                 attempts, line, protocol="status", system=system)
+        return compensation_task(
+            task_id,
+            name,
+            comp.agent or raw.agent or "default",
+            comp.instructions,
+            attempts,
+            line,
+            protocol="status",
+            system=system,
+        )
 
     def _work(self, raw: RawTask, path: tuple, task_id: str, name: str, system: str | None):
         line, _ = position(self.data, path)
-        common = dict(id=task_id, title=name, line=line, timeout_s=self._timeout(raw.timeout, path + ("timeout",)),
-                      store_as=raw.store_as)
+        common = dict(
+            id=task_id,
+            title=name,
+            line=line,
+            timeout_s=self._timeout(raw.timeout, path + ("timeout",)),
+            store_as=raw.store_as,
+        )
         pre = self._preconditions(raw.preconditions)
         if raw.provider_call:
             call = raw.provider_call
@@ -281,9 +355,15 @@ class _Builder:
         self._check_template(raw.instructions, path + ("instructions",))
         if raw.system_instructions is not None:
             self._check_template(raw.system_instructions, path + ("system_instructions",))
-        return ir.Task(agent=raw.agent or "default", prompt=raw.instructions, system=system,
-                       loop_until=self._loop(raw, path), criteria=self._criteria(raw.success_criteria, path),
-                       preconditions=pre, **common)
+        return ir.Task(
+            agent=raw.agent or "default",
+            prompt=raw.instructions,
+            system=system,
+            loop_until=self._loop(raw, path),
+            criteria=self._criteria(raw.success_criteria, path),
+            preconditions=pre,
+            **common,
+        )
 
     def _loop(self, raw: RawTask, path: tuple) -> ir.LoopUntil | None:
         if raw.loop_until is None:
@@ -297,27 +377,42 @@ class _Builder:
             return None
         where = path + ("success_criteria",)
         if (raw.python is None) == (raw.script is None):
-            self._problem(where, "success_criteria needs exactly one of 'python' or 'script'",
-                          "write python: | ... (setting result = True/False), or script: path/to/check.py")
+            self._problem(
+                where,
+                "success_criteria needs exactly one of 'python' or 'script'",
+                "write python: | ... (setting result = True/False), or script: path/to/check.py",
+            )
             return None
         if raw.python is not None:
             self._check_template(raw.python, where + ("python",))
-        if raw.script is not None and not os.path.exists(os.path.join(os.path.dirname(os.path.abspath(self.file)), raw.script)):
-            self._problem(where + ("script",), f"success_criteria script '{raw.script}' does not exist",
-                          "a script path is relative to the spec file's folder")
+        if raw.script is not None and not os.path.exists(
+            os.path.join(os.path.dirname(os.path.abspath(self.file)), raw.script)
+        ):
+            self._problem(
+                where + ("script",),
+                f"success_criteria script '{raw.script}' does not exist",
+                "a script path is relative to the spec file's folder",
+            )
         if raw.retry_message is not None:
             self._check_template(raw.retry_message, where + ("retry_message",), extra={"error"})
         timeout = self._timeout(raw.timeout, where + ("timeout",)) or 120.0
-        return ir.Criteria(python=raw.python, script=raw.script, max_retries=raw.max_retries,
-                           retry_message=raw.retry_message, timeout_s=timeout)
+        return ir.Criteria(
+            python=raw.python,
+            script=raw.script,
+            max_retries=raw.max_retries,
+            retry_message=raw.retry_message,
+            timeout_s=timeout,
+        )
 
     def _preconditions(self, raw: RawPreconditions | None) -> ir.Preconditions | None:
         if raw is None:
             return None
         files = raw.files_exist
-        return ir.Preconditions(files_exist=files.patterns if files else [],
-                                min_count=files.min_count if files else 1,
-                                sync_targets=raw.sync_targets.paths if raw.sync_targets else [])
+        return ir.Preconditions(
+            files_exist=files.patterns if files else [],
+            min_count=files.min_count if files else 1,
+            sync_targets=raw.sync_targets.paths if raw.sync_targets else [],
+        )
 
     def _timeout(self, value: float | str | None, path: tuple) -> float | None:
         if value is None:
@@ -343,9 +438,15 @@ class _Builder:
             used = names_used(source)
         except TemplateSyntaxError as exc:
             line, col = position(self.data, path)
-            self.problems.append(Problem(self.file, line + (exc.lineno or 1) - 1, col,
-                                         f"template syntax: {exc.message}",
-                                         "Jinja2 syntax: {{ name }} for values, {% if %}...{% endif %} for logic"))
+            self.problems.append(
+                Problem(
+                    self.file,
+                    line + (exc.lineno or 1) - 1,
+                    col,
+                    f"template syntax: {exc.message}",
+                    "Jinja2 syntax: {{ name }} for values, {% if %}...{% endif %} for logic",
+                )
+            )
             return
         known = set(self.params) | BUILTINS | set(extra) | set(self.given) | self.memory_keys
         for name in sorted(used - known):
@@ -376,7 +477,10 @@ def _stored_keys(raw: RawTask) -> set[str]:
 def _undefined_hint(name: str, known: set[str]) -> str:
     if name == "output":
         return "'output' is set only in compensate: (the output of the task being undone)"
-    return did_you_mean(name, known) or f"declare it under params: ({name}: {{range: string}}) or pass it with -p {name}=VALUE"
+    return (
+        did_you_mean(name, known)
+        or f"declare it under params: ({name}: {{range: string}}) or pass it with -p {name}=VALUE"
+    )
 
 
 RawTask.model_rebuild()

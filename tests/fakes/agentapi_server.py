@@ -81,9 +81,7 @@ class FakeAgentAPI:
         self.raw_received: list[str] = []
         self.rejected: list[Rejection] = []  # every refused POST /message
         self.posts_while_running = 0
-        self._busy = (
-            False  # set from acceptance to settling, even while a lagging status reads stable
-        )
+        self._busy = False  # set from acceptance to settling, even while a lagging status reads stable
         self._state = _State(messages=[_message(0, "agent", BANNER)])
         self._lock = threading.Lock()
         self._httpd = ThreadingHTTPServer((host, port), _handler_for(self))
@@ -162,9 +160,7 @@ class FakeAgentAPI:
                 self.raw_received.append(body["content"])
                 return 200, {"ok": True}
             self.received.append(body["content"])
-            self._state.messages.append(
-                _message(len(self._state.messages), "user", body["content"])
-            )
+            self._state.messages.append(_message(len(self._state.messages), "user", body["content"]))
             self._busy = True
         self._log("message", content=body["content"])
         threading.Thread(target=self._work, args=(body["content"],), daemon=True).start()
@@ -279,9 +275,7 @@ def _handler_for(fake: FakeAgentAPI) -> type[BaseHTTPRequestHandler]:
 
 def main(argv: list[str]) -> int:
     """`server --type=X --port N [other real flags] -- CMD ARGS...`, like the real binary."""
-    head, command = (
-        (argv[: argv.index("--")], argv[argv.index("--") + 1 :]) if "--" in argv else (argv, [])
-    )
+    head, command = (argv[: argv.index("--")], argv[argv.index("--") + 1 :]) if "--" in argv else (argv, [])
     parser = argparse.ArgumentParser(prog="agentapi")
     sub = parser.add_subparsers(dest="verb", required=True)
     server = sub.add_parser("server")

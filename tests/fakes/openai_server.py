@@ -123,9 +123,7 @@ class FakeOpenAI:
         return f"{self.base_url}/v1"
 
     def start(self) -> FakeOpenAI:
-        threading.Thread(
-            target=self._httpd.serve_forever, args=(0.05,), name="fake-openai", daemon=True
-        ).start()
+        threading.Thread(target=self._httpd.serve_forever, args=(0.05,), name="fake-openai", daemon=True).start()
         return self
 
     def stop(self) -> None:
@@ -139,9 +137,7 @@ class FakeOpenAI:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def fail_next(
-        self, count: int, status: int, *, retry_after: float | None = None, message: str = ""
-    ) -> None:
+    def fail_next(self, count: int, status: int, *, retry_after: float | None = None, message: str = "") -> None:
         """Answer the next `count` requests with `status` (after recording them)."""
         with self._lock:
             text = message or f"injected failure {status}"
@@ -197,11 +193,7 @@ class FakeOpenAI:
             return None
         anthropic = path == "/v1/messages"
         if failure:
-            extra = (
-                {"Retry-After": f"{failure.retry_after:g}"}
-                if failure.retry_after is not None
-                else {}
-            )
+            extra = {"Retry-After": f"{failure.retry_after:g}"} if failure.retry_after is not None else {}
             return (
                 failure.status,
                 extra,
