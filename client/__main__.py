@@ -150,8 +150,8 @@ def validate(path: str, console: Console) -> int:
     for leaf in leaves:
         console.print(f"  {leaf.id} ({leaf.kind})", markup=False)
     for key in ("requires_workdir", "requirements"):
-        if plan.info.get(key) is not None:
-            console.print(f"  {key}: {plan.info[key]}", markup=False)
+        if getattr(plan, key) is not None:
+            console.print(f"  {key}: {getattr(plan, key)}", markup=False)
     for warning in unknown_rules(plan):
         console.print(warning, markup=False)
     return EXIT_OK

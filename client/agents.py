@@ -14,11 +14,11 @@ import yaml
 from pydantic import TypeAdapter, ValidationError
 
 from spec import ir
+from spec.drivers import SCHEMES
 from spec.errors import Problem, SpecError
 
 CONFIG_NAME = "agentrun.yaml"
 _PER_AGENT = re.compile(r"^([A-Za-z_][\w.-]*)=(.+)$")
-SCHEMES = ("agentapi", "openai", "anthropic", "command", "scripted")
 
 
 def resolve(flags: list[str], spec_dir: str, needed: set[str] = frozenset()) -> tuple[str, dict[str, str]]:

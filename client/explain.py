@@ -74,7 +74,7 @@ def inspect_text(plan: ir.Plan) -> str:
 
 
 def _header(plan: ir.Plan) -> list[str]:
-    version = plan.info.get("version")
+    version = plan.version
     lines = [f"Workflow: {plan.name}" + (f", version {version}" if version else "")]
     if plan.description:
         lines.append(plan.description.strip())
@@ -110,12 +110,12 @@ def _inputs(plan: ir.Plan) -> list[str]:
 
 
 def _agents(plan: ir.Plan) -> list[str]:
-    declared = plan.info.get("agents")
+    declared = plan.agents
     if declared:
         return [
-            f"  {aid}: {a.get('name') or aid}"
-            + (f" — {a['role']}" if a.get("role") else "")
-            + (f" (tools: {', '.join(a['tools'])})" if a.get("tools") else "")
+            f"  {aid}: {a.name or aid}"
+            + (f" — {a.role}" if a.role else "")
+            + (f" (tools: {', '.join(a.tools)})" if a.tools else "")
             for aid, a in declared.items()
         ]
     users: dict[str, list[str]] = {}
@@ -132,7 +132,7 @@ class _Describer:
     """Each step in words: who runs, what it gets, where its output goes, and its policies."""
 
     def __init__(self, plan: ir.Plan):
-        self.agents = plan.info.get("agents") or {}
+        self.agents = plan.agents
         self.groups = scopes(plan)
 
     def step(self, node: ir.NodeBase | None, tag: str, pad: str, gets: Any, lead: str = "") -> list[str]:

@@ -44,7 +44,7 @@ _GOES_ON = Block(("",))  # closes a row whose chain goes on below
 
 def draw(plan: ir.Plan, width: int = WIDTH) -> str:
     """The execution graph: pipeline steps as figures, any other plan as a chain of its tasks."""
-    drawer = _Drawer(plan.info.get("agents") or {}, scopes(plan))
+    drawer = _Drawer(plan.agents, scopes(plan))
     steps = top_steps(plan)
     blocks = [drawer.block(node, str(i + 1), follows=i < len(steps) - 1) for i, node in enumerate(steps)]
     return "\n".join(_rows(blocks, width)) if blocks else "(no steps)"
@@ -83,25 +83,26 @@ def switch_branches(node: ir.Switch) -> list[tuple[ir.NodeBase | None, str]]:
         current = current.default
 
 
-def agent_name(node: ir.NodeBase, agents: dict) -> str:
+def agent_name(node: ir.NodeBase, agents: dict[str, ir.AgentInfo]) -> str:
     """A pipeline agent's declared name, else the node's title or id."""
-    agent = agents.get(getattr(node, "agent", None)) or {}
-    return agent.get("name") or node.label
+    agent = agents.get(getattr(node, "agent", ""))
+    return (agent.name if agent else "") or node.label
 
 
 def first_line(text: str) -> str:
     return (text.strip().splitlines() or [""])[0]
 
 
-def undo_who(comp: ir.NodeBase, agents: dict) -> str:
+def undo_who(comp: ir.NodeBase, agents: dict[str, ir.AgentInfo]) -> str:
     """Who runs a compensation: a provider call, or an agent by its declared name and id."""
     if isinstance(comp, ir.Provider):
         return f"provider {comp.call.provider}.{comp.call.method}"
-    name = (agents.get(comp.agent) or {}).get("name")
+    agent = agents.get(getattr(comp, "agent", ""))
+    name = agent.name if agent else ""
     return f"{name} ({comp.agent})" if name else comp.agent
 
 
-def marks(node: ir.NodeBase, agents: dict) -> list[str]:
+def marks(node: ir.NodeBase, agents: dict[str, ir.AgentInfo]) -> list[str]:
     """What guards, undoes and limits a node, in a few words each."""
     found = []
     if node.gate is not None:
@@ -135,7 +136,7 @@ def is_empty(node: ir.NodeBase | None) -> bool:
 
 
 class _Drawer:
-    def __init__(self, agents: dict, groups: dict[str, list[ir.Sequence]]):
+    def __init__(self, agents: dict[str, ir.AgentInfo], groups: dict[str, list[ir.Sequence]]):
         self.agents, self.groups = agents, groups
 
     def block(self, node: ir.NodeBase | None, tag: str, follows: bool) -> Block:

@@ -14,7 +14,7 @@ def check(plan: ir.Plan) -> None:
     """Raise SpecError if the Plan cannot run here."""
     problems = []
     for node in plan.walk():
-        if node.kind not in ir.RUNNABLE_KINDS:
+        if node.kind in ir.NOT_RUNNABLE_YET:
             problems.append(
                 Problem(
                     plan.source,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
 class Model(BaseModel):
@@ -240,8 +240,9 @@ Node = Annotated[
     Field(discriminator="kind"),
 ]
 
-# Node kinds the interpreter runs today; `spec.check` refuses a Plan using any other.
-RUNNABLE_KINDS = frozenset({"task", "provider", "human", "sequence", "parallel", "selector", "switch", "loop", "map"})
+# Kinds in the IR that no engine handler runs yet; `spec.check` refuses a Plan using one. Every
+# other kind has a handler in `workflows.nodes` (tests/test_node_kinds.py keeps the two in step).
+NOT_RUNNABLE_YET = frozenset({"graph", "subflow", "supervised"})
 APPROVE, REJECT = "approve", "reject"
 
 # A task `input` that stands for every earlier step's output.
@@ -258,6 +259,14 @@ class Param(Model):
     line: int = 0
 
 
+class AgentInfo(Model):
+    """An agent a spec declares by id (a pipeline's agents:), for inspect and the graph."""
+
+    name: str = ""
+    role: str = ""
+    tools: list[str] = []
+
+
 class Plan(Model):
     name: str
     description: str = ""
@@ -272,7 +281,30 @@ class Plan(Model):
     constraints: list[str] = []
     budget: Budget | None = None
     prices: dict[str, Price] = {}  # by model name, as the agent's replies report it
-    info: dict[str, Any] = {}
+    version: str = ""
+    agents: dict[str, AgentInfo] = {}  # declared agents by id; empty where a dialect declares none
+    # A task tree's `completion: lenient` takes replies without a completion status.
+    completion: Literal["strict", "lenient"] = "strict"
+    # A pipeline's conditional branches: the step a condition runs -> the conditional step.
+    branches: dict[str, str] = {}
+    # cyberian keys the engine shows but does not act on.
+    requires_workdir: Any = None
+    requirements: Any = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _untyped_info(cls, data: Any) -> Any:
+        """Plans recorded in older histories carry these fields in one `info` mapping."""
+        if isinstance(data, dict) and "info" in data:
+            info = data.get("info") or {}
+            data = {k: v for k, v in data.items() if k != "info"}
+            data.update({k: v for k, v in info.items() if k in cls.model_fields and k not in data})
+        return data
+
+    @property
+    def order(self) -> list[str]:
+        """The ids of the root's children: a pipeline's steps in the order they run."""
+        return [child.id for child in getattr(self.root, "children", [])]
 
     def walk(self) -> list[NodeBase]:
         """Every node, depth first, in execution order."""

@@ -279,7 +279,7 @@ def test_pipeline_human_step_is_a_human_node_ordered_before_its_readers(tmp_path
     plan = plan_of(tmp_path, PIPE)
     check(plan)
     # draft's agent reads human.topic, so the question is asked first.
-    assert plan.info["order"] == ["topic", "draft", "publish", "fan"]
+    assert plan.order == ["topic", "draft", "publish", "fan"]
     assert plan.root.children[0] == ir.Human(
         id="topic",
         title="topic",
@@ -296,7 +296,7 @@ def test_pipeline_human_step_is_a_human_node_ordered_before_its_readers(tmp_path
 def test_pipeline_human_output_is_a_step_output_for_later_steps(tmp_path):
     text = swap(PIPE, 'input: "{{ steps.draft.output }}"', 'input: "{{ steps.topic.output }} {{ chosen }}"')
     text = swap(text, "Write about {{ human.topic }}", "Write")
-    assert plan_of(tmp_path, text).info["order"] == ["draft", "topic", "publish", "fan"]
+    assert plan_of(tmp_path, text).order == ["draft", "topic", "publish", "fan"]
 
 
 def test_pipeline_approval_compensate_budget_and_workflow_keys(tmp_path):
@@ -331,7 +331,7 @@ def test_pipeline_approval_compensate_budget_and_workflow_keys(tmp_path):
 
 def test_pipeline_step_may_read_its_own_approval(tmp_path):
     text = swap(PIPE, 'prompt: "Publish {{ input }}"', 'prompt: "Publish {{ input }} ({{ human.publish }})"')
-    assert plan_of(tmp_path, text).info["order"] == ["topic", "draft", "publish", "fan"]
+    assert plan_of(tmp_path, text).order == ["topic", "draft", "publish", "fan"]
 
 
 PIPE_MISTAKES = [

@@ -152,8 +152,8 @@ def test_research_to_proposal_loads_in_order_with_its_outputs():
     plan = load(PROPOSAL)
     check(plan)
     assert plan.dialect == "pipeline" and plan.name == "research-to-proposal"
-    assert plan.info["order"] == ["research", "identify_pains", "pricing", "draft", "review"]
-    assert [n.id for n in plan.root.children] == plan.info["order"]
+    assert plan.order == ["research", "identify_pains", "pricing", "draft", "review"]
+    assert [n.id for n in plan.root.children] == plan.order
     assert [leaf.id for leaf in plan.leaves()] == [
         "research",
         "identify_pains",
@@ -163,7 +163,7 @@ def test_research_to_proposal_loads_in_order_with_its_outputs():
         "review.reviewer",
     ]
     by_id = nodes(plan)
-    assert {i: by_id[i].store_as for i in plan.info["order"]} == {
+    assert {i: by_id[i].store_as for i in plan.order} == {
         "research": "research_data",
         "identify_pains": "pain_points",
         "pricing": "pricing_tiers",
@@ -219,7 +219,7 @@ def test_research_to_proposal_inputs_are_params():
 def test_lead_scoring_fans_out_with_keyed_outputs_and_aggregates():
     plan = load(SCORING)
     check(plan)
-    assert plan.info["order"] == ["parallel_scoring", "aggregate"]
+    assert plan.order == ["parallel_scoring", "aggregate"]
     assert [leaf.id for leaf in plan.leaves()] == [
         "parallel_scoring.firmographic",
         "parallel_scoring.technographic",
@@ -296,14 +296,14 @@ def test_forward_reference_runs_the_later_step_first(tmp_path):
     text = swap(BASE, '      input: "{{inputs.topic}}"', '      input: "{{steps.edit.output}}"')
     text = swap(text, '      input: "{{steps.draft.output}}"', '      input: "{{inputs.topic}}"')
     plan = plan_of(tmp_path, text)
-    assert plan.info["order"] == ["edit", "draft"]
+    assert plan.order == ["edit", "draft"]
     assert [n.id for n in plan.root.children] == ["edit", "draft"]
 
 
 def test_forward_reference_in_an_agent_prompt_counts_too(tmp_path):
     text = swap(BASE, "Keep it short.", "Keep it short. Critic said: {{ steps.review.output }}")
     text += "    - id: review\n      agent: critic\n"
-    assert plan_of(tmp_path, text).info["order"] == ["review", "draft", "edit"]
+    assert plan_of(tmp_path, text).order == ["review", "draft", "edit"]
 
 
 def test_all_prior_context_depends_on_every_earlier_step(tmp_path):
@@ -311,7 +311,7 @@ def test_all_prior_context_depends_on_every_earlier_step(tmp_path):
     text = swap(text, '      input: "{{steps.draft.output}}"', '      input: "All prior context"')
     text += "    - id: late\n      agent: critic\n"
     plan = plan_of(tmp_path, text)
-    assert plan.info["order"] == ["late", "draft", "edit"]
+    assert plan.order == ["late", "draft", "edit"]
     assert nodes(plan)["edit"].input == ir.ALL_PRIOR
 
 
@@ -319,8 +319,8 @@ def test_conditional_branches_name_steps_or_agents_and_chain(tmp_path):
     plan = plan_of(tmp_path, ROUTING)
     check(plan)
     # Steps named by a condition run only inside it.
-    assert plan.info["order"] == ["score", "route_hot", "report"]
-    assert plan.info["branches"] == {"route_warm": "route_hot", "warm": "route_warm"}
+    assert plan.order == ["score", "route_hot", "report"]
+    assert plan.branches == {"route_warm": "route_hot", "warm": "route_warm"}
     hot = plan.root.children[1]
     assert isinstance(hot, ir.Switch) and [c.when for c in hot.cases] == ["{{steps.score.output.score}} >= 80"]
     agent_branch = hot.cases[0].node
@@ -345,7 +345,7 @@ def test_quoted_true_false_keys_mean_the_same(tmp_path):
         "        true: hot_handler\n        false: route_warm",
         '        "true": hot_handler\n        "false": route_warm',
     )
-    assert plan_of(tmp_path, text).info["branches"] == plan_of(tmp_path, ROUTING).info["branches"]
+    assert plan_of(tmp_path, text).branches == plan_of(tmp_path, ROUTING).branches
 
 
 def test_loop_and_map_compile(tmp_path):
@@ -360,7 +360,7 @@ def test_loop_and_map_compile(tmp_path):
     polish = by_id["polish"]
     assert isinstance(polish, ir.Loop) and polish.max_iterations == 4 and polish.timeout_s == 600
     assert polish.body.agent == "writer" and polish.validator.agent == "critic"
-    assert plan.info["order"] == ["split", "summaries", "polish"]
+    assert plan.order == ["split", "summaries", "polish"]
 
 
 # ---- errors ------------------------------------------------------------------------------------
@@ -536,7 +536,7 @@ def test_store_as_name_is_a_reference_and_a_dependency(tmp_path):
         '      input: "{{steps.draft.output}}"',
         '      input: "{{inputs.topic}}"\n      output: {store_as: edited}',
     )
-    assert plan_of(tmp_path, text).info["order"] == ["edit", "draft"]
+    assert plan_of(tmp_path, text).order == ["edit", "draft"]
 
 
 def test_two_step_cycle_is_named(tmp_path):

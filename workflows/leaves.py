@@ -186,7 +186,7 @@ class Leaves:
         return reply
 
     def _lenient(self) -> bool:
-        return self.inp.lenient or self.inp.plan.info.get("completion") == "lenient"
+        return self.inp.lenient or self.inp.plan.completion == "lenient"
 
     async def _ask(self, node: ir.Task, text: str, fresh: bool = False) -> str:
         uri = self.inp.agent_uri(node.agent)

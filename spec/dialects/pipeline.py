@@ -250,14 +250,9 @@ class _Builder:
             constraints=self.raw.constraints,
             budget=budget_of(self.raw.budget),
             prices=self.raw.prices,
-            info={
-                "version": self.raw.version,
-                "order": graph.order,
-                "branches": graph.branches,
-                "agents": {
-                    aid: {"name": a.name, "role": a.role, "tools": a.tools} for aid, a in self.raw.agents.items()
-                },
-            },
+            version=self.raw.version,
+            branches=graph.branches,
+            agents={aid: ir.AgentInfo(name=a.name, role=a.role, tools=a.tools) for aid, a in self.raw.agents.items()},
         )
 
     def _params(self) -> dict[str, ir.Param]:

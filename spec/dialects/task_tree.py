@@ -209,11 +209,9 @@ class _Builder:
             constraints=self.raw.constraints or [],
             budget=budget_of(self.raw.budget),
             prices=self.raw.prices or {},
-            info={
-                "completion": self.raw.completion or "strict",
-                "requires_workdir": self.raw.requires_workdir,
-                "requirements": self.raw.requirements,
-            },
+            completion=self.raw.completion or "strict",
+            requires_workdir=self.raw.requires_workdir,
+            requirements=self.raw.requirements,
         )
 
     def _node(self, raw: RawTask, path: tuple, name: str, system: str | None) -> ir.NodeBase:

@@ -1,0 +1,44 @@
+"""What each kind of agent can do, by the scheme of its URI: the one table the CLI, the workflow
+and the activities read, so no other module names a scheme."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Driver:
+    scheme: str
+    # A chat API that remembers nothing: the engine keeps the conversation and sends it with each
+    # prompt, and the same model can judge a rule of no known form.
+    chat: bool
+    # `agent_lifecycle: refresh` starts a fresh agent for each task and stops it once the task ends.
+    restarts: bool
+    about: str
+
+
+DRIVERS: dict[str, Driver] = {
+    d.scheme: d
+    for d in (
+        Driver("agentapi", chat=False, restarts=True, about="a coding agent behind agentapi"),
+        Driver("openai", chat=True, restarts=False, about="an OpenAI-compatible chat completions API"),
+        Driver("anthropic", chat=True, restarts=False, about="Anthropic's messages API"),
+        Driver("command", chat=False, restarts=False, about="a local program, the prompt on its stdin"),
+        Driver("scripted", chat=False, restarts=False, about="recorded replies from a file"),
+    )
+}
+SCHEMES = tuple(DRIVERS)
+_UNKNOWN = Driver("", chat=False, restarts=False, about="")
+
+
+def driver_of(uri: str) -> Driver:
+    """The driver a URI names; an unknown scheme can do nothing special (the activity refuses it)."""
+    return DRIVERS.get(uri.partition(":")[0], _UNKNOWN)
+
+
+def agent_type(uri: str) -> str:
+    """The kind of agent, as cyberian's `agent_type` template variable reads: agentapi's `type=`."""
+    scheme, _, rest = uri.partition(":")
+    if scheme == "agentapi" and "type=" in rest:
+        return rest.partition("type=")[2].partition("&")[0]
+    return scheme
