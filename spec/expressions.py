@@ -22,6 +22,9 @@ from jinja2.lexer import describe_token
 from jinja2.parser import Parser
 from jinja2.sandbox import SandboxedEnvironment
 
+from spec import ir
+from spec.render import render
+
 Path = tuple[str | int, ...]
 
 _STRING = re.compile(r"""'[^'\\]*(?:\\.[^'\\]*)*'|"[^"\\]*(?:\\.[^"\\]*)*\"""", re.DOTALL)
@@ -494,3 +497,16 @@ __all__ = [
     "resolve",
     "template_references",
 ]
+
+
+def step_input(source: str | None, context: Mapping[str, Any], all_prior: Any) -> Any:
+    """The value a step's `input:` gives its agent: the enclosing value when it has none, every
+    earlier output for "all prior context", the value a single reference names, else the
+    rendered text. The engine and `dry-run` both read inputs through this."""
+    if source is None:
+        return context.get("input")
+    if source == ir.ALL_PRIOR:
+        return all_prior
+    if is_reference(source):
+        return resolve(source, context)
+    return render(source, dict(context))
