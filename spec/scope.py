@@ -8,7 +8,7 @@ in languages that pass step outputs along (pipelines); the others only in one pl
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 Where = Literal["core", "data", "map", "loop", "compensation", "retry"]
 
@@ -50,3 +50,20 @@ def shadowing(key: str) -> str | None:
     """Why a memory key (store_as) may not take this name, or None."""
     builtin = BUILTINS.get(key)
     return f"'{key}' is a built-in name ({builtin.about})" if builtin else None
+
+
+def template_values(
+    *,
+    workdir: str,
+    run_id: str,
+    agent_type: str,
+    params: dict[str, Any],
+    memory: dict[str, Any],
+    steps: dict[str, Any],
+    human: dict[str, Any],
+) -> dict[str, Any]:
+    """What every template of a run sees before a node adds its own values (input, item, …):
+    the core built-ins, the params bare and as `inputs`, stored memory keys, steps and answers.
+    The engine and `dry-run` both build template values here."""
+    core = {"agent_type": agent_type, "skip_permissions": False, "workdir": workdir, "run_id": run_id, "iteration": 1}
+    return {**core, **params, "inputs": params, **memory, "steps": steps, "human": human}
