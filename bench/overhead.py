@@ -42,14 +42,14 @@ from temporalio.worker import Worker
 with workflow.unsafe.imports_passed_through():
     from pydantic import BaseModel
 
-    from client.embedded import temporal_binary
     from spec import ir
     from spec.calls import RUN_AGENT, AgentCall, AgentReply
     from spec.load import load
     from worker.build import ACTIVITIES, WORKFLOWS, runner
-    from workflows import prompt, search
-    from workflows.inputs import TASK_QUEUE, RunInput
-    from workflows.state import RunState
+    from worker.embedded import temporal_binary
+    from workflows import contract
+    from workflows.contract import TASK_QUEUE, RunInput, RunState
+    from workflows.protocols import status
 
 BENCH_QUEUE = "agentrun-bench"
 HEARTBEAT_S = 30.0
@@ -109,7 +109,7 @@ def raw_input(plan: ir.Plan, run_id: str, workdir: str, uri: str) -> RawInput:
                 task_id=leaf.id,
                 agent_id=leaf.agent,
                 uri=uri,
-                prompt=prompt.build(leaf, context, None),
+                prompt=status.prompt(leaf, context, None),
                 workdir=workdir,
                 lifecycle=plan.lifecycle,
                 session=f"{run_id}/{leaf.agent}",
@@ -201,7 +201,7 @@ async def bench(tasks: int, repeat: int) -> None:
         env = await WorkflowEnvironment.start_local(
             dev_server_existing_path=temporal_binary(),
             data_converter=pydantic_data_converter,
-            search_attributes=list(search.ALL),
+            search_attributes=list(contract.SEARCH_ATTRIBUTES),
             dev_server_log_level="error",
         )
     async with env:

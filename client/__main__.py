@@ -12,16 +12,14 @@ import sys
 from rich.console import Console
 
 from client import humans, report
-from client.connection import Unreachable, connect
 from client.runs import NoSuchRun, UsageError, describe, fetch_state, list_runs
 from client.start import prepare, start, watch
 from spec import ir
 from spec.check import check
 from spec.errors import SpecError
 from spec.load import load
-from workflows.budgets import dollars
-from workflows.gates import open_gates
-from workflows.inputs import TASK_QUEUE
+from worker.connection import Unreachable, connect
+from workflows.contract import TASK_QUEUE, dollars, open_gates
 
 EXIT_OK, EXIT_USAGE, EXIT_UNREACHABLE = 0, 2, 3  # 1, a failed run, comes from `watch`
 

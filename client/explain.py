@@ -28,11 +28,11 @@ from client.graph import (
 from client.start import load_run
 from spec import expressions, ir
 from spec.check import agent_ids, check
+from spec.drivers import agent_type
 from spec.load import load
 from spec.render import render, to_text
 from workflows import prompt
-from workflows.budgets import limits_text
-from workflows.leaves import agent_type
+from workflows.contract import limits_text
 
 PREVIEW_LINES = 6  # of each prompt and agent input a dry run shows
 INPUT_LINES = 20  # of each run input

@@ -11,8 +11,7 @@ from temporalio.client import Client, WorkflowFailureError
 
 from client.humans import Prompter, answer_inline, gate_line
 from client.runs import fetch_state, query_state
-from workflows.gates import open_gates
-from workflows.state import CompensationResult, Gate, RunState, TaskState
+from workflows.contract import CompensationResult, Gate, RunState, TaskState, open_gates
 
 
 async def follow(

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from rich.cells import cell_len
 
 from spec import ir
-from workflows.budgets import limits_text
+from workflows.contract import limits_text
 
 WIDTH = 100  # past this a chain goes on in a new row, so figures stay whole in a terminal
 

@@ -26,10 +26,17 @@ from temporalio.service import RPCError
 
 from client.runs import NO_WORKER, NoSuchRun, UsageError, describe, fetch_state, query_state
 from spec.ir import APPROVE, REJECT, Budget
-from workflows import gates
-from workflows.budgets import RUN_BUDGET_GATE, limits_text
-from workflows.gates import AnswerInput, BudgetInput, open_gates
-from workflows.state import Answer, Gate, RunState
+from workflows import contract
+from workflows.contract import (
+    RUN_BUDGET_GATE,
+    Answer,
+    AnswerInput,
+    BudgetInput,
+    Gate,
+    RunState,
+    limits_text,
+    open_gates,
+)
 
 # Asks a person for a gate's answer; None leaves the gate to be answered elsewhere.
 Prompter = Callable[[Gate], "str | None"]
@@ -199,17 +206,17 @@ def _only_open_gate(run_id: str, state: RunState, value: str) -> str:
 
 async def send_answer(handle: WorkflowHandle, answer: AnswerInput) -> Answer:
     """Deliver an answer; Refused with the run's reason if its validator turns it down."""
-    return await _update(handle, gates.ANSWER, answer, Answer)
+    return await _update(handle, contract.ANSWER, answer, Answer)
 
 
 async def raise_budget(handle: WorkflowHandle, raised: BudgetInput) -> Budget:
-    return await _update(handle, gates.RAISE_BUDGET, raised, Budget)
+    return await _update(handle, contract.RAISE_BUDGET, raised, Budget)
 
 
 async def request_rollback(handle: WorkflowHandle) -> int:
     """Ask the run to run its compensations when the cancellation that follows reaches it; how many
     are queued so far."""
-    return await _update(handle, gates.ROLLBACK, None, int)
+    return await _update(handle, contract.ROLLBACK, None, int)
 
 
 async def _update(handle: WorkflowHandle, name: str, arg: Any, result_type: type) -> Any:

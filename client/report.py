@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import json
 
-from workflows.budgets import dollars, limits_text
-from workflows.state import RunState, TaskState
+from workflows.contract import RunState, TaskState, dollars, limits_text
 
 _STEP_STATUS = {
     "completed": "SUCCESS",

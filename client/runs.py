@@ -13,7 +13,7 @@ from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import Client, WorkflowExecutionDescription, WorkflowExecutionStatus, WorkflowHandle
 from temporalio.service import RPCError
 
-from workflows.state import RunState
+from workflows.contract import RunState
 
 _CLOSED_STATUS = {
     WorkflowExecutionStatus.COMPLETED: "completed",

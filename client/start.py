@@ -19,7 +19,6 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
 from client import agents, report
-from client.connection import web_url
 from client.follow import follow
 from client.humans import Prompter
 from client.runs import UsageError, worker_polling
@@ -27,8 +26,9 @@ from spec import ir, params
 from spec.check import agent_ids, check, resolve_task
 from spec.errors import Problem, SpecError
 from spec.load import load
-from workflows import search
-from workflows.inputs import RunInput
+from worker.connection import web_url
+from workflows import contract
+from workflows.contract import RunInput
 
 
 class Loaded(NamedTuple):
@@ -131,7 +131,7 @@ async def _start(client: Client, inp: RunInput, run_id: str, task_queue: str) ->
     attrs = None
     if inp.search_attributes:
         attrs = TypedSearchAttributes(
-            [SearchAttributePair(search.SPEC, inp.plan.name), SearchAttributePair(search.STATUS, "pending")]
+            [SearchAttributePair(contract.SPEC, inp.plan.name), SearchAttributePair(contract.STATUS, "pending")]
         )
     try:
         return await client.start_workflow(
@@ -166,7 +166,7 @@ async def _local_worker(client: Client, task_queue: str, needed: bool):
 
 async def ensure_search_attributes(client: Client) -> bool:
     """Register the engine's search attributes if the server allows it; False if they are unavailable."""
-    wanted = {key.name for key in search.ALL}
+    wanted = {key.name for key in contract.SEARCH_ATTRIBUTES}
     try:
         listed = await client.operator_service.list_search_attributes(
             ListSearchAttributesRequest(namespace=client.namespace)

@@ -18,9 +18,9 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
-from client.embedded import temporal_binary
 from worker.build import build_worker
-from workflows import search
+from worker.embedded import temporal_binary
+from workflows import contract
 
 ROOT = Path(__file__).resolve().parent.parent
 SHELL_AGENT = f"command:{sys.executable} {ROOT / 'examples' / 'agents' / 'shell_agent.py'}"
@@ -33,7 +33,7 @@ async def env():
     environment = await WorkflowEnvironment.start_local(
         dev_server_existing_path=temporal_binary(),
         data_converter=pydantic_data_converter,
-        search_attributes=list(search.ALL),
+        search_attributes=list(contract.SEARCH_ATTRIBUTES),
         dev_server_log_level="error",
     )
     yield environment

@@ -17,9 +17,8 @@ from spec import ir
 from spec import params as spec_params
 from spec.load import load
 from tests.conftest import ROOT, TEST_QUEUE, run_id
-from workflows import gates
-from workflows.inputs import RunInput
-from workflows.state import Answer, RunState
+from workflows import contract
+from workflows.contract import Answer, RunInput, RunState
 
 SHELL_BRAIN = [sys.executable, str(ROOT / "examples" / "agents" / "shell_agent.py")]
 
@@ -99,5 +98,5 @@ async def open_gate(handle: WorkflowHandle, gate: str) -> RunState:
 
 async def answer(handle: WorkflowHandle, gate: str, value: str, comment: str = "") -> Answer:
     return await handle.execute_update(
-        gates.ANSWER, gates.AnswerInput(gate=gate, value=value, comment=comment, by="ana"), result_type=Answer
+        contract.ANSWER, contract.AnswerInput(gate=gate, value=value, comment=comment, by="ana"), result_type=Answer
     )

@@ -16,8 +16,7 @@ from client.runs import fetch_state
 from spec import ir
 from tests.conftest import TIME_QUEUE, run_id
 from tests.runs import approval, plan, task
-from workflows.inputs import RunInput
-from workflows.state import RunState
+from workflows.contract import RunInput, RunState
 
 pytestmark = pytest.mark.usefixtures("time_worker")
 HOUR = 3600.0

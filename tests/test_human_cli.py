@@ -20,7 +20,7 @@ from client.follow import _Printer
 from spec.calls import Usage
 from spec.ir import Budget
 from tests.conftest import run_id, start_worker, wait_for, write_spec
-from workflows.state import (
+from workflows.contract import (
     Answer,
     CompensationEntry,
     CompensationResult,

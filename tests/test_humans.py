@@ -16,9 +16,8 @@ from spec import ir
 from tests.conftest import TEST_QUEUE, run_id, sigkill, start_worker, until, write_spec
 from tests.fakes.openai_server import FakeOpenAI
 from tests.runs import answer, approval, finish, open_gate, plan, run_spec, state_of, task
-from workflows import gates
-from workflows.inputs import RunInput
-from workflows.state import InvalidTransition, RunState
+from workflows import contract
+from workflows.contract import InvalidTransition, RunInput, RunState
 
 pytestmark = pytest.mark.usefixtures("worker")
 
@@ -102,7 +101,7 @@ async def test_update_validators_refuse_with_a_reason_and_write_nothing(client, 
     assert refusals[1] == "'XL' is not an answer to gate 'size': choose one of S, M"
     assert refusals[2] == "' ' is not an answer to gate 'size': choose one of S, M"
     with pytest.raises(WorkflowUpdateFailedError) as budget:
-        await handle.execute_update(gates.RAISE_BUDGET, gates.BudgetInput(tokens=10), result_type=ir.Budget)
+        await handle.execute_update(contract.RAISE_BUDGET, contract.BudgetInput(tokens=10), result_type=ir.Budget)
     assert "has no paused budget 'budget'" in budget.value.cause.message
     assert await accepted_updates(handle) == 0
     await answer(handle, "size", "M")
@@ -191,12 +190,12 @@ async def test_a_paused_budget_waits_for_a_person_to_raise_it(client, llm):
     assert state.status == "waiting" and state.waiting_for == "resource_limit"
     assert state.gates["budget"].prompt == "budget exceeded: 28 tokens used, over the budget of 20"
     with pytest.raises(WorkflowUpdateFailedError) as low:
-        await handle.execute_update(gates.RAISE_BUDGET, gates.BudgetInput(tokens=28), result_type=ir.Budget)
+        await handle.execute_update(contract.RAISE_BUDGET, contract.BudgetInput(tokens=28), result_type=ir.Budget)
     assert low.value.cause.message == "28 tokens is not above the 28 already used"
     with pytest.raises(WorkflowUpdateFailedError) as approve:
         await answer(handle, "budget", "approve")
     assert "is a paused budget: raise it with `python -m client budget" in approve.value.cause.message
-    raised = await handle.execute_update(gates.RAISE_BUDGET, gates.BudgetInput(tokens=100), result_type=ir.Budget)
+    raised = await handle.execute_update(contract.RAISE_BUDGET, contract.BudgetInput(tokens=100), result_type=ir.Budget)
     assert raised.tokens == 100
     final = await finish(client, handle)
     assert final.status == "completed" and len(llm.prompts_for("w")) == 3
@@ -231,7 +230,7 @@ async def test_cancel_with_rollback_undoes_finished_steps_and_ends_cancelled(cli
     handle = await start(client, plan(*steps))
     state = await open_gate(handle, "pay")
     assert [e.action_id for e in state.compensation_stack] == ["book"]
-    assert await handle.execute_update(gates.ROLLBACK, result_type=int) == 1
+    assert await handle.execute_update(contract.ROLLBACK, result_type=int) == 1
     await handle.cancel()
     final = await finish(client, handle)
     assert final.status == "cancelled"

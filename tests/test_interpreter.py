@@ -7,7 +7,7 @@ import pytest
 from spec import ir
 from tests.conftest import TEST_QUEUE, run_id
 from tests.runs import finish
-from workflows.inputs import RunInput
+from workflows.contract import RunInput
 
 pytestmark = pytest.mark.usefixtures("worker")
 

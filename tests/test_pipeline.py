@@ -18,7 +18,7 @@ from client import report
 from tests.conftest import until, write_spec
 from tests.fakes.openai_server import FakeOpenAI
 from tests.runs import run_spec
-from workflows.state import RunState
+from workflows.contract import RunState
 
 pytestmark = pytest.mark.usefixtures("worker")
 

@@ -23,8 +23,7 @@ from spec.load import load
 from tests.conftest import TIME_QUEUE, run_id, time_server_binary, write_spec
 from tests.fakes.openai_server import FakeOpenAI
 from worker.build import build_worker
-from workflows.inputs import RunInput
-from workflows.state import RunState
+from workflows.contract import RunInput, RunState
 
 
 @pytest_asyncio.fixture(loop_scope="session")

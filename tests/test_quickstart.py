@@ -13,8 +13,8 @@ import time
 
 import pytest
 
-from client import embedded
 from tests.conftest import ROOT
+from worker import embedded
 
 
 def _client(*args: str, cwd, state) -> subprocess.CompletedProcess:

@@ -15,7 +15,7 @@ from spec.load import load
 from tests.conftest import HISTORIES, ROOT, SHELL_AGENT, TEST_QUEUE, run_id, write_spec
 from tests.runs import answer, finish, open_gate, run_spec, sh
 from worker.build import WORKFLOWS, runner
-from workflows.inputs import RunInput
+from workflows.contract import RunInput
 
 pytestmark = pytest.mark.usefixtures("worker")
 

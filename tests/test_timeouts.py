@@ -20,8 +20,7 @@ from spec import params as spec_params
 from spec.load import load
 from tests.conftest import TIME_QUEUE, run_id, until, write_spec
 from tests.fakes.openai_server import FakeOpenAI
-from workflows.inputs import RunInput
-from workflows.state import RunState
+from workflows.contract import RunInput, RunState
 
 pytestmark = pytest.mark.usefixtures("time_worker")
 WEDGED_S = 30  # a skip or a result slower than this in wall time means the session's server is stuck

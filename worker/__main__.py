@@ -9,8 +9,8 @@ import signal
 import sys
 
 from activities.agents.agentapi import release_all
-from client.connection import Unreachable, connect
 from worker.build import TASK_QUEUE, build_worker
+from worker.connection import Unreachable, connect
 
 
 async def main(task_queue: str, max_concurrent_activities: int) -> None:

@@ -14,7 +14,7 @@ from activities.preconditions import check_preconditions
 from activities.provider import call_provider
 from activities.validation import validate_output
 from workflows.agent_run import AgentRun
-from workflows.inputs import TASK_QUEUE
+from workflows.contract import TASK_QUEUE
 
 ACTIVITIES = [run_agent, release_agent, check_criteria, call_provider, check_preconditions, validate_output]
 WORKFLOWS = [AgentRun]

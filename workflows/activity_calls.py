@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
 from typing import Any, TypeVar
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError
+from temporalio.exceptions import ActivityError, ApplicationError, CancelledError, TimeoutError
+
+from workflows.failures import TaskFailed
 
 T = TypeVar("T")
 
@@ -48,3 +51,22 @@ def reason(exc: BaseException) -> str:
     if isinstance(cause, ApplicationError):
         return cause.message
     return str(cause) if cause else str(exc)
+
+
+async def perform(
+    key: str,
+    name: str,
+    arg: Any,
+    result_type: type[T],
+    *,
+    summary: str,
+    timeout_s: float,
+    heartbeat_s: float | None = None,
+) -> T:
+    """`call`, with a failure as the node's TaskFailed and a cancellation as the branch's."""
+    try:
+        return await call(name, arg, result_type, summary=summary, timeout_s=timeout_s, heartbeat_s=heartbeat_s)
+    except ActivityError as exc:
+        if isinstance(exc.cause, CancelledError):
+            raise asyncio.CancelledError() from None  # the run or this branch was cancelled
+        raise TaskFailed(key, reason(exc)) from None

@@ -13,17 +13,17 @@ from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from spec import ir
-    from workflows import gates, search
-    from workflows.budgets import Budgets, limits_text
+    from workflows import contract, gates
+    from workflows.budgets import Budgets
+    from workflows.contract import Answer, AnswerInput, BudgetInput, RunInput, RunState, TaskState, limits_text
+    from workflows.conversation import Conversation
+    from workflows.failures import TaskFailed
     from workflows.humans import Humans
-    from workflows.inputs import RunInput
     from workflows.interpreter import Interpreter
-    from workflows.leaves import Leaves, TaskFailed
     from workflows.saga import Saga
-    from workflows.state import Answer, RunState, TaskState
 
 
-@workflow.defn(name="AgentRun")
+@workflow.defn(name=contract.WORKFLOW)
 class AgentRun:
     @workflow.init
     def __init__(self, inp: RunInput) -> None:
@@ -36,13 +36,12 @@ class AgentRun:
             goal=plan.goal or plan.description,
             constraints=plan.constraints,
             budget=plan.budget,
-            max_iterations=plan.budget.iterations if plan.budget else None,
             tasks={n.id: _task_state(n) for n in plan.leaves()},
         )
         self.humans = Humans(self.run_state, self._changed)
         self.budgets = Budgets(self.run_state, self.humans.pause)
         self.saga = Saga(self.run_state)
-        self.leaves = Leaves(inp, self.run_state, self.budgets)
+        self.conversation = Conversation(inp, self.run_state, self.budgets)
         self.rollback = False  # set by rollback_on_cancel
         self.saga_ran = False
         self.published: tuple[str, str] | None = None
@@ -52,7 +51,9 @@ class AgentRun:
         self.run_state.move("running")
         self.run_state.started_at = workflow.now()
         self._publish()
-        interpreter = Interpreter(self.leaves, self.run_state, _skipped(inp), self.humans, self.saga)
+        interpreter = Interpreter(
+            inp, self.run_state, _skipped(inp), self.humans, self.saga, self.budgets, self.conversation
+        )
         try:
             await asyncio.wait_for(interpreter.run(inp.plan.root), timeout=inp.plan.timeout_s)
         except TaskFailed as exc:
@@ -94,46 +95,46 @@ class AgentRun:
 
     async def _compensate(self, interpreter: Interpreter) -> list[str]:
         """Undo what succeeded, last first; the ids of compensations that failed too."""
-        self.saga_ran = bool(self.saga.undo)
+        self.saga_ran = bool(self.saga.pending)
         if not self.saga_ran:
             return []
-        workflow.set_current_details(f"Compensating: {len(self.saga.undo)} step(s) to undo")
-        self.leaves.rolling_back = True
-        failed = await self.saga.rollback(interpreter.run, TaskFailed)
+        workflow.set_current_details(f"Compensating: {self.saga.pending} step(s) to undo")
+        self.conversation.rolling_back = True
+        failed = await self.saga.rollback(interpreter.run)
         if failed:
             self.run_state.errors.append(f"compensations failed: {', '.join(failed)}")
         return failed
 
-    @workflow.query(name="state")
+    @workflow.query(name=contract.STATE)
     def query_state(self) -> RunState:
         return self.run_state
 
-    @workflow.update(name=gates.ANSWER)
-    def answer(self, given: gates.AnswerInput) -> Answer:
+    @workflow.update(name=contract.ANSWER)
+    def answer(self, given: AnswerInput) -> Answer:
         answer = self.humans.answer(given)
         self._changed()
         return answer
 
     @answer.validator
-    def _check_answer(self, given: gates.AnswerInput) -> None:
+    def _check_answer(self, given: AnswerInput) -> None:
         _refuse(gates.answer_refusal(self.run_state, given))
 
-    @workflow.update(name=gates.RAISE_BUDGET)
-    def raise_budget(self, given: gates.BudgetInput) -> ir.Budget:
+    @workflow.update(name=contract.RAISE_BUDGET)
+    def raise_budget(self, given: BudgetInput) -> ir.Budget:
         budget = self.budgets.raised(given.gate, given.tokens, given.usd, given.iterations)
         self.humans.close(given.gate, f"raised to {limits_text(budget)}", given.comment, given.by)
         self._changed()
         return budget
 
     @raise_budget.validator
-    def _check_budget(self, given: gates.BudgetInput) -> None:
+    def _check_budget(self, given: BudgetInput) -> None:
         _refuse(gates.budget_refusal(self.run_state, given))
 
-    @workflow.update(name=gates.ROLLBACK)
+    @workflow.update(name=contract.ROLLBACK)
     def rollback_on_cancel(self) -> int:
         """The cancellation that follows undoes what the run did; how many compensations are queued."""
         self.rollback = True
-        return len(self.saga.undo)
+        return self.saga.pending
 
     def _changed(self) -> None:
         self.run_state.settle()
@@ -159,9 +160,9 @@ class AgentRun:
         self.published = now
         workflow.upsert_search_attributes(
             [
-                search.SPEC.value_set(self.inp.plan.name),
-                search.STATUS.value_set(now[0]),
-                search.WAITING_FOR.value_set(now[1]),
+                contract.SPEC.value_set(self.inp.plan.name),
+                contract.STATUS.value_set(now[0]),
+                contract.WAITING_FOR.value_set(now[1]),
             ]
         )
 

@@ -6,9 +6,7 @@ from collections.abc import Awaitable, Callable
 
 from spec import ir
 from spec.calls import Usage
-from workflows.state import ModelUsage, RunState
-
-RUN_BUDGET_GATE = "budget"  # the gate a paused run budget opens; a step budget opens budget:<step id>
+from workflows.contract import RUN_BUDGET_GATE, ModelUsage, RunState, dollars
 
 
 class BudgetExceeded(Exception):
@@ -38,19 +36,6 @@ def overrun(limit: ir.Budget, spent: ModelUsage) -> str | None:
     return None
 
 
-def dollars(amount: float) -> str:
-    """$0.000008, $1.5: enough digits for the tiny sums of single prompts."""
-    return "$" + f"{amount:,.6f}".rstrip("0").rstrip(".")
-
-
-def limits_text(budget: ir.Budget) -> str:
-    """A budget's limits in words: `5000 tokens, $0.5, 10 prompts`."""
-    limits = [f"{budget.tokens} tokens"] if budget.tokens is not None else []
-    limits += [dollars(budget.usd)] if budget.usd is not None else []
-    limits += [f"{budget.iterations} prompts"] if budget.iterations is not None else []
-    return ", ".join(limits) or "no limit"
-
-
 def gate_id(step: str | None) -> str:
     return f"{RUN_BUDGET_GATE}:{step}" if step else RUN_BUDGET_GATE
 
@@ -60,6 +45,7 @@ class Budgets:
 
     def __init__(self, state: RunState, pause: Callable[[str, str], Awaitable[bool]]):
         self.state, self.pause = state, pause
+        self.paused_steps: dict[str, str | None] = {}  # a budget gate's name -> the step whose budget it is
 
     async def check(self, steps: list[str]) -> None:
         """Return when every budget in reach allows another prompt; raise BudgetExceeded otherwise."""
@@ -69,6 +55,7 @@ class Budgets:
                 return
             step, limit, why = over
             message = f"budget exceeded{f' in step {step}' if step else ''}: {why}"
+            self.paused_steps[gate_id(step)] = step
             if limit.on_exceeded == "fail" or not await self.pause(gate_id(step), message):
                 raise BudgetExceeded(message)
 
@@ -87,13 +74,12 @@ class Budgets:
 
     def raised(self, gate: str, tokens: int | None, usd: float | None, iterations: int | None) -> ir.Budget:
         """A person raised the budget a pause is waiting on; the new limits count from now on."""
-        base = gate.split("#", 1)[0]
-        step = base.split(":", 1)[1] if ":" in base else None
+        step = self.paused_steps[self.state.gates[gate].name]
         old = self.state.step_budgets[step] if step else self.state.budget
         given = {"tokens": tokens, "usd": usd, "iterations": iterations}
         new = old.model_copy(update={k: v for k, v in given.items() if v is not None})
         if step:
             self.state.step_budgets[step] = new
         else:
-            self.state.budget, self.state.max_iterations = new, new.iterations
+            self.state.budget = new
         return new

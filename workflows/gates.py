@@ -6,35 +6,8 @@ tests share them. A refused update is rejected before it is accepted: nothing re
 
 from __future__ import annotations
 
-from pydantic import BaseModel
-
-from spec.ir import APPROVE, REJECT
-from workflows.budgets import RUN_BUDGET_GATE, dollars
-from workflows.state import Gate, RunState
-
-ANSWER = "answer"  # AnswerInput -> Answer
-RAISE_BUDGET = "raise_budget"  # BudgetInput -> Budget
-ROLLBACK = "rollback_on_cancel"  # no argument: the cancellation that follows runs the compensations
-
-
-class AnswerInput(BaseModel):
-    gate: str
-    value: str
-    comment: str = ""
-    by: str = ""
-
-
-class BudgetInput(BaseModel):
-    gate: str = RUN_BUDGET_GATE
-    tokens: int | None = None
-    usd: float | None = None
-    iterations: int | None = None
-    comment: str = ""
-    by: str = ""
-
-
-def open_gates(state: RunState) -> list[Gate]:
-    return [gate for gate in state.gates.values() if gate.status == "open"]
+from spec.ir import REJECT
+from workflows.contract import AnswerInput, BudgetInput, Gate, RunState, dollars, open_gates
 
 
 def answer_refusal(state: RunState, answer: AnswerInput) -> str | None:
@@ -94,6 +67,3 @@ def _closed(gate: Gate) -> str:
     who = f" by {answer.by}" if answer and answer.by else ""
     when = f" at {answer.at:%Y-%m-%d %H:%M:%S} UTC" if answer else ""
     return f"gate '{gate.id}' was already answered ({answer.value if answer else ''}){who}{when}"
-
-
-__all__ = ["APPROVE", "REJECT", "AnswerInput", "BudgetInput", "answer_refusal", "budget_refusal", "open_gates"]

@@ -11,8 +11,7 @@ from datetime import timedelta
 from temporalio import workflow
 
 from spec import ir
-from workflows.gates import AnswerInput
-from workflows.state import Answer, Gate, RunState
+from workflows.contract import Answer, AnswerInput, Gate, RunState
 
 
 class GateTimedOut(Exception):
@@ -57,7 +56,7 @@ class Humans:
         gate.answer = Answer(value=value, comment=comment, by=by, at=workflow.now())
         gate.status = "answered"
         if gate.kind != "budget":
-            self.state.human[gate.id.split("#", 1)[0]] = value  # templates read the latest answer
+            self.state.human[gate.name] = value  # templates read the latest answer
         return gate.answer
 
     def _open(
@@ -67,6 +66,7 @@ class Humans:
         now = workflow.now()
         gate = Gate(
             id=key,
+            name=gate_id,
             kind=kind,
             prompt=prompt,
             choices=choices,
@@ -94,9 +94,11 @@ class Humans:
 
 def _fresh(state: RunState, gate_id: str) -> str:
     """A gate asked again (a loop round, a raised budget running out again) gets a new key: id#2, id#3."""
-    if gate_id not in state.gates:
-        return gate_id
-    n = 2
-    while f"{gate_id}#{n}" in state.gates:
-        n += 1
-    return f"{gate_id}#{n}"
+    asked = sum(1 for gate in state.gates.values() if gate.name == gate_id)
+    return f"{gate_id}#{asked + 1}" if asked else gate_id
+
+
+def rejected(gate_id: str, answer: Answer) -> str:
+    who = f" by {answer.by}" if answer.by else ""
+    why = f": {answer.comment}" if answer.comment else ""
+    return f"rejected at gate '{gate_id}'{who}{why}"

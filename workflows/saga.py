@@ -1,4 +1,7 @@
-"""Saga compensation: what succeeded pushes its undo; a failed or rolled-back run pops them in reverse."""
+"""Saga compensation: what succeeded pushes its undo; a failed or rolled-back run pops them in reverse.
+
+The run state's `compensation_stack` is the one stack: each entry carries the undo it runs.
+"""
 
 from __future__ import annotations
 
@@ -6,38 +9,45 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from spec import ir
-from workflows.state import CompensationEntry, CompensationResult, RunState, TaskState
+from workflows.contract import CompensationEntry, CompensationResult, RunState, TaskState
+from workflows.failures import TaskFailed
+from workflows.scope import RunKey, Scope
 
-Runner = Callable[[ir.NodeBase, dict[str, Any]], Awaitable[Any]]
+Runner = Callable[[ir.NodeBase, Scope, RunKey], Awaitable[Any]]
 
 
 class Saga:
     def __init__(self, state: RunState):
         self.state = state
-        self.undo: list[tuple[ir.NodeBase, Any]] = []  # parallel to state.compensation_stack
 
-    def push(self, node: ir.NodeBase, output: Any) -> None:
-        comp = node.compensation.model_copy(update={"id": f"{node.id}.compensate"})
-        self.undo.append((comp, output))
-        self.state.compensation_stack.append(CompensationEntry(action_id=node.id, compensation_action=_action(comp)))
+    @property
+    def pending(self) -> int:
+        return len(self.state.compensation_stack)
 
-    async def rollback(self, run: Runner, failure: type[Exception]) -> list[str]:
+    def push(self, node: ir.NodeBase, key: RunKey, output: Any) -> None:
+        comp = node.compensation
+        assert comp is not None
+        undo = (comp, RunKey(comp.id, key.elements), output)
+        self.state.compensation_stack.append(
+            CompensationEntry(action_id=str(key), compensation_action=_action(comp), undo=undo)
+        )
+
+    async def rollback(self, run: Runner) -> list[str]:
         """Run every compensation, last pushed first, each with its own retries; the ids that failed."""
         failed = []
-        while self.undo:
-            comp, output = self.undo.pop()
+        while self.state.compensation_stack:
             entry = self.state.compensation_stack.pop()
-            self.state.tasks[comp.id] = TaskState(
-                id=comp.id, title=comp.label, kind="compensation", agent=getattr(comp, "agent", "") or _provider(comp)
+            comp, key, output = entry.undo
+            agent = (
+                comp.agent if isinstance(comp, ir.Task) else comp.call.provider if isinstance(comp, ir.Provider) else ""
             )
+            self.state.tasks[str(key)] = TaskState(id=str(key), title=comp.label, kind="compensation", agent=agent)
             try:
-                await run(comp, {"output": output})
-            except failure as exc:
-                failed.append(comp.id)
+                await run(comp, Scope().with_values(output=output), key)
+            except TaskFailed as exc:
+                failed.append(str(key))
                 self.state.compensations.append(
-                    CompensationResult(
-                        action_id=entry.action_id, status="failed", error=getattr(exc, "message", str(exc))
-                    )
+                    CompensationResult(action_id=entry.action_id, status="failed", error=exc.message)
                 )
                 continue
             self.state.compensations.append(CompensationResult(action_id=entry.action_id, status="completed"))
@@ -48,7 +58,3 @@ def _action(comp: ir.NodeBase) -> dict[str, Any]:
     if isinstance(comp, ir.Provider):
         return {"type": "provider", "payload": {"provider": comp.call.provider, "method": comp.call.method}}
     return {"type": "agent", "payload": {"agent": getattr(comp, "agent", ""), "prompt": getattr(comp, "prompt", "")}}
-
-
-def _provider(comp: ir.NodeBase) -> str:
-    return comp.call.provider if isinstance(comp, ir.Provider) else ""

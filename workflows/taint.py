@@ -11,10 +11,8 @@ from typing import Any
 
 from spec import expressions, ir
 from spec.render import TemplateSyntaxError, names_used
-from workflows.state import RunState, TaintMark
-
-# The scope key carrying the ids an `input`/`item` value was derived from (map items, a validator's input).
-DERIVED = "_derived_from"
+from workflows.contract import RunState, TaintMark
+from workflows.scope import Scope
 
 
 def source_of(node: ir.NodeBase) -> str | None:
@@ -25,9 +23,9 @@ def source_of(node: ir.NodeBase) -> str | None:
     return None
 
 
-def reads(node: ir.NodeBase, state: RunState, scope: dict[str, Any]) -> list[str]:
-    """The step ids and memory keys a leaf reads through its templates and input."""
-    found = list(scope.get(DERIVED, []))
+def reads(node: ir.NodeBase, state: RunState, scope: Scope) -> list[str]:
+    """The step ids, memory keys and run keys a leaf reads through its templates and input."""
+    found = list(scope.derived_from)
     if isinstance(node, ir.Task) and node.input == ir.ALL_PRIOR:
         found += list(state.steps)
     for template in _templates(node):
@@ -49,23 +47,25 @@ def _read_by(template: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return steps, names
 
 
-def mark_leaf(node: ir.NodeBase, state: RunState, scope: dict[str, Any]) -> None:
-    derived = [key for key in reads(node, state, scope) if key in state.taint] if state.taint else []
+def mark_leaf(node: ir.NodeBase, key: str, state: RunState, scope: Scope) -> None:
+    """Mark the output of the leaf run as `key` when it reached outside or read marked data."""
+    derived = [read for read in reads(node, state, scope) if read in state.taint] if state.taint else []
     source = source_of(node)
     if source or derived:
-        state.taint[node.id] = TaintMark(source=source or "derived", derived_from=derived)
+        state.taint[key] = TaintMark(source=source or "derived", derived_from=derived)
 
 
-def mark_composite(node: ir.NodeBase, child_ids: list[str], state: RunState) -> None:
-    derived = [cid for cid in child_ids if cid in state.taint and cid != node.id]
+def mark_composite(key: str, ran: list[str], state: RunState) -> None:
+    """Mark a node's output when any node it ran (its run keys in `ran`) produced marked data."""
+    derived = [child for child in dict.fromkeys(ran) if child in state.taint]
     if derived:
-        state.taint[node.id] = TaintMark(source="derived", derived_from=derived)
+        state.taint[key] = TaintMark(source="derived", derived_from=derived)
 
 
-def copy_to(key: str, node_id: str, state: RunState) -> None:
+def copy_to(name: str, key: str, state: RunState) -> None:
     """A value stored under another name (store_as) carries its mark along."""
-    if node_id in state.taint:
-        state.taint[key] = TaintMark(source="derived", derived_from=[node_id])
+    if key in state.taint:
+        state.taint[name] = TaintMark(source="derived", derived_from=[key])
 
 
 def _templates(node: ir.NodeBase) -> list[str]:

@@ -10,7 +10,7 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.envconfig import ClientConfig
 
-from client import embedded
+from worker import embedded
 
 
 class Unreachable(Exception):

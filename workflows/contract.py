@@ -1,15 +1,74 @@
-"""RunState: what a run has done so far, exposed by query and stored in the memo at the end."""
+"""The contract between the client and the worker: what a run is given, what it reports, how
+people talk to it (update and query names, their inputs), the search attributes it sets and the
+task queue. Both sides import this module and nothing else of each other.
+"""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, PrivateAttr
+from pydantic import BaseModel, Field, PrivateAttr, computed_field
+from temporalio.common import SearchAttributeKey
 
+from spec import ir
 from spec.calls import Usage
-from spec.ir import Budget
 from spec.render import to_text
+
+WORKFLOW = "AgentRun"
+TASK_QUEUE = "agentrun"
+DEFAULT_MAX_ITERATIONS = 25
+
+# Updates people (and tools) send a run, and the query that reads it.
+ANSWER = "answer"  # AnswerInput -> Answer
+RAISE_BUDGET = "raise_budget"  # BudgetInput -> Budget
+ROLLBACK = "rollback_on_cancel"  # no argument: the cancellation that follows runs the compensations
+STATE = "state"  # the query: RunState
+
+RUN_BUDGET_GATE = "budget"  # the gate a paused run budget opens; a step budget opens budget:<step id>
+
+# Search attributes, so people can filter runs in Temporal Web:
+# `AgentRunWaitingFor="human_approval"` lists the runs waiting on a person.
+SPEC = SearchAttributeKey.for_keyword("AgentRunSpec")
+STATUS = SearchAttributeKey.for_keyword("AgentRunStatus")
+WAITING_FOR = SearchAttributeKey.for_keyword("AgentRunWaitingFor")
+SEARCH_ATTRIBUTES = (SPEC, STATUS, WAITING_FOR)
+
+
+class RunInput(BaseModel):
+    """What `client start` hands the AgentRun workflow."""
+
+    plan: ir.Plan
+    params: dict[str, Any] = {}
+    workdir: str
+    default_agent: str
+    agents: dict[str, str] = {}  # agent id -> URI, overriding the default
+    resume_from: str | None = None
+    max_iterations: int | None = None
+    lenient: bool = False
+    heartbeat_s: float = 30.0
+    search_attributes: bool = True
+    prices: dict[str, ir.Price] = {}  # a price table from the command line; the spec's own wins
+
+    def agent_uri(self, agent_id: str) -> str:
+        return self.agents.get(agent_id, self.default_agent)
+
+
+class AnswerInput(BaseModel):
+    gate: str
+    value: str
+    comment: str = ""
+    by: str = ""
+
+
+class BudgetInput(BaseModel):
+    gate: str = RUN_BUDGET_GATE
+    tokens: int | None = None
+    usd: float | None = None
+    iterations: int | None = None
+    comment: str = ""
+    by: str = ""
+
 
 TaskStatus = Literal["pending", "running", "waiting", "completed", "failed", "skipped", "cancelled"]
 RunStatus = Literal[
@@ -62,7 +121,8 @@ class Answer(BaseModel):
 class Gate(BaseModel):
     """A question a run put to people; open until answered or its timeout passes."""
 
-    id: str
+    id: str  # the spec's gate id, with #N when the same gate is asked again (a loop's round N)
+    name: str = ""  # the spec's gate id, as `human.<name>` reads the latest answer
     kind: Literal["question", "approval", "budget"] = "question"
     prompt: str = ""
     choices: list[str] = []
@@ -81,10 +141,12 @@ class ModelUsage(BaseModel):
 
 
 class CompensationEntry(BaseModel):
-    """seed 001's stack entry: which action it undoes and what will undo it."""
+    """seed 001's stack entry: which action it undoes and what will undo it. `undo` is what the
+    workflow runs (the compensation node, its run key, the output it undoes); it is not sent."""
 
     action_id: str
     compensation_action: dict[str, Any]  # {type: agent | provider, payload: {...}}
+    undo: Any = Field(None, exclude=True, repr=False)
 
 
 class CompensationResult(BaseModel):
@@ -113,7 +175,6 @@ class RunState(BaseModel):
     status: RunStatus = "pending"
     current_task: str | None = None
     iteration_count: int = 0  # agent prompts sent so far
-    max_iterations: int | None = None  # the run budget's `iterations`: no prompt is sent past it
     retry_count: int = 0
     last_error: str = ""
     waiting_for: str | None = None  # human_approval, resource_limit (a budget paused the run)
@@ -121,9 +182,8 @@ class RunState(BaseModel):
     waiting_timeout_at: datetime | None = None
     gates: dict[str, Gate] = {}
     human: dict[str, str | None] = {}  # gate id -> the answer, as templates read it
-    budget: Budget | None = None  # the run's limits, as raised by people
-    step_budgets: dict[str, Budget] = {}
-    total_tokens_used: int = 0
+    budget: ir.Budget | None = None  # the run's limits, as raised by people
+    step_budgets: dict[str, ir.Budget] = {}
     total_cost_usd: float = 0.0
     usage_by_model: dict[str, ModelUsage] = {}
     visited_nodes: list[str] = []
@@ -143,6 +203,17 @@ class RunState(BaseModel):
     errors: list[str] = []
     usage: Usage = Usage()
     _backoffs: int = PrivateAttr(0)  # branches sleeping before a retry
+
+    @computed_field
+    @property
+    def max_iterations(self) -> int | None:
+        """The run budget's `iterations`: no prompt is sent past it."""
+        return self.budget.iterations if self.budget else None
+
+    @computed_field
+    @property
+    def total_tokens_used(self) -> int:
+        return self.usage.input_tokens + self.usage.output_tokens
 
     def move(self, status: RunStatus) -> None:
         """Change status along the lifecycle; anything else is an engine bug, refused loudly."""
@@ -206,12 +277,14 @@ class RunState(BaseModel):
             target.cost_usd += cost_usd
         for account in accounts:
             account.calls += 1
-        self.total_tokens_used += usage.input_tokens + usage.output_tokens
         self.total_cost_usd += cost_usd
 
-    def record_step(self, step_id: str, value: Any, store_as: str | None) -> None:
-        self.steps[step_id] = {"output": value, "outputs": value if isinstance(value, dict) else {}}
-        self.final_output = to_text(value)[:MAX_OUTPUT_CHARS] if value is not None else ""
+    def keep(self, node_id: str, value: Any, *, step: bool, store_as: str | None) -> None:
+        """The one place values later templates read are written: a pipeline step's
+        `steps.<id>.output` / `.outputs`, and the memory key a node stores its value under."""
+        if step:
+            self.steps[node_id] = {"output": value, "outputs": value if isinstance(value, dict) else {}}
+            self.final_output = to_text(value)[:MAX_OUTPUT_CHARS] if value is not None else ""
         if store_as:
             self.memory[store_as] = value
 
@@ -224,3 +297,20 @@ class RunState(BaseModel):
             else:
                 tasks[key] = task
         self.tasks = tasks
+
+
+def open_gates(state: RunState) -> list[Gate]:
+    return [gate for gate in state.gates.values() if gate.status == "open"]
+
+
+def dollars(amount: float) -> str:
+    """$0.000008, $1.5: enough digits for the tiny sums of single prompts."""
+    return "$" + f"{amount:,.6f}".rstrip("0").rstrip(".")
+
+
+def limits_text(budget: ir.Budget) -> str:
+    """A budget's limits in words: `5000 tokens, $0.5, 10 prompts`."""
+    limits = [f"{budget.tokens} tokens"] if budget.tokens is not None else []
+    limits += [dollars(budget.usd)] if budget.usd is not None else []
+    limits += [f"{budget.iterations} prompts"] if budget.iterations is not None else []
+    return ", ".join(limits) or "no limit"

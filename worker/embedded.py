@@ -15,7 +15,7 @@ import sysconfig
 import time
 from pathlib import Path
 
-from workflows import search
+from workflows import contract
 
 HOST, PORT, UI_PORT = "127.0.0.1", 7233, 8233
 
@@ -66,7 +66,7 @@ def ensure_running(timeout_s: float = 30.0) -> None:
         "--log-level",
         "warn",
     ]
-    for key in search.ALL:
+    for key in contract.SEARCH_ATTRIBUTES:
         args += ["--search-attribute", f"{key.name}=Keyword"]
     with open(folder / "temporal.log", "ab") as log:
         proc = subprocess.Popen(args, stdout=log, stderr=log, stdin=subprocess.DEVNULL, start_new_session=True)

@@ -1,0 +1,11 @@
+"""How a node fails: the one exception the interpreter's failure policy acts on."""
+
+from __future__ import annotations
+
+
+class TaskFailed(Exception):
+    """A node failed for good after its own attempts; `task_id` is its run key as people read it."""
+
+    def __init__(self, task_id: str, message: str):
+        super().__init__(f"{task_id}: {message}")
+        self.task_id, self.message = task_id, message

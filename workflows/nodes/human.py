@@ -1,0 +1,41 @@
+"""A question to people as a step of its own: the run waits, durably, for an answer; its value is
+the answer. A rejected approval fails the step when its gate says so."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any
+
+from temporalio import workflow
+
+from spec import ir
+from workflows.failures import TaskFailed
+from workflows.humans import rejected
+from workflows.nodes.base import Handler
+
+if TYPE_CHECKING:
+    from workflows.interpreter import Interpreter
+    from workflows.scope import Scope
+
+KIND = ir.Human
+
+
+async def execute(engine: Interpreter, node: ir.Human, scope: Scope) -> Any:
+    key = str(scope.key)
+    task = engine.state.begin(key, workflow.now())
+    task.status, task.agent = "waiting", "human"
+    try:
+        answer = await engine.ask(node, scope)
+        if node.approval and answer.value == ir.REJECT and node.on_reject == "fail":
+            raise TaskFailed(key, rejected(node.id, answer))
+    except TaskFailed as exc:
+        engine.state.finish(key, "failed", workflow.now(), error=exc.message)
+        raise
+    except asyncio.CancelledError:
+        engine.state.finish(key, "cancelled", workflow.now(), error="cancelled")
+        raise
+    engine.state.finish(key, "completed", workflow.now(), output=answer.value or "")
+    return answer.value
+
+
+HANDLER = Handler(execute, own_timeout=True)

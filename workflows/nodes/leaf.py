@@ -1,0 +1,60 @@
+"""What every leaf that does work shares: its row in the run state, its preconditions, its taint."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from temporalio import workflow
+
+from spec import calls, ir
+from spec.render import to_text
+from workflows import activity_calls, taint
+from workflows.contract import TaskState
+from workflows.failures import TaskFailed
+
+if TYPE_CHECKING:
+    from workflows.interpreter import Interpreter
+    from workflows.scope import Scope
+
+
+async def perform(
+    engine: Interpreter, node: ir.Task | ir.Provider, scope: Scope, work: Callable[[TaskState], Awaitable[Any]]
+) -> Any:
+    """Run `work` as the node's row: running, then completed with its output, failed or cancelled."""
+    key = str(scope.key)
+    task = engine.state.begin(key, workflow.now())
+    workflow.set_current_details(f"Running **{node.label}** ({node.kind})")
+    try:
+        if node.preconditions:
+            await _preconditions(engine, node, scope)
+        output = await work(task)
+    except TaskFailed as exc:
+        engine.state.finish(key, "failed", workflow.now(), error=exc.message)
+        raise
+    except asyncio.CancelledError:
+        engine.state.finish(key, "cancelled", workflow.now(), error="cancelled")
+        raise
+    engine.state.finish(key, "completed", workflow.now(), output=to_text(output))
+    taint.mark_leaf(node, key, engine.state, scope)
+    return output
+
+
+async def _preconditions(engine: Interpreter, node: ir.Task | ir.Provider, scope: Scope) -> None:
+    pre = node.preconditions
+    assert pre is not None
+    key = str(scope.key)
+    arg = calls.PreconditionCall(
+        task_id=key,
+        workdir=engine.inp.workdir,
+        spec_dir=engine.inp.plan.spec_dir,
+        files_exist=pre.files_exist,
+        min_count=pre.min_count,
+        sync_targets=pre.sync_targets,
+    )
+    result = await activity_calls.perform(
+        key, calls.CHECK_PRECONDITIONS, arg, calls.CheckResult, summary=f"{node.label}: preconditions", timeout_s=300
+    )
+    if not result.ok:
+        raise TaskFailed(key, f"precondition failed: {result.error}")

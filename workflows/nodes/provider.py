@@ -1,0 +1,48 @@
+"""A provider call: a registered provider's method with its params filled in; no agent."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from spec import calls, ir
+from spec.render import render_value
+from workflows import activity_calls
+from workflows.contract import TaskState
+from workflows.nodes import leaf
+from workflows.nodes.base import Handler
+
+if TYPE_CHECKING:
+    from workflows.interpreter import Interpreter
+    from workflows.scope import Scope
+
+KIND = ir.Provider
+DEFAULT_TIMEOUT_S = 600
+
+
+async def execute(engine: Interpreter, node: ir.Provider, scope: Scope) -> str:
+    return await leaf.perform(engine, node, scope, lambda task: _call(engine, node, scope, task))
+
+
+async def _call(engine: Interpreter, node: ir.Provider, scope: Scope, task: TaskState) -> str:
+    task.attempts = 1
+    key = str(scope.key)
+    arg = calls.ProviderCall(
+        task_id=key,
+        workdir=engine.inp.workdir,
+        provider=node.call.provider,
+        method=node.call.method,
+        params=render_value(node.call.params, engine.values(scope)),
+        output_file=node.call.output_file,
+    )
+    result = await activity_calls.perform(
+        key,
+        calls.CALL_PROVIDER,
+        arg,
+        calls.ProviderResult,
+        summary=f"{node.label}: {node.call.provider}.{node.call.method}",
+        timeout_s=node.timeout_s or DEFAULT_TIMEOUT_S,
+    )
+    return result.text
+
+
+HANDLER = Handler(execute, work=True, own_timeout=True)
