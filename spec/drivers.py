@@ -42,3 +42,9 @@ def agent_type(uri: str) -> str:
     if scheme == "agentapi" and "type=" in rest:
         return rest.partition("type=")[2].partition("&")[0]
     return scheme
+
+
+def model_of(uri: str) -> str:
+    """The model a URI names after its scheme (`openai:gpt-4o` → `gpt-4o`), for price lookups
+    when a reply does not say which model answered."""
+    return uri.partition(":")[2]

@@ -69,6 +69,7 @@ class Price(Model):
 
 
 class NodeBase(Model):
+    kind: str  # each kind's model fixes it to its own name
     id: str
     title: str = ""
     line: int = 0

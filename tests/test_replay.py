@@ -19,14 +19,59 @@ from workflows.contract import RunInput
 
 pytestmark = pytest.mark.usefixtures("worker")
 
+# Recorded before the node registry, run keys and reply protocols (one task tree each).
 SPECS = {
-    "chain": f"subtasks:\n  a: {{instructions: {sh('echo a')}}}\n  b: {{instructions: {sh('echo b')}}}\n",
-    "loop": 'subtasks:\n  l: {instructions: "```sh\\nn=$(cat n 2>/dev/null || echo 0); n=$((n+1)); echo $n > n; '
-    '[ $n -ge 2 ] && echo COMPLETION_STATUS: DONE || echo COMPLETION_STATUS: CONTINUE\\n```", '
-    "loop_until: {status: DONE, message: m}}\n",
-    "criteria": f"subtasks:\n  c:\n    instructions: {sh('touch ran')}\n    success_criteria:\n"
-    f"      python: result = False\n      max_retries: 1\n",
-    "provider": "subtasks:\n  p: {provider_call: {provider: shell, method: run, params: {command: echo hi}}}\n",
+    name: (text, {})
+    for name, text in {
+        "chain": f"subtasks:\n  a: {{instructions: {sh('echo a')}}}\n  b: {{instructions: {sh('echo b')}}}\n",
+        "loop": 'subtasks:\n  l: {instructions: "```sh\\nn=$(cat n 2>/dev/null || echo 0); n=$((n+1)); echo $n > n; '
+        '[ $n -ge 2 ] && echo COMPLETION_STATUS: DONE || echo COMPLETION_STATUS: CONTINUE\\n```", '
+        "loop_until: {status: DONE, message: m}}\n",
+        "criteria": f"subtasks:\n  c:\n    instructions: {sh('touch ran')}\n    success_criteria:\n"
+        f"      python: result = False\n      max_retries: 1\n",
+        "provider": "subtasks:\n  p: {provider_call: {provider: shell, method: run, params: {command: echo hi}}}\n",
+    }.items()
+}
+
+_JSON_AGENT = 'command:sh -c \'cat >/dev/null; echo "{\\"items\\": [1, 2], \\"passed\\": true}"\''
+# Recorded after it, one per language: a task tree whose task works and has subtasks, and a
+# pipeline with a parallel fan-out, a map, a condition and a validated loop.
+AFTER_SEAMS = {
+    "task-tree": (
+        f"""name: tree
+subtasks:
+  plan:
+    instructions: {sh("echo plan")}
+    store_as: planned
+    subtasks:
+      build:
+        instructions: {sh("n=$(cat n 2>/dev/null || echo 0); echo $((n+1)) > n; [ $n -ge 1 ] && echo COMPLETION_STATUS: DONE || echo COMPLETION_STATUS: CONTINUE")}
+        loop_until: {{status: DONE}}
+  check:
+    provider_call: {{provider: shell, method: run, params: {{command: echo checked}}}}
+""",
+        {},
+    ),
+    "pipeline": (
+        """workflow:
+  name: pipe
+  agents:
+    lister: {prompt: "List two items as JSON."}
+    worker: {prompt: "Work on {{ input }}."}
+    judge: {prompt: "Judge it as JSON."}
+  steps:
+    - {id: list, agent: lister, output: {format: json}}
+    - id: both
+      type: parallel
+      parallel: [{agent: worker, output_key: a}, {agent: judge, output_key: b}]
+    - {id: each, type: map, map: {over: "{{ steps.list.output.items }}", agent: worker}}
+    - id: route
+      type: conditional
+      condition: {eval: "{{ steps.list.output.passed }} == true", true: worker}
+    - {id: polish, type: loop, loop: {agent: worker, validator: judge, max_iterations: 2}}
+""",
+        {"lister": _JSON_AGENT, "judge": _JSON_AGENT, "worker": "command:sh -c 'cat; echo worked'"},
+    ),
 }
 
 
@@ -36,18 +81,25 @@ def _replayer() -> Replayer:
 
 async def test_histories_recorded_now_replay(client, tmp_path):
     histories = []
-    for name, text in SPECS.items():
+    for name, (text, agents) in {**SPECS, **AFTER_SEAMS}.items():
         folder = tmp_path / name
         folder.mkdir()
-        state = await run_spec(client, write_spec(folder, text), SHELL_AGENT)
+        state = await run_spec(client, write_spec(folder, text), SHELL_AGENT, agents=agents)
+        assert name in SPECS or state.status == "completed", (name, state.errors)
         history = await client.get_workflow_handle(state.run_id).fetch_history()
         histories.append(history)
-        if os.environ.get("AGENTRUN_RECORD_HISTORIES"):
+        if name in _to_record():
             (HISTORIES / f"{name}.json").write_text(_scrub(history.to_json(), tmp_path))
     replayer = _replayer()
     for history in histories:
         result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
         assert result.replay_failure is None, f"{history.workflow_id}: {result.replay_failure}"
+
+
+def _to_record() -> set[str]:
+    """AGENTRUN_RECORD_HISTORIES=name,name records those histories anew; histories of earlier code
+    are never recorded again, since replaying them is what proves old runs still go on."""
+    return set(filter(None, os.environ.get("AGENTRUN_RECORD_HISTORIES", "").split(",")))
 
 
 GATED = (
@@ -66,7 +118,7 @@ async def test_a_run_a_person_rejected_and_that_rolled_back_replays(client, tmp_
     state = await finish(client, handle)
     assert state.status == "compensated"
     history = await handle.fetch_history()
-    if os.environ.get("AGENTRUN_RECORD_HISTORIES"):
+    if "gated" in _to_record():
         (HISTORIES / "gated.json").write_text(_scrub(history.to_json(), tmp_path))
     result = await _replayer().replay_workflow(history, raise_on_replay_failure=False)
     assert result.replay_failure is None, result.replay_failure
@@ -97,4 +149,5 @@ async def test_committed_histories_still_replay(name):
 
 
 def test_histories_are_committed():
-    assert len(_recorded()) == len(SPECS) + 1, "record them with AGENTRUN_RECORD_HISTORIES=1"
+    expected = sorted(f"{name}.json" for name in [*SPECS, *AFTER_SEAMS, "gated"])
+    assert _recorded() == expected, "record new ones with AGENTRUN_RECORD_HISTORIES=name,name"

@@ -46,7 +46,7 @@ def reason(exc: BaseException) -> str:
     cause = exc.cause if isinstance(exc, ActivityError) else exc
     while isinstance(cause, ActivityError) and cause.cause is not None:
         cause = cause.cause
-    if isinstance(cause, TimeoutError):
+    if isinstance(cause, TimeoutError) and cause.type is not None:
         return f"timed out ({cause.type.name.lower().replace('_', '-')})"
     if isinstance(cause, ApplicationError):
         return cause.message

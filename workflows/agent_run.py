@@ -15,7 +15,16 @@ with workflow.unsafe.imports_passed_through():
     from spec import ir
     from workflows import contract, gates
     from workflows.budgets import Budgets
-    from workflows.contract import Answer, AnswerInput, BudgetInput, RunInput, RunState, TaskState, limits_text
+    from workflows.contract import (
+        Answer,
+        AnswerInput,
+        BudgetInput,
+        RunInput,
+        RunState,
+        RunStatus,
+        TaskState,
+        limits_text,
+    )
     from workflows.conversation import Conversation
     from workflows.failures import TaskFailed
     from workflows.humans import Humans
@@ -140,7 +149,7 @@ class AgentRun:
         self.run_state.settle()
         self._publish()
 
-    def _end(self, status: str) -> None:
+    def _end(self, status: RunStatus) -> None:
         state = self.run_state
         state.move(status)
         state.ended_at, state.current_task = workflow.now(), None

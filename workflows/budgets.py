@@ -76,6 +76,7 @@ class Budgets:
         """A person raised the budget a pause is waiting on; the new limits count from now on."""
         step = self.paused_steps[self.state.gates[gate].name]
         old = self.state.step_budgets[step] if step else self.state.budget
+        assert old is not None  # a budget that paused the run exists
         given = {"tokens": tokens, "usd": usd, "iterations": iterations}
         new = old.model_copy(update={k: v for k, v in given.items() if v is not None})
         if step:

@@ -118,12 +118,15 @@ class Answer(BaseModel):
     timed_out: bool = False
 
 
+GateKind = Literal["question", "approval", "budget"]
+
+
 class Gate(BaseModel):
     """A question a run put to people; open until answered or its timeout passes."""
 
     id: str  # the spec's gate id, with #N when the same gate is asked again (a loop's round N)
     name: str = ""  # the spec's gate id, as `human.<name>` reads the latest answer
-    kind: Literal["question", "approval", "budget"] = "question"
+    kind: GateKind = "question"
     prompt: str = ""
     choices: list[str] = []
     node: str = ""  # the node it belongs to or guards
@@ -225,7 +228,9 @@ class RunState(BaseModel):
         """The status of a live run follows what it is doing: waiting on people, backing off, running."""
         if self.status in TERMINAL or self.status == "pending":
             return
-        open_gates = sorted((g for g in self.gates.values() if g.status == "open"), key=lambda g: g.opened_at)
+        open_gates = sorted(
+            (g for g in self.gates.values() if g.status == "open"), key=lambda g: g.opened_at or datetime.min
+        )
         if open_gates:
             first = open_gates[0]
             self.waiting_for = "human_approval" if any(g.kind != "budget" for g in open_gates) else "resource_limit"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from temporalio.exceptions import ActivityError
 
 from spec import calls, ir
-from spec.drivers import driver_of
+from spec.drivers import driver_of, model_of
 from workflows import activity_calls
 from workflows.budgets import BudgetExceeded, Budgets, cost_usd
 from workflows.contract import RunInput, RunState
@@ -99,7 +99,7 @@ class Conversation:
 
     def _count(self, key: str, scope: Scope, reply: calls.AgentReply, uri: str) -> None:
         """Tokens and cost of a reply, by task, model, run and budgeted step."""
-        model = reply.model or uri.partition(":")[2]
+        model = reply.model or model_of(uri)
         prices = {**self.inp.prices, **self.inp.plan.prices}
         cost = cost_usd(prices, model, reply.usage)
         if cost is None and (reply.usage.input_tokens or reply.usage.output_tokens) and model not in self.unpriced:

@@ -11,7 +11,7 @@ from datetime import timedelta
 from temporalio import workflow
 
 from spec import ir
-from workflows.contract import Answer, AnswerInput, Gate, RunState
+from workflows.contract import Answer, AnswerInput, Gate, GateKind, RunState
 
 
 class GateTimedOut(Exception):
@@ -26,7 +26,7 @@ class Humans:
 
     async def ask(self, node: ir.Human, guards: str, prompt: str) -> Answer:
         """Open the gate, wait for its answer or its timeout; `on_timeout` decides what a timeout means."""
-        kind = "approval" if node.approval else "question"
+        kind: GateKind = "approval" if node.approval else "question"
         gate = self._open(node.id, kind, prompt, node.choices, guards, node.timeout_s)
         try:
             await workflow.wait_condition(
@@ -36,6 +36,7 @@ class Humans:
             self._timed_out(gate, node)
         finally:
             self.changed()
+        assert gate.answer is not None  # an answer, or the timeout's, closed it
         return gate.answer
 
     async def pause(self, gate_id: str, message: str) -> bool:
@@ -45,7 +46,7 @@ class Humans:
             await workflow.wait_condition(lambda: gate.status != "open")
         finally:
             self.changed()
-        return gate.answer.value != ir.REJECT
+        return gate.answer is not None and gate.answer.value != ir.REJECT
 
     def answer(self, given: AnswerInput) -> Answer:
         """The update's effect; its validator has already refused what cannot be taken."""
@@ -60,7 +61,7 @@ class Humans:
         return gate.answer
 
     def _open(
-        self, gate_id: str, kind: str, prompt: str, choices: list[str], guards: str, timeout_s: float | None
+        self, gate_id: str, kind: GateKind, prompt: str, choices: list[str], guards: str, timeout_s: float | None
     ) -> Gate:
         key = _fresh(self.state, gate_id)
         now = workflow.now()

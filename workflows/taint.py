@@ -39,7 +39,9 @@ def _read_by(template: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The step ids and the top-level names a template reads, parsed once per template text."""
     try:
         steps = tuple(
-            path[1] for path, _ in expressions.template_references(template) if len(path) > 1 and path[0] == "steps"
+            str(path[1])
+            for path, _ in expressions.template_references(template)
+            if len(path) > 1 and path[0] == "steps"
         )
         names = tuple(sorted(names_used(template)))
     except (expressions.ExpressionError, TemplateSyntaxError):  # the leaf itself reports a bad template

@@ -51,7 +51,7 @@ async def _run_elements(engine: Interpreter, node: ir.Map, scope: Scope, items: 
     """One run of the body per element, at most `concurrency` in flight; results in the elements' order."""
     assert scope.key is not None
     results: list[Any] = [None] * len(items)
-    over = [path[1] for path in expressions.references(node.over) if len(path) > 1 and path[0] == "steps"]
+    over = [str(path[1]) for path in expressions.references(node.over) if len(path) > 1 and path[0] == "steps"]
     running: dict[asyncio.Future, int] = {}
     try:
         for index, item in enumerate(items):

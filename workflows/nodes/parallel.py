@@ -4,6 +4,7 @@ the branches still running are cancelled. Its timeout bounds the wait."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
 from temporalio import workflow
@@ -21,8 +22,7 @@ KIND = ir.Parallel
 
 async def execute(engine: Interpreter, node: ir.Parallel, scope: Scope) -> Any:
     branches = {asyncio.ensure_future(engine.run(child, scope)): child for child in node.children}
-    need = {"all": len(branches), "any": 1}.get(node.wait, node.wait)
-    assert isinstance(need, int)
+    need = len(branches) if node.wait == "all" else 1 if node.wait == "any" else node.wait
     results: dict[str, Any] = {}
     failures: list[BaseException] = []
     pending = set(branches)
@@ -48,7 +48,7 @@ async def execute(engine: Interpreter, node: ir.Parallel, scope: Scope) -> Any:
     return _joined(node, results)
 
 
-async def _stop(engine: Interpreter, scope: Scope, pending: set[asyncio.Future], why: str) -> None:
+async def _stop(engine: Interpreter, scope: Scope, pending: Collection[asyncio.Future], why: str) -> None:
     for fut in pending:
         fut.cancel()
     if pending:
