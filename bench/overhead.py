@@ -112,7 +112,6 @@ def raw_input(plan: ir.Plan, run_id: str, workdir: str, uri: str) -> RawInput:
                 prompt=status.prompt(leaf, context, None),
                 workdir=workdir,
                 lifecycle=plan.lifecycle,
-                session=f"{run_id}/{leaf.agent}",
                 timeout_s=leaf.timeout_s or 1800,
             )
         )
@@ -245,7 +244,7 @@ async def bench(tasks: int, repeat: int) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--tasks", type=int, default=200, help="tasks in the chain (default 200)")
     parser.add_argument("--repeat", type=int, default=3, help="timed runs of each side (default 3)")
     args = parser.parse_args()

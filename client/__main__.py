@@ -161,7 +161,9 @@ def unknown_rules(plan: ir.Plan) -> list[str]:
 
     seen, warnings = set(), []
     for leaf in plan.leaves():
-        for rule in getattr(leaf, "rules", []):
+        if not isinstance(leaf, ir.Task):
+            continue
+        for rule in leaf.rules:
             if (leaf.agent, rule) not in seen and parse_rule(rule) is None:
                 seen.add((leaf.agent, rule))
                 warnings.append(

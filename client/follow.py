@@ -34,7 +34,7 @@ async def follow(
                 if prompter
                 else None
             )
-            if gate:
+            if gate and prompter:
                 asked.add(gate.id)
                 status.stop()  # the spinner would overwrite the question
                 await answer_inline(handle, gate, prompter, console)

@@ -139,7 +139,7 @@ async def pending_command(client: Client, args: argparse.Namespace, console: Con
 
 async def answer_command(client: Client, args: argparse.Namespace, console: Console) -> int:
     """`answer`, `approve` and `reject`: the value is the command's own for the last two."""
-    value = {"approve": APPROVE, "reject": REJECT}.get(args.command, getattr(args, "value", None))
+    value = {"approve": APPROVE, "reject": REJECT}.get(args.command) or args.value
     handle = await running_handle(client, args.run_id)
     state = await live_state(handle)
     gate_id = args.gate or _only_open_gate(handle.id, state, value)

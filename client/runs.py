@@ -13,14 +13,14 @@ from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import Client, WorkflowExecutionDescription, WorkflowExecutionStatus, WorkflowHandle
 from temporalio.service import RPCError
 
-from workflows.contract import RunState
+from workflows.contract import RunState, RunStatus
 
-_CLOSED_STATUS = {
+_CLOSED_STATUS: dict[WorkflowExecutionStatus, RunStatus] = {
     WorkflowExecutionStatus.COMPLETED: "completed",
     WorkflowExecutionStatus.FAILED: "failed",
     WorkflowExecutionStatus.CANCELED: "cancelled",
     WorkflowExecutionStatus.TERMINATED: "terminated",
-    WorkflowExecutionStatus.TIMED_OUT: "timed_out",
+    WorkflowExecutionStatus.TIMED_OUT: "timeout",
 }
 
 
@@ -50,7 +50,7 @@ async def fetch_state(client: Client, run_id: str) -> RunState:
     if desc.status == WorkflowExecutionStatus.RUNNING:
         return await query_state(client.get_workflow_handle(run_id))
     state = await desc.memo_value("state", None, type_hint=RunState) or RunState(run_id=run_id)
-    if desc.status in _CLOSED_STATUS and state.status in ("pending", "running"):
+    if desc.status is not None and desc.status in _CLOSED_STATUS and state.status in ("pending", "running"):
         state.status = _CLOSED_STATUS[desc.status]  # terminated from outside before it could say so
     return state
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
-from typing import Any
+from typing import Any, cast
 
 from jinja2 import StrictUndefined, TemplateSyntaxError, Undefined, nodes
 from jinja2.environment import TemplateExpression
@@ -143,7 +143,7 @@ def _parse(text: str) -> nodes.Expr:
     try:
         node = parser.parse_expression()
     except TemplateSyntaxError as exc:
-        message = exc.message.replace("template", "expression")  # Jinja words it for templates
+        message = (exc.message or "").replace("template", "expression")  # Jinja words it for templates
         raise ExpressionError(f"syntax error in '{text}': {message}") from None
     if not parser.stream.eos:
         extra = describe_token(parser.stream.current)
@@ -187,7 +187,7 @@ def _literal(node: nodes.Node) -> str | None:
     if isinstance(node, nodes.Const):
         return _const_text(node.value)
     if isinstance(node, (nodes.Neg, nodes.Pos)) and _is_number(node.node):
-        return f"{node.operator}{_const_text(node.node.value)}"
+        return f"{node.operator}{_const_text(cast(nodes.Const, node.node).value)}"
     return None
 
 
@@ -215,6 +215,7 @@ def _reference_text(node: nodes.Node) -> str:
         return _safe_name(node.name)
     if isinstance(node, nodes.Getattr):
         return f"{_reference_base(node.node)}.{_safe_name(node.attr)}"
+    assert isinstance(node, nodes.Getitem)  # a reference chain is names, attributes and subscripts
     key = _constant_key(node.arg)
     if key is None:
         raise ExpressionError(f"subscripts must be constant, like [0] or ['key'], not {_describe(node.arg)}")
@@ -438,11 +439,11 @@ def _scan_chain(node: nodes.Node, bound: frozenset[str], found: _Found) -> None:
     keys: list[str | int] = []
     while isinstance(node, (nodes.Getattr, nodes.Getitem)):
         key = node.attr if isinstance(node, nodes.Getattr) else _constant_key(node.arg)
-        if key is None:
+        if key is not None:
+            keys.append(key)
+        elif isinstance(node, nodes.Getitem):
             _scan(node.arg, bound, found)
             keys.clear()  # the path stops before the first part that is not a constant
-        else:
-            keys.append(key)
         node = node.node
     if not isinstance(node, nodes.Name):
         _scan(node, bound, found)

@@ -326,12 +326,12 @@ def _walk(node: NodeBase):
         yield from _walk(child)
 
 
-def children_of(node: NodeBase) -> list[NodeBase]:
+def children_of(node: NodeBase) -> list[Any]:
     """The nodes directly under `node`, its fallback included."""
     return _own_children(node) + ([node.fallback] if node.fallback else [])
 
 
-def _own_children(node: NodeBase) -> list[NodeBase]:
+def _own_children(node: NodeBase) -> list[Any]:
     if isinstance(node, (Sequence, Parallel, Selector)):
         return list(node.children)
     if isinstance(node, Switch):

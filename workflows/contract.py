@@ -71,10 +71,20 @@ class BudgetInput(BaseModel):
 
 
 TaskStatus = Literal["pending", "running", "waiting", "completed", "failed", "skipped", "cancelled"]
+# `terminated` is set by the client for a run ended from outside (Temporal's Terminate), never by the run.
 RunStatus = Literal[
-    "pending", "running", "waiting", "retrying", "completed", "failed", "cancelled", "timeout", "compensated"
+    "terminated",
+    "pending",
+    "running",
+    "waiting",
+    "retrying",
+    "completed",
+    "failed",
+    "cancelled",
+    "timeout",
+    "compensated",
 ]
-TERMINAL = frozenset({"completed", "failed", "cancelled", "timeout", "compensated"})
+TERMINAL = frozenset({"completed", "failed", "cancelled", "timeout", "compensated", "terminated"})
 # The status lifecycle of seed 001; a terminal status only moves on to a rollback's outcome.
 MOVES: dict[str, frozenset[str]] = {
     "pending": frozenset({"running", "cancelled", "failed"}),
@@ -82,6 +92,7 @@ MOVES: dict[str, frozenset[str]] = {
     "waiting": frozenset({"running", "retrying", "failed", "cancelled", "timeout"}),
     "retrying": frozenset({"running", "waiting", "failed", "cancelled", "timeout"}),
     "failed": frozenset({"compensated"}),
+    "terminated": frozenset(),
     "completed": frozenset(),
     "cancelled": frozenset(),
     "timeout": frozenset(),
@@ -149,7 +160,7 @@ class CompensationEntry(BaseModel):
 
     action_id: str
     compensation_action: dict[str, Any]  # {type: agent | provider, payload: {...}}
-    undo: Any = Field(None, exclude=True, repr=False)
+    undo: Any = Field(default=None, exclude=True, repr=False)
 
 
 class CompensationResult(BaseModel):
