@@ -28,11 +28,12 @@ from client.graph import (
 from client.start import load_run
 from spec import expressions, ir
 from spec.check import agent_ids, check
+from spec.drivers import agent_type
 from spec.load import load
 from spec.render import render, to_text
+from spec.scope import template_values
 from workflows import prompt
 from workflows.budgets import limits_text
-from workflows.leaves import agent_type
 
 PREVIEW_LINES = 6  # of each prompt and agent input a dry run shows
 INPUT_LINES = 20  # of each run input
@@ -433,20 +434,16 @@ class _DryRun(_Describer):
         self.default_uri, self.uris = agents
         steps = [n for n in plan.walk() if n.step]
         shown = {n.id: _Shown(f"<output of {n.id}>") for n in steps}
-        # What templates see at run time (workflows.leaves): built-ins, params bare and as `inputs`,
-        # stored names, then the steps.
-        self.context = {
-            "agent_type": agent_type(self.default_uri),
-            "skip_permissions": False,
-            "workdir": plan.spec_dir,
-            "run_id": "<run id>",
-            "iteration": 1,
-            **values,
-            "inputs": values,
-            **{n.store_as: shown[n.id] for n in steps if n.store_as},
-            "steps": {sid: {"output": s, "outputs": s} for sid, s in shown.items()},
-            "human": {g.id: _Shown(f"<answer to {g.id}>") for g in plan.gates()},
-        }
+        # What templates see at run time, with placeholders for what only a run has.
+        self.context = template_values(
+            workdir=plan.spec_dir,
+            run_id="<run id>",
+            agent_type=agent_type(self.default_uri),
+            params=values,
+            memory={n.store_as: shown[n.id] for n in steps if n.store_as},
+            steps={sid: {"output": s, "outputs": s} for sid, s in shown.items()},
+            human={g.id: _Shown(f"<answer to {g.id}>") for g in plan.gates()},
+        )
         self.done: list[str] = []  # top-level steps before the current one, for "all prior context"
         self.problems: list[str] = []
 
@@ -527,14 +524,9 @@ class _DryRun(_Describer):
         return lines + ([f"{more}{waits(node)}"] if node.timeout_s else [])
 
     def _input(self, node: ir.Task, context: dict[str, Any]) -> Any:
-        """The value the step gets, as workflows.leaves works it out."""
-        if node.input is None:
-            return context.get("input")
-        if node.input == ir.ALL_PRIOR:
-            return _Shown(f"<outputs of {', '.join(self.done)}>" if self.done else "<no earlier outputs>")
-        if expressions.is_reference(node.input):
-            return expressions.resolve(node.input, context)
-        return render(node.input, context)
+        """The value the step gets, read as the engine reads it."""
+        all_prior = _Shown(f"<outputs of {', '.join(self.done)}>" if self.done else "<no earlier outputs>")
+        return expressions.step_input(node.input, context, all_prior)
 
     def _fill(self, template: str, scope: dict[str, Any]) -> str:
         try:
