@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from client.views.base import View
+from client.views.evaluate import EvaluateView
 from client.views.human import HumanView
 from client.views.loop import LoopView
 from client.views.map import MapView
@@ -31,6 +32,7 @@ VIEWS: dict[str, View[Any]] = {
     "loop": LoopView(),
     "map": MapView(),
     "human": HumanView(),
+    "evaluate": EvaluateView(),
 }
 
 

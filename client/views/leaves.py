@@ -1,4 +1,4 @@
-"""What the kinds that do one piece of work (task, provider, human) share: a line with its
+"""What the kinds that do one piece of work (task, provider, human, evaluate) share: a line with its
 details under it, and one box in the graph."""
 
 from __future__ import annotations
