@@ -21,7 +21,9 @@ CONFIG_NAME = "agentrun.yaml"
 _PER_AGENT = re.compile(r"^([A-Za-z_][\w.-]*)=(.+)$")
 
 
-def resolve(flags: list[str], spec_dir: str, needed: set[str] | frozenset[str] = frozenset()) -> tuple[str, dict[str, str]]:
+def resolve(
+    flags: list[str], spec_dir: str, needed: set[str] | frozenset[str] = frozenset()
+) -> tuple[str, dict[str, str]]:
     """(default URI, per-agent URIs). `--agent URI` sets the default, `--agent ID=URI` one agent.
 
     No default is needed when every agent id in `needed` has its own URI.

@@ -1,117 +1,34 @@
 """A Plan's execution graph as text, drawn in the seed's ASCII style.
 
-The drawing is built from blocks. Each block has an anchor row where arrows come in and go out;
-a chain joins blocks on their anchor rows, and a fan stacks blocks between `/-->`, `+-->`, `\\-->`
-junctions. A step that holds several agents (parallel, conditional, loop, map) labels them with
-letters after the step's number (2a, 2b, 2c), so the graph and the step listings agree.
+Each step is a figure of blocks (`client.blocks`) that its kind's view draws (`client.views`); the
+steps are chained left to right and wrapped into rows. A step that holds several agents (parallel,
+conditional, loop, map) labels them with letters after the step's number (2a, 2b, 2c), so the
+graph and the step listings agree.
 """
 
 from __future__ import annotations
 
-import itertools
-import re
-import string
-from dataclasses import dataclass, field, replace
-
-from rich.cells import cell_len
-
+from client.blocks import Block, chain, rows
+from client.views import view_of
+from client.views.words import marks
 from spec import ir
-from workflows.contract import limits_text
 
 WIDTH = 100  # past this a chain goes on in a new row, so figures stay whole in a terminal
-
-# How two neighbours meet, by the right edge of the first and the left edge of the second.
-# "box" ends or starts with a box, "joint" starts with a junction, "wire" ends in a line that
-# still needs its arrowhead.
-_LINKS = {("box", "box"): " --> ", ("box", "joint"): " -", ("wire", "box"): "--> ", ("wire", "joint"): "--"}
-
-
-@dataclass(frozen=True)
-class Block:
-    lines: tuple[str, ...]
-    row: int = 0  # the anchor row
-    left: str = "box"  # or "joint"
-    right: str = "box"  # or "wire", or "end" when nothing may follow
-
-    @property
-    def width(self) -> int:
-        return max(cell_len(line) for line in self.lines)
-
-
-_CONTINUED = Block(("",), right="wire")  # opens a row that goes on from the previous one
-_GOES_ON = Block(("",))  # closes a row whose chain goes on below
 
 
 def draw(plan: ir.Plan, width: int = WIDTH) -> str:
     """The execution graph: pipeline steps as figures, any other plan as a chain of its tasks."""
-    drawer = _Drawer(plan.agents, scopes(plan))
+    drawer = Drawer(plan.agents, scopes(plan))
     steps = top_steps(plan)
     blocks = [drawer.block(node, str(i + 1), follows=i < len(steps) - 1) for i, node in enumerate(steps)]
-    return "\n".join(_rows(blocks, width)) if blocks else "(no steps)"
+    return "\n".join(rows(blocks, width)) if blocks else "(no steps)"
 
 
-def top_steps(plan: ir.Plan) -> list[ir.NodeBase]:
+def top_steps(plan: ir.Plan) -> list[ir.Node]:
     """What the graph numbers 1, 2, 3: a pipeline's steps in execution order, else the plan's tasks."""
     if plan.dialect == "pipeline" and isinstance(plan.root, ir.Sequence):
         return list(plan.root.children)
     return list(plan.leaves())
-
-
-def sub_tag(tag: str, index: int) -> str:
-    """The label of a step's index-th agent: 2 -> 2a, 2b; one level deeper 2a -> 2a1, 2a2."""
-    if tag[-1].isdigit():
-        return tag + (string.ascii_lowercase[index] if index < 26 else f"_{index + 1}")
-    return f"{tag}{index + 1}"
-
-
-def bare(text: str) -> str:
-    """A condition or reference without its {{ }}: what a reader needs in a figure."""
-    return re.sub(r"\{\{\s*(.*?)\s*\}\}", r"\1", text).strip()
-
-
-def switch_branches(node: ir.Switch) -> list[tuple[ir.NodeBase | None, str]]:
-    """Every branch of a conditional with the condition that takes it, a chain of conditionals
-    in their `false` branches (hot / warm / cold) read as one choice."""
-    branches: list[tuple[ir.NodeBase | None, str]] = []
-    current = node
-    while True:
-        for case in current.cases:
-            branches.append((case.node, ("else if " if branches else "") + bare(case.when)))
-        if not isinstance(current.default, ir.Switch):
-            branches.append((current.default, "else"))
-            return branches
-        current = current.default
-
-
-def agent_name(node: ir.NodeBase, agents: dict[str, ir.AgentInfo]) -> str:
-    """A pipeline agent's declared name, else the node's title or id."""
-    agent = agents.get(getattr(node, "agent", ""))
-    return (agent.name if agent else "") or node.label
-
-
-def first_line(text: str) -> str:
-    return (text.strip().splitlines() or [""])[0]
-
-
-def undo_who(comp: ir.NodeBase, agents: dict[str, ir.AgentInfo]) -> str:
-    """Who runs a compensation: a provider call, or an agent by its declared name and id."""
-    if isinstance(comp, ir.Provider):
-        return f"provider {comp.call.provider}.{comp.call.method}"
-    agent = agents.get(getattr(comp, "agent", ""))
-    name = agent.name if agent else ""
-    return f"{name} ({comp.agent})" if name else comp.agent
-
-
-def marks(node: ir.NodeBase, agents: dict[str, ir.AgentInfo]) -> list[str]:
-    """What guards, undoes and limits a node, in a few words each."""
-    found = []
-    if node.gate is not None:
-        found.append("needs approval" if node.gate.approval else f"asks a person first: {node.gate.id}")
-    if node.compensation is not None:
-        found.append("undo: " + undo_who(node.compensation, agents))
-    if node.budget is not None:
-        found.append("budget " + limits_text(node.budget))
-    return found
 
 
 def scopes(plan: ir.Plan) -> dict[str, list[ir.Sequence]]:
@@ -135,232 +52,26 @@ def is_empty(node: ir.NodeBase | None) -> bool:
     return node is None or (isinstance(node, ir.Sequence) and not node.children)
 
 
-class _Drawer:
+class Drawer:
+    """The walk of the graph: each step's figure from its kind's view, with the notes every kind has."""
+
     def __init__(self, agents: dict[str, ir.AgentInfo], groups: dict[str, list[ir.Sequence]]):
         self.agents, self.groups = agents, groups
 
-    def block(self, node: ir.NodeBase | None, tag: str, follows: bool) -> Block:
-        if is_empty(node):
+    def block(self, node: ir.Node | None, tag: str, follows: bool) -> Block:
+        """The figure of a step numbered `tag`; `follows` when a later step joins on after it."""
+        if node is None or is_empty(node):
             return Block(("nothing runs",))
-        shape = self._shape(node, tag, follows)
+        view = view_of(node)
+        shape = view.draw(node, tag, follows, self)
         notes = [f"{group.label}: " + "; ".join(marks(group, self.agents)) for group in self.groups.get(node.id, [])]
-        if node.kind not in _BOXED and marks(node, self.agents):
+        if not view.boxed and marks(node, self.agents):
             notes.append("; ".join(marks(node, self.agents)))  # a figure has no box to write them in
-        return _chain([Block((f"({note})",)) for note in notes] + [shape])
+        return chain([Block((f"({note})",)) for note in notes] + [shape])
 
-    def _shape(self, node: ir.NodeBase, tag: str, follows: bool) -> Block:
-        if isinstance(node, ir.Parallel):
-            kids = [(self.block(c, sub_tag(tag, i), follows), "") for i, c in enumerate(node.children)]
-            return _fan(kids, closed=follows)
-        if isinstance(node, ir.Selector):
-            kids = [
-                (self.block(c, sub_tag(tag, i), follows), "(first try)" if i == 0 else "(if the above fails)")
-                for i, c in enumerate(node.children)
-            ]
-            return _fan(kids, closed=follows)
-        if isinstance(node, ir.Switch):
-            kids = [
-                (self.block(n, sub_tag(tag, i), follows), f"({cond})")
-                for i, (n, cond) in enumerate(switch_branches(node))
-            ]
-            return _fan(kids, closed=follows)
-        if isinstance(node, ir.Loop):
-            return self._loop(node, tag, follows)
-        if isinstance(node, ir.Map):
-            return self._map(node, tag, follows)
-        if isinstance(node, ir.Sequence):
-            return _chain([self.block(c, sub_tag(tag, i), True) for i, c in enumerate(node.children)])
-        return self._leaf(node, tag, follows)
-
-    def box(self, node: ir.NodeBase, tag: str, suffix: str = "") -> str:
-        if node.kind in _BOXED and marks(node, self.agents):
+    def box(self, node: ir.Node, tag: str, suffix: str = "") -> str:
+        """One box standing for a node, numbered `tag`, with its marks when its kind is drawn boxed."""
+        view = view_of(node)
+        if view.boxed and marks(node, self.agents):
             suffix += " (" + "; ".join(marks(node, self.agents)) + ")"
-        human = "human: " if isinstance(node, ir.Human) else ""
-        return f"[{tag}. {human}{agent_name(node, self.agents)}{suffix}]"
-
-    def _leaf(self, node: ir.NodeBase, tag: str, follows: bool) -> Block:
-        box = self.box(node, tag)
-        if node.fallback is None:
-            return Block((box,))
-        # The seed's pipeline-with-fallback figure: the backup hangs under the agent it stands in
-        # for, and rejoins the line to the next step when there is one.
-        backup = " \\--failure--> " + self.box(node.fallback, tag + "'")
-        if not follows:
-            return Block((box, backup))
-        edge = max(cell_len(box), cell_len(backup)) + 3
-        return Block(
-            (
-                box + " " + "-" * (edge - cell_len(box) - 1) + "+",
-                backup + " " + "-" * (edge - cell_len(backup) - 1) + "/",
-            ),
-            right="wire",
-        )
-
-    def _loop(self, node: ir.Loop, tag: str, follows: bool) -> Block:
-        body = self.box(node.body, sub_tag(tag, 0))
-        if node.validator is not None:
-            judge = self.box(node.validator, sub_tag(tag, 1))
-        else:
-            judge = f"(until {bare(node.until)})" if node.until else "(until it passes)"
-        head = f"{body} --> {judge} --PASS" + ("" if follows else "--> done")
-        back = cell_len(body) // 2  # the column of ^, under the producing agent
-        fail = cell_len(body) + 5 + cell_len(judge) // 2  # the column of |, under the checker
-        span = fail - back - 1
-        label = " feedback " if span >= 12 else ""
-        dashes = span - len(label)
-        fail_at = max(fail - 2, back + 2)
-        lines = (
-            head,
-            " " * back + "^" + " " * span + "|",
-            " " * back + "|" + " " * (fail_at - back - 1) + "FAIL",
-            " " * back + "\\" + "-" * (dashes // 2) + label + "-" * (dashes - dashes // 2) + "/",
-            " " * back + f"(max {node.max_iterations} iterations)",
-        )
-        return Block(lines, right="wire" if follows else "end")
-
-    def _map(self, node: ir.Map, tag: str, follows: bool) -> Block:
-        reduce = node.reduce
-        head = "+--> " + self.box(node.body, sub_tag(tag, 0) if reduce else tag, " × N")
-        right = "end"
-        if reduce is not None or follows:
-            head, right = head + " --+", "wire"
-        if reduce is not None:
-            head, right = head + "--> " + self.box(reduce, sub_tag(tag, 1)), "box"
-        return Block((head, f"     (each of {bare(node.over)})"), left="joint", right=right)
-
-
-# Nodes drawn as one box, whose marks go inside it.
-_BOXED = frozenset({"task", "provider", "human"})
-
-
-@dataclass
-class _Stack:
-    """A fan's branches one under another, before its sides are drawn."""
-
-    lines: list[str] = field(default_factory=list)
-    anchors: list[int] = field(default_factory=list)  # each branch's anchor row
-    joints: set[int] = field(default_factory=set)  # anchor rows starting with a junction: no arrowhead
-    wires: set[int] = field(default_factory=set)  # anchor rows ending in a wire, which the fan-in continues
-    entry: int = -1  # the row the fan is entered and left by
-
-
-def _stack(branches: list[tuple[Block, str]]) -> _Stack:
-    stack = _Stack()
-    for i, (block, note) in enumerate(branches):
-        if len(branches) % 2 == 0 and i == len(branches) // 2:
-            stack.entry = len(stack.lines)  # an even fan enters between its middle branches, as in the seed
-            stack.lines.append("")
-        rows = list(block.lines)
-        anchor = len(stack.lines) + block.row
-        if note and block.right == "box":
-            rows[block.row] += " " + note  # the seed's place: after the agent the branch runs
-        elif note:  # after a figure it would read as part of it, so it goes in front
-            lead = note + (" -" if block.left == "joint" else " ")
-            rows = [(lead if n == block.row else " " * cell_len(lead)) + row for n, row in enumerate(rows)]
-        elif block.left == "joint":
-            stack.joints.add(anchor)
-        if block.right == "wire":
-            stack.wires.add(anchor)
-        stack.anchors.append(anchor)
-        stack.lines += rows
-    if stack.entry < 0:
-        stack.entry = stack.anchors[len(stack.anchors) // 2]
-    return stack
-
-
-def _fan(branches: list[tuple[Block, str]], closed: bool) -> Block:
-    """Branches between a fan-out and, when something follows, a fan-in."""
-    stack = _stack(branches)
-    inner = max(cell_len(line) for line in stack.lines)
-    out = []
-    for at, line in enumerate(stack.lines):
-        mark = _mark(stack, at, "/", "\\")
-        close = _mark(stack, at, "\\", "/")
-        if at in stack.anchors:
-            text = mark + ("----" if at in stack.joints else "--> ") + line
-            if closed:  # the branch runs on to the fan-in: `/--> [2a. X] -----\`
-                text += ("-" if at in stack.wires else " ") + "-" * (inner - cell_len(line) + 2) + close
-        else:
-            text = mark + "    " + line
-            if closed and mark != " ":
-                text = _pad(text, inner + 8) + close
-        out.append(text.rstrip())
-    return Block(tuple(out), stack.entry, left="joint", right="wire" if closed else "end")
-
-
-def _mark(stack: _Stack, at: int, top: str, bottom: str) -> str:
-    """The junction character on a side of a fan at row `at`."""
-    anchors = stack.anchors
-    if at == stack.entry:
-        return "+" if at in anchors else "|"
-    if at == anchors[0]:
-        return top
-    if at == anchors[-1]:
-        return bottom
-    if at in anchors:
-        return "+"
-    return "|" if anchors[0] < at < anchors[-1] else " "
-
-
-def _chain(blocks: list[Block]) -> Block:
-    result = blocks[0]
-    for block in blocks[1:]:
-        result = _join(result, block)
-    return result
-
-
-def _rows(blocks: list[Block], width: int) -> list[str]:
-    """The chain of blocks, wrapped before any block that would pass `width`."""
-    rows: list[Block] = []
-    current = blocks[0]
-    for block in blocks[1:]:
-        joined = _join(current, block)
-        if joined.width <= width:
-            current = joined
-            continue
-        rows.append(_join(current, _GOES_ON))
-        current = _join(_CONTINUED, block)
-    rows.append(current)
-    lines = list(rows[0].lines)
-    for before, row in itertools.pairwise(rows):
-        # a blank line keeps a figure's lower rows apart from the row that goes on below it
-        lines += ([""] if len(before.lines) > 1 else []) + list(row.lines)
-    return lines
-
-
-def _join(a: Block, b: Block) -> Block:
-    """`a` then `b`, anchor rows level. Rows of `a` that `b` does not reach may run on under it,
-    so a note under a figure does not push everything after it to the right."""
-    top = max(a.row, b.row)
-    a_at, b_at = top - a.row, top - b.row
-    beside = range(b_at, b_at + len(b.lines))
-    edge = max(cell_len(_line(a, i - a_at)) for i in beside)
-    a = _reach_edge(a, edge)
-    link = _LINKS[(a.right, b.left)]
-    lines = []
-    for i in range(max(a_at + len(a.lines), b_at + len(b.lines))):
-        if i not in beside:
-            lines.append(_line(a, i - a_at))
-            continue
-        middle = link if i == top else " " * len(link)
-        lines.append((_pad(_line(a, i - a_at), edge) + middle + _line(b, i - b_at)).rstrip())
-    return Block(tuple(lines), top, a.left, b.right)
-
-
-def _reach_edge(block: Block, edge: int) -> Block:
-    """Run the anchor row out to `edge`, so the next arrow starts there."""
-    anchor = block.lines[block.row]
-    gap = edge - cell_len(anchor)
-    if gap <= 0:
-        return block
-    anchor += (" " + "-" * gap) if block.right == "box" else "-" * gap
-    lines = block.lines[: block.row] + (anchor,) + block.lines[block.row + 1 :]
-    return replace(block, lines=lines, right="wire")
-
-
-def _line(block: Block, index: int) -> str:
-    return block.lines[index] if 0 <= index < len(block.lines) else ""
-
-
-def _pad(text: str, width: int) -> str:
-    return text + " " * (width - cell_len(text))
+        return f"[{tag}. {view.box_text(node, self.agents)}{suffix}]"

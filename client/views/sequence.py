@@ -1,0 +1,25 @@
+"""Steps one after another: a chain in the graph."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from client.blocks import Block, chain
+from client.views.base import Entry, Scope, View
+from client.views.words import sub_tag
+from spec import ir
+
+if TYPE_CHECKING:
+    from client.explain import Describer, DryRun
+    from client.graph import Drawer
+
+
+class SequenceView(View[ir.Sequence]):
+    def describe(self, node: ir.Sequence, at: Entry, gets: str, inspect: Describer) -> list[str]:
+        return [at.head + "in order:"] + inspect.substeps(at, node.children, gets)
+
+    def dry_run(self, node: ir.Sequence, at: Entry, scope: Scope, dry: DryRun) -> list[str]:
+        return [at.head + "in order"] + dry.substeps(at, node.children, scope)
+
+    def draw(self, node: ir.Sequence, tag: str, follows: bool, drawer: Drawer) -> Block:
+        return chain([drawer.block(child, sub_tag(tag, i), True) for i, child in enumerate(node.children)])

@@ -1,0 +1,100 @@
+"""An agent prompt: who runs it, what it gets, what its output must satisfy; in a dry run, its prompt."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from jinja2 import TemplateError
+
+from client.views.base import Agents, Entry, Scope
+from client.views.leaves import LeafView
+from client.views.words import agent_name, kept, labelled, policy_text, preview, stored
+from spec import expressions, ir
+from spec.render import to_text
+from workflows.protocols import PROTOCOLS
+
+if TYPE_CHECKING:
+    from client.explain import Describer, DryRun
+
+
+class TaskView(LeafView[ir.Task]):
+    def describe(self, node: ir.Task, at: Entry, gets: str, inspect: Describer) -> list[str]:
+        return self.with_details(node, at, self._runs(node, gets, inspect.agents), inspect.who)
+
+    def _runs(self, node: ir.Task, gets: str, agents: Agents) -> str:
+        if node.protocol != "plain":
+            return self.who(node, agents)
+        text = f"{self.who(node, agents)} gets {_gets(node, gets)}"
+        if node.output_key:
+            text += f"; output as outputs.{node.output_key}"
+        if node.step:
+            text = "sequential: " + text + stored(node, node.output_format)
+        return text
+
+    def dry_run(self, node: ir.Task, at: Entry, scope: Scope, dry: DryRun) -> list[str]:
+        more = at.indent
+        uri = dry.uris.get(node.agent, dry.default_uri)
+        lines = [at.head + f"{self.who(node, dry.agents)} via {uri}"]
+        context = dry.values(scope)
+        try:
+            context["input"] = expressions.step_input(node.input, context, dry.all_prior())
+            text = PROTOCOLS[node.protocol].first_prompt(node, context)
+        except (TemplateError, expressions.ExpressionError, TypeError) as exc:
+            dry.problem(f"{at.tag}: cannot fill in its prompt: {exc}")
+            return lines + [f"{more}cannot fill in its prompt: {exc}"]
+        if node.protocol == "plain":
+            lines += labelled(more, "input: ", "(none)" if context["input"] is None else to_text(context["input"]))
+        lines += preview(more, text)
+        lines.append(f"{more}expected output: {_expected(node)}")
+        lines += [f"{more}  {line}" for line in checks(node)]
+        policy = policy_text(node, dry.who)
+        return lines + ([f"{more}{policy}"] if policy else [])
+
+    def who(self, node: ir.Task, agents: Agents) -> str:
+        return f"{agent_name(node, agents)} ({node.agent})"
+
+    def details(self, node: ir.Task, who: Callable[[ir.Node], str]) -> list[str]:
+        return super().details(node, who) + checks(node)
+
+
+def checks(node: ir.Task) -> list[str]:
+    """What a task's output must satisfy, and how a task tree's task decides it is done."""
+    lines = ["schema: " + _compact(node.output_schema)] if node.output_schema else []
+    lines += [f"rule: {rule}" for rule in node.rules]
+    if node.loop_until:
+        limit = node.loop_until.max_iterations
+        lines.append(
+            f"repeats until the agent reports {node.loop_until.status}"
+            + (f", at most {limit} iterations" if limit else "")
+        )
+    if node.criteria:
+        kind = "python" if node.criteria.python else f"script {node.criteria.script}"
+        retries = node.criteria.max_retries
+        lines.append(f"success check: {kind}, up to {retries} {'retry' if retries == 1 else 'retries'}")
+    return lines
+
+
+def _gets(node: ir.Task, otherwise: str) -> str:
+    if node.input is None:
+        return otherwise
+    if node.input == ir.ALL_PRIOR:
+        return "all prior context (every earlier step's output)"
+    return node.input
+
+
+def _expected(node: ir.Task) -> str:
+    if node.protocol == "status":
+        return "a reply ending with its COMPLETION_STATUS"
+    parts = [node.output_format]
+    if node.output_key:
+        parts.append(f"as outputs.{node.output_key}")
+    if node.step:
+        parts.append(kept(node))
+    return ", ".join(parts)
+
+
+def _compact(value: Any, limit: int = 200) -> str:
+    text = json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+    return text if len(text) <= limit else text[: limit - 1] + "…"
