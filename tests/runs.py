@@ -70,7 +70,7 @@ def approval(gid: str, **extra: Any) -> ir.Human:
     return ir.Human(id=gid, prompt=f"Approve {gid}?", approval=True, choices=[ir.APPROVE, ir.REJECT], **extra)
 
 
-def plan(*steps: ir.NodeBase, **extra: Any) -> ir.Plan:
+def plan(*steps: ir.Node, **extra: Any) -> ir.Plan:
     return ir.Plan(
         name="h",
         dialect="pipeline",

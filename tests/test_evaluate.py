@@ -24,7 +24,7 @@ def check(**extra) -> ir.Evaluate:
 AFTER = ir.Task(id="after", agent="command:sh -c 'cat; echo done'", prompt="carry on", protocol="plain", step=True)
 
 
-async def _run(client, tmp_path, *children: ir.NodeBase):
+async def _run(client, tmp_path, *children: ir.Node):
     root = ir.Sequence(id="workflow:e", children=list(children))
     plan = ir.Plan(name="e", dialect="test", source=str(tmp_path / "e"), spec_dir=str(tmp_path), root=root)
     # Each task names its own agent as a URI; the plan's agent ids are those URIs.

@@ -27,6 +27,7 @@ from workflows.contract import (
     Gate,
     ModelUsage,
     RunState,
+    RunStatus,
     TaintMark,
     TaskState,
 )
@@ -38,7 +39,7 @@ T1 = datetime(2026, 11, 21, 9, 41, 5, tzinfo=UTC)
 # ---- the report, from a state built by hand --------------------------------------------------------
 
 
-def _state(status: str, **fields) -> RunState:
+def _state(status: RunStatus, **fields) -> RunState:
     tasks = {
         "build": TaskState(id="build", agent="coder", status="completed", attempts=1, duration_s=2.0),
         "deploy": TaskState(id="deploy", agent="coder", status="failed", attempts=1, duration_s=1.0, error="it broke"),

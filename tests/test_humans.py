@@ -17,7 +17,7 @@ from tests.conftest import TEST_QUEUE, run_id, sigkill, start_worker, until, wri
 from tests.fakes.openai_server import FakeOpenAI
 from tests.runs import answer, approval, finish, open_gate, plan, run_spec, state_of, task
 from workflows import contract
-from workflows.contract import InvalidTransition, RunInput, RunState
+from workflows.contract import InvalidTransition, RunInput, RunState, RunStatus
 
 pytestmark = pytest.mark.usefixtures("worker")
 
@@ -274,7 +274,12 @@ def test_status_moves_only_along_the_lifecycle():
     state.move("running")
     state.move("failed")
     state.move("compensated")
-    for start_at, bad in (("completed", "running"), ("pending", "waiting"), ("cancelled", "completed")):
+    moves: list[tuple[RunStatus, RunStatus]] = [
+        ("completed", "running"),
+        ("pending", "waiting"),
+        ("cancelled", "completed"),
+    ]
+    for start_at, bad in moves:
         with pytest.raises(InvalidTransition, match=f"from {start_at} to {bad}"):
             RunState(status=start_at).move(bad)
 

@@ -16,7 +16,7 @@ SLOW = "command:sh -c 'cat >/dev/null; sleep 30; echo COMPLETION_STATUS: COMPLET
 FAIL = "command:sh -c 'cat >/dev/null; echo boom >&2; exit 1'"
 
 
-async def _run(client, tmp_path, root: ir.NodeBase, agents: dict[str, str]):
+async def _run(client, tmp_path, root: ir.Node, agents: dict[str, str]):
     plan = ir.Plan(name="ir", dialect="test", source=str(tmp_path / "ir"), spec_dir=str(tmp_path), root=root)
     inp = RunInput(plan=plan, workdir=str(tmp_path), default_agent=OK, agents=agents, heartbeat_s=5)
     handle = await client.start_workflow("AgentRun", inp, id=run_id("ir"), task_queue=TEST_QUEUE)
