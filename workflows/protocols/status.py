@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from workflows.interpreter import Interpreter
     from workflows.scope import Scope
 
+WORD_BESIDE_STATUS = "loop-word-beside-status"
 _STATUS = re.compile(r"COMPLETION_STATUS:\s*\**\s*([A-Za-z][\w-]*)")
 
 
@@ -44,7 +45,7 @@ class StatusProtocol:
             workflow.set_current_details(f"Running **{node.label}**: attempt {task.attempts}, iteration {iteration}")
             text = prompt(node, engine.values(scope, iteration=iteration), retry_error if iteration == 1 else None)
             reply = await _reply_with_status(engine, node, scope, text)
-            if not node.loop_until or loop_done(reply, node.loop_until.status):
+            if not node.loop_until or _loop_ended(node, reply):
                 return reply
             if iteration >= limit:
                 engine.state.warnings.append(
@@ -93,19 +94,26 @@ def status_of(reply: str) -> str | None:
 
 
 def loop_done(reply: str, status: str) -> bool:
-    """A loop ends on `COMPLETION_STATUS: <status>` or, as the real system does, the bare word.
-
-    An explicit status line is authoritative: "built 1 of 3 … COMPLETION_STATUS: CONTINUE" must not
-    end a loop waiting for BUILT, so the bare word counts only in replies without a status line.
-    """
+    """A loop ends on `COMPLETION_STATUS: <status>`, or, as cyberian does, on the status word
+    anywhere in the reply as a whole word in any case ("NO_MORE_RESEARCH. COMPLETION_STATUS:
+    COMPLETE" ends a loop waiting for NO_MORE_RESEARCH). A reply that says `COMPLETION_STATUS:
+    CONTINUE` goes on whatever its prose names ("built 1 of 3; when all are BUILT …")."""
     explicit = status_of(reply)
-    if explicit is not None:
-        return explicit == status.upper()
+    if explicit == status.upper():
+        return True
+    if explicit == "CONTINUE":
+        return False
     return re.search(rf"(?<![\w-]){re.escape(status)}(?![\w-])", reply, re.IGNORECASE) is not None
 
 
 def _loop_ended(node: ir.Task, reply: str) -> bool:
-    return node.loop_until is not None and loop_done(reply, node.loop_until.status)
+    if node.loop_until is None or not loop_done(reply, node.loop_until.status):
+        return False
+    explicit = status_of(reply)
+    if explicit is None or explicit == node.loop_until.status.upper():
+        return True
+    # The word beside another status line: runs recorded before this rule kept looping here.
+    return workflow.patched(WORD_BESIDE_STATUS)
 
 
 def instruction(task: ir.Task) -> str:
