@@ -22,11 +22,12 @@ _PER_AGENT = re.compile(r"^([A-Za-z_][\w.-]*)=(.+)$")
 
 
 def resolve(
-    flags: list[str], spec_dir: str, needed: set[str] | frozenset[str] = frozenset()
+    flags: list[str], spec_dir: str, needed: set[str] | frozenset[str] = frozenset(), required: bool = True
 ) -> tuple[str, dict[str, str]]:
     """(default URI, per-agent URIs). `--agent URI` sets the default, `--agent ID=URI` one agent.
 
-    No default is needed when every agent id in `needed` has its own URI.
+    No default is needed when every agent id in `needed` has its own URI, nor when not `required`
+    (a dry run calls no agent): then the default is "".
     """
     per_agent = _config(spec_dir)
     default = per_agent.pop("default", None) or os.environ.get("AGENTRUN_AGENT")
@@ -41,7 +42,7 @@ def resolve(
             _check_uri(uri)
     if default is None:
         default = per_agent.get("default")
-    if default is None and needed and needed <= set(per_agent):
+    if default is None and (not required or (needed and needed <= set(per_agent))):
         default = ""
     if default is None:
         unset = sorted(needed - set(per_agent))

@@ -41,8 +41,9 @@ def inspect_command(path: str, console: Console) -> int:
 
 
 def dry_run_command(args: argparse.Namespace, console: Console) -> int:
-    """What `start` would run with these -p and --agent flags; SpecError as `start` raises it."""
-    plan, values, default, per_agent = load_run(args)
+    """What `start` would run with these -p and --agent flags; SpecError as `start` raises it, but
+    with no agent configured it shows which agents are not, instead of refusing."""
+    plan, values, default, per_agent = load_run(args, agents_required=False)
     _print(console, dry_run_text(plan, values, (default, per_agent)))
     return 0
 

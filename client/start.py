@@ -38,13 +38,14 @@ class Loaded(NamedTuple):
     agents: dict[str, str]
 
 
-def load_run(args: argparse.Namespace) -> Loaded:
-    """The spec, its inputs and its agents from `start`/`dry-run` arguments. Raises SpecError."""
+def load_run(args: argparse.Namespace, agents_required: bool = True) -> Loaded:
+    """The spec, its inputs and its agents from `start`/`dry-run` arguments. Raises SpecError.
+    Without `agents_required` (a dry run), agents nothing configures have the URI "" ."""
     given = dict(cli_params(args.param))
     plan = load(args.spec, given_params=given)
     check(plan)
     values = params.bind(plan, ask_missing(plan, given))
-    return Loaded(plan, values, *agents.resolve(args.agent, plan.spec_dir, agent_ids(plan)))
+    return Loaded(plan, values, *agents.resolve(args.agent, plan.spec_dir, agent_ids(plan), agents_required))
 
 
 def prepare(args: argparse.Namespace) -> RunInput:

@@ -561,6 +561,13 @@ def test_undefined_reference_exits_2_with_its_line(tmp_path):
         assert "did you mean 'first'?" in result.stderr and "Traceback" not in result.stderr
 
 
-def test_dry_run_without_an_agent_exits_2_as_start_does():
+def test_dry_run_needs_no_agent_and_names_the_ones_not_configured():
+    """A dry run deploys no agent, so it runs with none configured (start still refuses)."""
     result = run_cli("dry-run", LEAD_SCORING, "-p", "lead_data={}", "-p", "icp_criteria={}")
-    assert result.returncode == 2 and "no agent is configured for this run" in result.stderr
+    assert result.returncode == 0, result.stderr
+    assert "Firmographic Scorer (firmographic_scorer) via (not configured: pass --agent ID=URI)" in result.stdout
+    problems = result.stdout.split("Problems a run would meet\n")[1]
+    assert "  agent 'aggregator' has no URI: pass --agent aggregator=URI\n" in problems
+    assert result.stdout.rstrip().endswith("No agent was called.")
+    started = run_cli("start", LEAD_SCORING, "-p", "lead_data={}", "-p", "icp_criteria={}")
+    assert started.returncode == 2 and "no agent is configured for this run" in started.stderr

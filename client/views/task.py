@@ -15,6 +15,8 @@ from spec import expressions, ir
 from spec.render import to_text
 from workflows.protocols import PROTOCOLS
 
+NOT_CONFIGURED = "(not configured: pass --agent ID=URI)"
+
 if TYPE_CHECKING:
     from client.explain import Describer, DryRun
 
@@ -35,7 +37,7 @@ class TaskView(LeafView[ir.Task]):
 
     def dry_run(self, node: ir.Task, at: Entry, scope: Scope, dry: DryRun) -> list[str]:
         more = at.indent
-        uri = dry.uris.get(node.agent, dry.default_uri)
+        uri = dry.uris.get(node.agent, dry.default_uri) or NOT_CONFIGURED
         lines = [at.head + f"{self.who(node, dry.agents)} via {uri}"]
         context = dry.values(scope)
         try:
