@@ -1,10 +1,13 @@
-"""The check_preconditions activity: copy sync targets in, then check that required files exist."""
+"""The check_preconditions activity: copy sync targets in, then check that required paths exist.
+
+As in cyberian, a glob counts files and folders alike, and a sync target missing from the spec's
+folder is skipped with a warning rather than failing the task.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import glob
-import os
 import shutil
 from pathlib import Path
 
@@ -24,26 +27,30 @@ async def check_preconditions(call: PreconditionCall) -> CheckResult:
 
 
 def _check(call: PreconditionCall) -> CheckResult:
+    warnings = []
     try:
         for target in call.sync_targets:
-            _sync(Path(call.spec_dir), Path(call.workdir), target)
+            missing = _sync(Path(call.spec_dir), Path(call.workdir), target)
+            if missing:
+                warnings.append(missing)
     except _Failed as e:
-        return CheckResult(ok=False, error=str(e))
+        return CheckResult(ok=False, error=str(e), warnings=warnings)
     short = _shortfalls(call.workdir, call.files_exist, call.min_count)
     if short:
-        return CheckResult(ok=False, error="files_exist not satisfied: " + "; ".join(short))
-    return CheckResult(ok=True)
+        return CheckResult(ok=False, error="; ".join(short), warnings=warnings)
+    return CheckResult(ok=True, warnings=warnings)
 
 
-def _sync(spec_dir: Path, workdir: Path, target: str) -> None:
+def _sync(spec_dir: Path, workdir: Path, target: str) -> str | None:
+    """Copy one target into the work directory; a warning when the spec's folder has no such path."""
     rel = Path(target)
     if rel.is_absolute() or ".." in rel.parts:
         raise _Failed(f"sync target {target!r} must be a path inside the spec folder {spec_dir}")
     src, dest = spec_dir / rel, workdir / rel
     if not src.exists():
-        raise _Failed(f"sync target {target!r} not found in the spec folder {spec_dir}")
+        return f"sync target {target!r} not found in the spec folder {spec_dir}; nothing copied"
     if src.resolve() == dest.resolve():
-        return  # the spec folder is the work directory: nothing to copy
+        return None  # the spec folder is the work directory: nothing to copy
     _clear_other_kind(src, dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
     try:
@@ -53,6 +60,7 @@ def _sync(spec_dir: Path, workdir: Path, target: str) -> None:
             shutil.copy2(src, dest)
     except OSError as e:
         raise _Failed(f"cannot copy sync target {target!r} into {workdir}: {e}") from e
+    return None
 
 
 def _clear_other_kind(src: Path, dest: Path) -> None:
@@ -68,12 +76,13 @@ def _shortfalls(workdir: str, patterns: list[str], min_count: int) -> list[str]:
     short = []
     for pattern in patterns:
         found = _count(workdir, pattern)
-        if found < min_count:
+        if found == 0 and min_count > 0:
+            short.append(f"no files match {pattern!r}")
+        elif found < min_count:
             noun = "file" if found == 1 else "files"
             short.append(f"{pattern!r} matched {found} {noun}, need at least {min_count}")
     return short
 
 
 def _count(workdir: str, pattern: str) -> int:
-    matches = glob.glob(pattern, root_dir=workdir, recursive=True)
-    return sum(1 for m in matches if os.path.isfile(os.path.join(workdir, m)))
+    return len(glob.glob(pattern, root_dir=workdir, recursive=True))

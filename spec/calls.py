@@ -62,6 +62,7 @@ class CriteriaCall(BaseModel):
 class CheckResult(BaseModel):
     ok: bool
     error: str = ""
+    warnings: list[str] = []
 
 
 class ProviderCall(BaseModel):

@@ -45,3 +45,24 @@ async def test_a_loop_ends_on_its_status_word_beside_a_complete_status_but_not_b
     assert state.status == "completed"
     assert state.tasks["research"].iterations == 2 and state.tasks["build"].iterations == 2
     assert not any("stopped after" in w for w in state.warnings)
+
+
+async def test_a_provider_calls_output_file_and_params_are_templates_over_the_params(client, tmp_path):
+    spec = write_spec(
+        tmp_path,
+        """
+name: fetch-and-save
+params:
+  topic: {range: string, required: true}
+subtasks:
+  save:
+    provider_call:
+      provider: shell
+      method: run
+      params: {command: "echo notes on {{ topic }}"}
+      output_file: "{{ topic }}-notes.txt"
+""",
+    )
+    state = await run_spec(client, spec, "command:true", params={"topic": "tides"})
+    assert state.status == "completed"
+    assert (tmp_path / "tides-notes.txt").read_text().strip() == "notes on tides"

@@ -56,5 +56,7 @@ async def _preconditions(engine: Interpreter, node: ir.Task | ir.Provider, scope
     result = await activity_calls.perform(
         key, calls.CHECK_PRECONDITIONS, arg, calls.CheckResult, summary=f"{node.label}: preconditions", timeout_s=300
     )
+    for warning in result.warnings:
+        engine.warn(scope, warning)
     if not result.ok:
         raise TaskFailed(key, f"precondition failed: {result.error}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from spec import calls, ir
-from spec.render import render_value
+from spec.render import render, render_value
 from workflows import activity_calls
 from workflows.contract import TaskState
 from workflows.nodes import leaf
@@ -26,13 +26,15 @@ async def execute(engine: Interpreter, node: ir.Provider, scope: Scope) -> str:
 async def _call(engine: Interpreter, node: ir.Provider, scope: Scope, task: TaskState) -> str:
     task.attempts = 1
     key = str(scope.key)
+    values = engine.values(scope)
+    output_file = node.call.output_file
     arg = calls.ProviderCall(
         task_id=key,
         workdir=engine.inp.workdir,
         provider=node.call.provider,
         method=node.call.method,
-        params=render_value(node.call.params, engine.values(scope)),
-        output_file=node.call.output_file,
+        params=render_value(node.call.params, values),
+        output_file=render(output_file, values) if output_file else None,
     )
     result = await activity_calls.perform(
         key,
