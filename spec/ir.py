@@ -120,6 +120,7 @@ class Provider(NodeBase):
 
     kind: Literal["provider"] = "provider"
     call: ProviderSpec
+    criteria: Criteria | None = None  # checked after the call, which runs again while it fails
     preconditions: Preconditions | None = None
 
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from temporalio import workflow
 
 from spec import calls, ir
-from spec.render import to_text
+from spec.render import render_value, to_text
 from workflows import activity_calls, taint
 from workflows.contract import TaskState
 from workflows.failures import TaskFailed
@@ -39,6 +39,54 @@ async def perform(
     engine.state.finish(key, "completed", workflow.now(), output=to_text(output))
     taint.mark_leaf(node, key, engine.state, scope)
     return output
+
+
+async def checked(
+    engine: Interpreter,
+    node: ir.Task | ir.Provider,
+    scope: Scope,
+    task: TaskState,
+    work: Callable[[str | None], Awaitable[Any]],
+) -> Any:
+    """`work`'s value once the node's success criteria pass; while they fail, `work` runs again
+    with the check's error, up to `max_retries` more times."""
+    crit = node.criteria
+    retries = crit.max_retries if crit else 0
+    error: str | None = None
+    for attempt in range(1, retries + 2):
+        task.attempts = attempt
+        value = await work(error)
+        if crit is None:
+            return value
+        check = await _criteria(engine, node, crit, scope)
+        if check.ok:
+            return value
+        error = check.error
+        engine.warn(scope, f"success criteria failed (attempt {attempt}): {error}")
+    raise TaskFailed(str(scope.key), f"success criteria failed after {retries + 1} attempt(s): {error}")
+
+
+async def _criteria(
+    engine: Interpreter, node: ir.Task | ir.Provider, crit: ir.Criteria, scope: Scope
+) -> calls.CheckResult:
+    key = str(scope.key)
+    arg = calls.CriteriaCall(
+        task_id=key,
+        workdir=engine.inp.workdir,
+        spec_dir=engine.inp.plan.spec_dir,
+        python=render_value(crit.python, engine.values()) if crit.python else None,
+        script=crit.script,
+        timeout_s=crit.timeout_s,
+    )
+    return await activity_calls.perform(
+        key,
+        calls.CHECK_CRITERIA,
+        arg,
+        calls.CheckResult,
+        summary=f"{node.label}: success criteria",
+        timeout_s=crit.timeout_s + 30,
+        heartbeat_s=engine.inp.heartbeat_s,
+    )
 
 
 async def _preconditions(engine: Interpreter, node: ir.Task | ir.Provider, scope: Scope) -> None:

@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING
 from spec import calls, ir
 from spec.render import render, render_value
 from workflows import activity_calls
-from workflows.contract import TaskState
 from workflows.nodes import leaf
 from workflows.nodes.base import Handler
 
@@ -20,11 +19,12 @@ DEFAULT_TIMEOUT_S = 600
 
 
 async def execute(engine: Interpreter, node: ir.Provider, scope: Scope) -> str:
-    return await leaf.perform(engine, node, scope, lambda task: _call(engine, node, scope, task))
+    return await leaf.perform(
+        engine, node, scope, lambda task: leaf.checked(engine, node, scope, task, lambda _: _call(engine, node, scope))
+    )
 
 
-async def _call(engine: Interpreter, node: ir.Provider, scope: Scope, task: TaskState) -> str:
-    task.attempts = 1
+async def _call(engine: Interpreter, node: ir.Provider, scope: Scope) -> str:
     key = str(scope.key)
     values = engine.values(scope)
     output_file = node.call.output_file

@@ -5,11 +5,8 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
-from spec import calls, ir
-from spec.render import render_value
-from workflows import activity_calls
+from spec import ir
 from workflows.contract import TaskState
-from workflows.failures import TaskFailed
 from workflows.nodes import leaf
 from workflows.nodes.base import Handler
 from workflows.protocols import PROTOCOLS
@@ -34,42 +31,11 @@ async def execute(engine: Interpreter, node: ir.Task, scope: Scope) -> Any:
 
 
 async def _attempts(engine: Interpreter, node: ir.Task, scope: Scope, task: TaskState) -> Any:
-    """The protocol's reply, again with the check's error while the success criteria fail."""
+    """The protocol's reply, sent again with the check's error while the success criteria fail."""
     task.agent = node.agent
     protocol = PROTOCOLS[node.protocol]
-    retries = node.criteria.max_retries if node.criteria else 0
-    error: str | None = None
-    for attempt in range(1, retries + 2):
-        task.attempts = attempt
-        reply = await protocol.perform(engine, node, scope, task, error)
-        if not node.criteria:
-            return reply
-        check = await _criteria(engine, node, node.criteria, scope)
-        if check.ok:
-            return reply
-        error = check.error
-        engine.state.warnings.append(f"{scope.key}: success criteria failed (attempt {attempt}): {error}")
-    raise TaskFailed(str(scope.key), f"success criteria failed after {retries + 1} attempt(s): {error}")
-
-
-async def _criteria(engine: Interpreter, node: ir.Task, crit: ir.Criteria, scope: Scope) -> calls.CheckResult:
-    key = str(scope.key)
-    arg = calls.CriteriaCall(
-        task_id=key,
-        workdir=engine.inp.workdir,
-        spec_dir=engine.inp.plan.spec_dir,
-        python=render_value(crit.python, engine.values()) if crit.python else None,
-        script=crit.script,
-        timeout_s=crit.timeout_s,
-    )
-    return await activity_calls.perform(
-        key,
-        calls.CHECK_CRITERIA,
-        arg,
-        calls.CheckResult,
-        summary=f"{node.label}: success criteria",
-        timeout_s=crit.timeout_s + 30,
-        heartbeat_s=engine.inp.heartbeat_s,
+    return await leaf.checked(
+        engine, node, scope, task, lambda error: protocol.perform(engine, node, scope, task, error)
     )
 
 
