@@ -126,6 +126,7 @@ class Describer:
     (gate, undo, budget). What a step of each kind says comes from its view (`client.views`)."""
 
     def __init__(self, plan: ir.Plan):
+        self.plan = plan
         self.agents = plan.agents
         self.groups = scopes(plan)
 
@@ -264,6 +265,6 @@ class DryRun(Describer):
     def fill(self, template: str, added: Scope) -> str:
         """A template filled in as far as a dry run can, else as written without its braces."""
         try:
-            return render(template, self.values(added))
+            return render(template, self.values(added), self.plan.undefined)
         except (TemplateError, TypeError):
             return bare(template)

@@ -287,6 +287,8 @@ class Plan(Model):
     agents: dict[str, AgentInfo] = {}  # declared agents by id; empty where a dialect declares none
     # A task tree's `completion: lenient` takes replies without a completion status.
     completion: Literal["strict", "lenient"] = "strict"
+    # A template name no value was given for: an error, or empty as in plain Jinja (task trees).
+    undefined: Literal["error", "empty"] = "error"
     # A pipeline's conditional branches: the step a condition runs -> the conditional step.
     branches: dict[str, str] = {}
     # cyberian keys the engine shows but does not act on.

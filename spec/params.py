@@ -44,7 +44,10 @@ def bind(plan: ir.Plan, given: dict[str, Any]) -> dict[str, Any]:
                     )
                 )
                 continue
-            values[name] = param.default if param.default is not None else ""
+            if param.default is not None:
+                values[name] = param.default
+            elif plan.undefined == "error":
+                values[name] = ""  # where an unknown name is an error, an optional param reads as empty
             continue
         try:
             values[name] = coerce(values[name], param.type)

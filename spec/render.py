@@ -8,10 +8,14 @@ from __future__ import annotations
 
 import json
 from functools import lru_cache
-from typing import Any
+from typing import Any, Literal
 
-from jinja2 import StrictUndefined, TemplateSyntaxError, meta
+from jinja2 import StrictUndefined, TemplateSyntaxError, Undefined, meta
 from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+# What a name no value was given for does in a template: an error (pipelines, whose references
+# are checked before the run), or nothing, as in plain Jinja (task trees, as cyberian renders them).
+UndefinedNames = Literal["error", "empty"]
 
 
 def to_text(value: Any) -> str:
@@ -41,28 +45,32 @@ class _Env(ImmutableSandboxedEnvironment):
         return None if obj is None else super().getitem(obj, argument)
 
 
-_ENV = _Env(undefined=StrictUndefined, keep_trailing_newline=True, autoescape=False, finalize=_finalize)
+_ENVS: dict[str, _Env] = {
+    mode: _Env(undefined=undefined, keep_trailing_newline=True, autoescape=False, finalize=_finalize)
+    for mode, undefined in (("error", StrictUndefined), ("empty", Undefined))
+}
+_ENV = _ENVS["error"]
 
 
 @lru_cache(maxsize=1024)
-def _compile(source: str):
-    return _ENV.from_string(source)
+def _compile(source: str, undefined: UndefinedNames):
+    return _ENVS[undefined].from_string(source)
 
 
-def render(source: str, context: dict[str, Any]) -> str:
+def render(source: str, context: dict[str, Any], undefined: UndefinedNames = "error") -> str:
     if "{" not in source:
         return source
-    return _compile(source).render(context)
+    return _compile(source, undefined).render(context)
 
 
-def render_value(value: Any, context: dict[str, Any]) -> Any:
+def render_value(value: Any, context: dict[str, Any], undefined: UndefinedNames = "error") -> Any:
     """Render strings inside a value, including strings inside lists and mappings."""
     if isinstance(value, str):
-        return render(value, context)
+        return render(value, context, undefined)
     if isinstance(value, list):
-        return [render_value(v, context) for v in value]
+        return [render_value(v, context, undefined) for v in value]
     if isinstance(value, dict):
-        return {k: render_value(v, context) for k, v in value.items()}
+        return {k: render_value(v, context, undefined) for k, v in value.items()}
     return value
 
 
@@ -72,4 +80,4 @@ def names_used(source: str) -> frozenset[str]:
     return frozenset(meta.find_undeclared_variables(_ENV.parse(source)))
 
 
-__all__ = ["render", "render_value", "names_used", "to_text", "TemplateSyntaxError"]
+__all__ = ["render", "render_value", "names_used", "to_text", "TemplateSyntaxError", "UndefinedNames"]

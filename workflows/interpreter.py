@@ -114,7 +114,7 @@ class Interpreter:
     async def ask(self, gate: ir.Human, scope: Scope) -> Answer:
         """Put a gate's question to people; it guards the node `scope` runs."""
         try:
-            text = render(gate.prompt, self.values(scope))
+            text = render(gate.prompt, self.values(scope), self.inp.plan.undefined)
         except (TemplateError, TypeError) as exc:
             self.state.warnings.append(f"{gate.id}: its question could not be filled in ({exc}); asked as written")
             text = gate.prompt

@@ -25,7 +25,7 @@ class HumanView(LeafView[ir.Human]):
         more = at.indent
         lines = [at.head + _named(node) + f"asks a person (gate {node.id}; no agent)"]
         try:
-            lines += preview(more, render(node.prompt, dry.values(scope)))
+            lines += preview(more, render(node.prompt, dry.values(scope), dry.plan.undefined))
         except (TemplateError, TypeError) as exc:
             dry.problem(f"{at.tag}: cannot fill in its question: {exc}")
             lines.append(f"{more}cannot fill in its question: {exc}")

@@ -42,7 +42,7 @@ class TaskView(LeafView[ir.Task]):
         context = dry.values(scope)
         try:
             context["input"] = expressions.step_input(node.input, context, dry.all_prior())
-            text = PROTOCOLS[node.protocol].first_prompt(node, context)
+            text = PROTOCOLS[node.protocol].first_prompt(node, context, dry.plan.undefined)
         except (TemplateError, expressions.ExpressionError, TypeError) as exc:
             dry.problem(f"{at.tag}: cannot fill in its prompt: {exc}")
             return lines + [f"{more}cannot fill in its prompt: {exc}"]

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from temporalio import workflow
 
 from spec import calls, ir
-from spec.render import render_value, to_text
+from spec.render import render, to_text
 from workflows import activity_calls, taint
 from workflows.contract import TaskState
 from workflows.failures import TaskFailed
@@ -74,7 +74,7 @@ async def _criteria(
         task_id=key,
         workdir=engine.inp.workdir,
         spec_dir=engine.inp.plan.spec_dir,
-        python=render_value(crit.python, engine.values()) if crit.python else None,
+        python=render(crit.python, engine.values(), engine.inp.plan.undefined) if crit.python else None,
         script=crit.script,
         timeout_s=crit.timeout_s,
     )

@@ -33,8 +33,8 @@ async def _call(engine: Interpreter, node: ir.Provider, scope: Scope) -> str:
         workdir=engine.inp.workdir,
         provider=node.call.provider,
         method=node.call.method,
-        params=render_value(node.call.params, values),
-        output_file=render(output_file, values) if output_file else None,
+        params=render_value(node.call.params, values, engine.inp.plan.undefined),
+        output_file=render(output_file, values, engine.inp.plan.undefined) if output_file else None,
     )
     result = await activity_calls.perform(
         key,

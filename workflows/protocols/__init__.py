@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Protocol
 
 from spec import ir
+from spec.render import UndefinedNames
 from workflows.protocols import plain, status
 
 if TYPE_CHECKING:
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
 
 
 class ReplyProtocol(Protocol):
-    def first_prompt(self, node: ir.Task, values: dict[str, Any]) -> str:
+    def first_prompt(self, node: ir.Task, values: dict[str, Any], undefined: UndefinedNames = "error") -> str:
         """The first prompt the task sends, from its templates and these template values."""
         ...
 

@@ -9,7 +9,7 @@ from jinja2 import TemplateError
 from temporalio import workflow
 
 from spec import calls, expressions, ir
-from spec.render import names_used, render, to_text
+from spec.render import UndefinedNames, names_used, render, to_text
 from workflows import activity_calls
 from workflows.conversation import first_line
 from workflows.failures import TaskFailed
@@ -21,8 +21,8 @@ if TYPE_CHECKING:
 
 
 class PlainProtocol:
-    def first_prompt(self, node: ir.Task, values: dict[str, Any]) -> str:
-        return prompt(node, values)
+    def first_prompt(self, node: ir.Task, values: dict[str, Any], undefined: UndefinedNames = "error") -> str:
+        return prompt(node, values, undefined)
 
     async def perform(
         self, engine: Interpreter, node: ir.Task, scope: Scope, task: TaskState, retry_error: str | None
@@ -33,7 +33,7 @@ class PlainProtocol:
         try:
             values = engine.values(scope)
             values["input"] = expressions.step_input(node.input, values, engine.all_prior())
-            text = prompt(node, values)
+            text = prompt(node, values, engine.inp.plan.undefined)
         except (TemplateError, expressions.ExpressionError, TypeError) as exc:
             raise TaskFailed(key, f"cannot fill in its prompt: {exc}") from None
         workflow.set_current_details(f"Running **{node.label}** (agent {node.agent})")
@@ -48,10 +48,10 @@ class PlainProtocol:
 PLAIN = PlainProtocol()
 
 
-def prompt(task: ir.Task, values: dict[str, Any]) -> str:
+def prompt(task: ir.Task, values: dict[str, Any], undefined: UndefinedNames = "error") -> str:
     """The agent's prompt template, then the input and feedback it did not place itself."""
-    parts = [render(task.system, values)] if task.system else []
-    parts.append(render(task.prompt, values))
+    parts = [render(task.system, values, undefined)] if task.system else []
+    parts.append(render(task.prompt, values, undefined))
     used = names_used(task.prompt) | (names_used(task.system) if task.system else frozenset())
     for name, heading in (("input", "Input:"), ("feedback", "Feedback on your previous output:")):
         placed = name in used or (name == "input" and "item" in used)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from temporalio import workflow
 
 from spec import ir
-from spec.render import render
+from spec.render import UndefinedNames, render
 from workflows.contract import DEFAULT_MAX_ITERATIONS
 from workflows.failures import TaskFailed
 
@@ -26,8 +26,8 @@ _STATUS = re.compile(r"COMPLETION_STATUS:\s*\**\s*([A-Za-z][\w-]*)")
 
 
 class StatusProtocol:
-    def first_prompt(self, node: ir.Task, values: dict[str, Any]) -> str:
-        return prompt(node, values, None)
+    def first_prompt(self, node: ir.Task, values: dict[str, Any], undefined: UndefinedNames = "error") -> str:
+        return prompt(node, values, None, undefined)
 
     async def perform(
         self, engine: Interpreter, node: ir.Task, scope: Scope, task: TaskState, retry_error: str | None
@@ -43,7 +43,8 @@ class StatusProtocol:
             iteration += 1
             task.iterations += 1
             workflow.set_current_details(f"Running **{node.label}**: attempt {task.attempts}, iteration {iteration}")
-            text = prompt(node, engine.values(scope, iteration=iteration), retry_error if iteration == 1 else None)
+            values = engine.values(scope, iteration=iteration)
+            text = prompt(node, values, retry_error if iteration == 1 else None, engine.inp.plan.undefined)
             reply = await _reply_with_status(engine, node, scope, text)
             if not node.loop_until or _loop_ended(node, reply):
                 return reply
@@ -72,17 +73,17 @@ async def _reply_with_status(engine: Interpreter, node: ir.Task, scope: Scope, t
     return reply
 
 
-def prompt(task: ir.Task, values: dict[str, Any], retry_error: str | None) -> str:
+def prompt(task: ir.Task, values: dict[str, Any], retry_error: str | None, undefined: UndefinedNames = "error") -> str:
     """System text, the retry message, the instructions, the loop message, the status instruction."""
     parts = []
     if task.system:
-        parts.append(render(task.system, values))
+        parts.append(render(task.system, values, undefined))
     if retry_error is not None and task.criteria:
         message = task.criteria.retry_message or "The previous attempt failed its success check: {{ error }}"
-        parts.append(render(message, {**values, "error": retry_error}))
-    parts.append(render(task.prompt, values))
+        parts.append(render(message, {**values, "error": retry_error}, undefined))
+    parts.append(render(task.prompt, values, undefined))
     if task.loop_until and task.loop_until.message:
-        parts.append(render(task.loop_until.message, values))
+        parts.append(render(task.loop_until.message, values, undefined))
     parts.append(instruction(task))
     return "\n\n".join(p.strip() for p in parts if p.strip())
 
