@@ -5,11 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from spec import ir
-from spec.dialects import pipeline, task_tree
+from spec.dialects import DIALECTS
 from spec.errors import Problem, SpecError
-from spec.yamlpos import PosDict, load_yaml
-
-DIALECTS = {"task-tree": task_tree, "pipeline": pipeline}
+from spec.yamlpos import load_mapping
 
 
 def load(path: str, given_params: Iterable[str] = ()) -> ir.Plan:
@@ -18,42 +16,22 @@ def load(path: str, given_params: Iterable[str] = ()) -> ir.Plan:
         with open(path, encoding="utf-8") as fh:
             text = fh.read()
     except OSError as exc:
-        raise SpecError(
-            [
-                Problem(
-                    path,
-                    0,
-                    0,
-                    f"cannot read spec: {exc.strerror}",
-                    "check the path; it is relative to the current folder",
-                )
-            ]
-        ) from None
-    data = load_yaml(text, path)
-    if not isinstance(data, PosDict):
-        raise SpecError(
-            [
-                Problem(
-                    path,
-                    1,
-                    1,
-                    "a spec must be a YAML mapping at the top level",
-                    "start with keys such as name:, params:, subtasks:",
-                )
-            ]
-        )
-    for dialect in DIALECTS.values():
-        if dialect.detect(data):
-            return dialect.compile_plan(data, path, set(given_params))
-    raise SpecError(
-        [
-            Problem(
-                path,
-                1,
-                1,
-                "cannot tell which spec language this file is in",
-                "a task tree has 'subtasks:' or 'instructions:' at the top level; "
-                "a pipeline has 'workflow:' with agents: and steps:",
-            )
-        ]
+        hint = "check the path; it is relative to the current folder"
+        raise SpecError([Problem(path, 0, 0, f"cannot read spec: {exc.strerror}", hint)]) from None
+    for dialect in DIALECTS:
+        if dialect.detect(path, text):
+            return dialect.compile(path, text, set(given_params))
+    raise SpecError([_unknown_language(path, text)])
+
+
+def _unknown_language(path: str, text: str) -> Problem:
+    """Why no dialect took the file: what is wrong with it as YAML, else that its keys fit none."""
+    load_mapping(text, path)  # a YAML syntax error or a top level that is no mapping, said as such
+    return Problem(
+        path,
+        1,
+        1,
+        "cannot tell which spec language this file is in",
+        "a task tree has 'subtasks:' or 'instructions:' at the top level; "
+        "a pipeline has 'workflow:' with agents: and steps:",
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 import yaml
@@ -62,6 +63,26 @@ def load_yaml(text: str, file: str) -> Any:
         line, col = (mark.line + 1, mark.column + 1) if mark else (0, 0)
         message = " ".join(str(x) for x in (exc.context, exc.problem) if x)
         raise SpecError([Problem(file, line, col, f"YAML syntax: {message}", _yaml_hint(message))]) from None
+
+
+def load_mapping(text: str, file: str) -> PosDict:
+    """A YAML spec's top-level mapping; SpecError for a syntax error or any other top level."""
+    data = load_yaml(text, file)
+    if not isinstance(data, PosDict):
+        hint = "start with keys such as name:, params:, subtasks:"
+        raise SpecError([Problem(file, 1, 1, "a spec must be a YAML mapping at the top level", hint)])
+    return data
+
+
+@lru_cache(maxsize=4)
+def mapping_or_none(text: str) -> PosDict | None:
+    """The top-level mapping, or None when the text is not a YAML mapping: for telling languages
+    apart, each dialect asking of the same text (so it is parsed once; callers only read it)."""
+    try:
+        data = yaml.load(text, Loader=_Loader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.YAMLError:
+        return None
+    return data if isinstance(data, PosDict) else None
 
 
 def _yaml_hint(message: str) -> str:

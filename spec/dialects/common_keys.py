@@ -14,9 +14,10 @@ COMPENSATION_ATTEMPTS = 3
 
 
 class Strict(BaseModel):
-    """A raw model of loaded YAML: an unknown key is an error, so a typo is never ignored."""
+    """A raw model of a loaded spec: an unknown key is an error, so a typo is never ignored. A key
+    with an alias (a pipeline's `schema:`) is read by its field name too."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
 
 def approval_shorthand(value: Any) -> Any:

@@ -14,16 +14,18 @@ import os
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BeforeValidator, Field, ValidationError, field_validator
 
 from spec import ir
 from spec.dialects import pipeline_refs
+from spec.dialects.builder import Builder
 from spec.dialects.common_keys import (
     COMPENSATION_ATTEMPTS,
     VALUE_HINTS,
     Choices,
     RawApproval,
     RawBudget,
+    Strict,
     approval_gate,
     approval_shorthand,
     budget_of,
@@ -31,11 +33,10 @@ from spec.dialects.common_keys import (
     on_timeout_problem,
     text_shorthand,
 )
-from spec.durations import parse_duration
-from spec.errors import Problem, SpecError, did_you_mean
+from spec.errors import SpecError, did_you_mean
 from spec.params import coerce
 from spec.schema_errors import problems_from
-from spec.yamlpos import PosDict, position
+from spec.yamlpos import PosDict, load_mapping, mapping_or_none, position
 
 StepType = Literal["sequential", "parallel", "conditional", "loop", "map", "human"]
 _ON_FAILURE = re.compile(r"^(skip|abort|fallback:\s*[\w-]+)$")
@@ -43,11 +44,7 @@ _ON_FAILURE = re.compile(r"^(skip|abort|fallback:\s*[\w-]+)$")
 _BACKOFF_DELAY = {"none": 0.0, "linear": 5.0, "exponential": 1.0}
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
-
-
-class RawInput(_Strict):
+class RawInput(Strict):
     name: str
     type: Literal["string", "number", "boolean", "json", "file_path"] = "string"
     required: bool = False
@@ -55,7 +52,7 @@ class RawInput(_Strict):
     description: str = ""
 
 
-class RawRetry(_Strict):
+class RawRetry(Strict):
     max_attempts: int = Field(1, ge=1)
     backoff: Literal["none", "linear", "exponential"] = "none"
     on_failure: str = "abort"
@@ -74,12 +71,12 @@ class RawRetry(_Strict):
         return agent.strip() if policy == "fallback" else None
 
 
-class RawValidation(_Strict):
+class RawValidation(Strict):
     json_schema: dict[str, Any] | None = Field(None, alias="schema")
     rules: list[str] = []
 
 
-class RawAgent(_Strict):
+class RawAgent(Strict):
     name: str = ""
     role: str = ""
     prompt: str
@@ -89,43 +86,43 @@ class RawAgent(_Strict):
     validation: RawValidation | None = None
 
 
-class RawBranch(_Strict):
+class RawBranch(Strict):
     agent: str
     input: str | None = None
     output_key: str | None = None
 
 
-class RawCondition(_Strict):
+class RawCondition(Strict):
     eval: str
     true: str | None = None
     false: str | None = None
 
 
-class RawLoop(_Strict):
+class RawLoop(Strict):
     agent: str
     validator: str
     max_iterations: int = Field(3, ge=1)
     feedback_path: str | None = None
 
 
-class RawMap(_Strict):
+class RawMap(Strict):
     over: str
     agent: str
     reduce: str | None = None
     concurrency: int = Field(20, ge=1)
 
 
-class RawOutput(_Strict):
+class RawOutput(Strict):
     store_as: str | None = None
     format: Literal["json", "text", "markdown"] = "text"
 
 
-class RawCompensate(_Strict):
+class RawCompensate(Strict):
     agent: str | None = None  # default: the step's own agent (sequential steps only)
     prompt: str
 
 
-class RawStep(_Strict):
+class RawStep(Strict):
     id: str
     agent: str | None = None
     type: StepType = "sequential"
@@ -158,7 +155,7 @@ class RawStep(_Strict):
         raise ValueError(f"'{value}' is not a wait policy")
 
 
-class RawWorkflow(_Strict):
+class RawWorkflow(Strict):
     name: str
     description: str = ""
     version: str = ""
@@ -172,15 +169,25 @@ class RawWorkflow(_Strict):
     prices: dict[str, ir.Price] = {}
 
 
-class RawSpec(_Strict):
+class RawSpec(Strict):
     workflow: RawWorkflow
 
 
-def detect(data: Any) -> bool:
-    return isinstance(data, dict) and isinstance(data.get("workflow"), dict)
+NAME = "pipeline"
 
 
-def compile_plan(data: PosDict, file: str, given: set[str] = frozenset()) -> ir.Plan:
+def detect(path: str, text: str) -> bool:
+    """A YAML mapping whose `workflow:` is a mapping."""
+    data = mapping_or_none(text)
+    return data is not None and isinstance(data.get("workflow"), dict)
+
+
+def compile(path: str, text: str, params: set[str]) -> ir.Plan:
+    """A pipeline reads no params undeclared: its references are checked against its inputs."""
+    return compile_data(load_mapping(text, path), path)
+
+
+def compile_data(data: PosDict, file: str) -> ir.Plan:
     _booleans_as_branch_names(data)
     try:
         raw = RawSpec.model_validate(data).workflow
@@ -215,10 +222,13 @@ def _booleans_as_branch_names(data: PosDict) -> None:
                     cond.text_line[name] = cond.text_line.pop(flag)
 
 
-class _Builder:
+_DURATION_HINT = "write a duration like '90s', '5m' or '2h'"
+
+
+class _Builder(Builder):
     def __init__(self, file: str, data: PosDict, raw: RawWorkflow):
-        self.file, self.data, self.raw = file, data, raw
-        self.problems: list[Problem] = []
+        super().__init__(file, data)
+        self.raw = raw
         self.step_index = {step.id: i for i, step in enumerate(raw.steps)}
 
     def build(self) -> ir.Plan:
@@ -245,7 +255,7 @@ class _Builder:
             params=self._params(),
             lifecycle="refresh",
             root=ir.Sequence(id=f"workflow:{self.raw.name}", title=self.raw.name, children=order),
-            timeout_s=self._duration(self.raw.timeout, ("workflow", "timeout")),
+            timeout_s=self.duration(self.raw.timeout, ("workflow", "timeout"), _DURATION_HINT),
             goal=self.raw.goal or self.raw.description,
             constraints=self.raw.constraints,
             budget=budget_of(self.raw.budget),
@@ -277,7 +287,7 @@ class _Builder:
         try:
             return coerce(inp.default, inp.type)
         except ValueError as exc:
-            self._problem(
+            self.problem(
                 ("workflow", "inputs", i, "default"),
                 f"default of input '{inp.name}': {exc}",
                 f"write a {inp.type} value, or leave default: out",
@@ -290,7 +300,7 @@ class _Builder:
         seen: dict[str, int] = {}
         for i, step in enumerate(self.raw.steps):
             if step.id in seen:
-                self._problem(
+                self.problem(
                     ("workflow", "steps", i, "id"),
                     f"two steps are both named '{step.id}'",
                     f"the other is step {seen[step.id] + 1}; step ids must be unique",
@@ -300,7 +310,7 @@ class _Builder:
         inputs: set[str] = set()
         for i, inp in enumerate(self.raw.inputs):
             if inp.name in inputs:
-                self._problem(
+                self.problem(
                     ("workflow", "inputs", i, "name"),
                     f"two inputs are both named '{inp.name}'",
                     "input names must be unique; rename or remove one",
@@ -311,7 +321,7 @@ class _Builder:
             if other is not None:
                 where = ("workflow", "agents", aid, "retry", "on_failure")
                 if other == aid:
-                    self._problem(
+                    self.problem(
                         where,
                         f"agent '{aid}' is its own fallback",
                         "name a different agent, or use max_attempts to run it again",
@@ -333,29 +343,27 @@ class _Builder:
             hint = f"add type: {kind}"
             if shape == "prompt" and step.agent:
                 hint = "an agent's prompt goes under agents: <id>: prompt:; a step asking a person is type: human"
-            self._problem(path + (shape,), f"step '{step.id}' has '{shape}:' but no type:", hint)
+            self.problem(path + (shape,), f"step '{step.id}' has '{shape}:' but no type:", hint)
             return
         for key, types in _USED_BY.items():
             if key in step.model_fields_set and step.type not in types:
-                self._problem(
+                self.problem(
                     path + (key,),
                     f"'{key}:' is not used by a {step.type} step ('{step.id}')",
                     f"remove it; {_shape_hint(step.type)}",
                 )
         if step.condition is not None and step.condition.true is None and step.condition.false is None:
-            self._problem(
+            self.problem(
                 path + ("condition",),
                 f"the condition of '{step.id}' names nothing to run",
                 "add true: and/or false:, each a step id or an agent id",
             )
         if getattr(step, needs) is None:
-            self._problem(
-                path, f"step '{step.id}' is of type {step.type} but has no '{needs}:'", _shape_hint(step.type)
-            )
+            self.problem(path, f"step '{step.id}' is of type {step.type} but has no '{needs}:'", _shape_hint(step.type))
         for key in ("parallel", "condition", "loop", "map"):
             if key != needs and getattr(step, key) is not None:
                 kind = _SHAPE_KEYS[key]
-                self._problem(
+                self.problem(
                     path + (key,),
                     f"'{key}:' only applies to steps of type {kind}, and '{step.id}' is {step.type}",
                     f"set type: {kind}, or remove '{key}:'",
@@ -369,7 +377,7 @@ class _Builder:
             for branch in ("true", "false"):
                 target = getattr(step.condition, branch)
                 if target is not None and target not in self.step_index and target not in self.raw.agents:
-                    self._problem(
+                    self.problem(
                         path + ("condition", branch),
                         f"'{target}' is neither a step id nor an agent id",
                         _close_hint(target, list(self.step_index) + list(self.raw.agents)),
@@ -379,13 +387,13 @@ class _Builder:
         if step.type == "human":
             problem = on_timeout_problem(step.on_timeout or "fail", step.choices or [])
             if problem:
-                self._problem(path + ("on_timeout",), *problem)
+                self.problem(path + ("on_timeout",), *problem)
         if step.approval is not None:
             problem = on_timeout_problem(step.approval.on_timeout, [ir.APPROVE, ir.REJECT])
             if problem:
-                self._problem(path + ("approval", "on_timeout"), *problem)
+                self.problem(path + ("approval", "on_timeout"), *problem)
         if step.compensate is not None and step.compensate.agent is None and step.type != "sequential":
-            self._problem(
+            self.problem(
                 path + ("compensate",),
                 f"compensate: on the {step.type} step '{step.id}' must name the agent that undoes it",
                 'write compensate: {agent: <agent id>, prompt: "..."}',
@@ -395,13 +403,13 @@ class _Builder:
         keys = [b.output_key or b.agent for b in step.parallel]
         for i, key in enumerate(keys):
             if keys.index(key) != i:
-                self._problem(
+                self.problem(
                     path + ("parallel", i),
                     f"two branches of '{step.id}' both produce '{key}'",
                     "give each branch its own output_key",
                 )
         if isinstance(step.wait, int) and not 1 <= step.wait <= len(step.parallel):
-            self._problem(
+            self.problem(
                 path + ("wait",),
                 f"wait: {step.wait} but the step has {len(step.parallel)} agents",
                 f"use all, any, or a number from 1 to {len(step.parallel)}",
@@ -409,7 +417,7 @@ class _Builder:
 
     def _agent_ref(self, agent: str, path: tuple) -> None:
         if agent not in self.raw.agents:
-            self._problem(
+            self.problem(
                 path, f"agent '{agent}' is not defined under agents:", _close_hint(agent, list(self.raw.agents))
             )
 
@@ -420,7 +428,7 @@ class _Builder:
         where = ("workflow", "steps", self.step_index[step.id])
         gate = None
         if step.approval is not None:
-            timeout = self._duration(step.approval.timeout, where + ("approval", "timeout"))
+            timeout = self.duration(step.approval.timeout, where + ("approval", "timeout"), _DURATION_HINT)
             line, _ = position(self.data, where + ("approval",))
             gate = approval_gate(step.id, step.id, step.approval, timeout, line)
         compensation, comp = None, step.compensate
@@ -447,7 +455,7 @@ class _Builder:
             store_as=step.output.store_as,
         )
         fmt = step.output.format
-        timeout = self._duration(step.timeout, ("workflow", "steps", i, "timeout"))
+        timeout = self.duration(step.timeout, ("workflow", "steps", i, "timeout"), _DURATION_HINT)
         step_input = _step_input(step)
         if step.type == "sequential":
             task = self._task(step.agent, step.id, step_input, fmt)
@@ -534,7 +542,7 @@ class _Builder:
             tools=agent.tools,
             output_key=output_key,
             line=position(self.data, ("workflow", "agents", agent_id))[0],
-            timeout_s=self._duration(agent.timeout, ("workflow", "agents", agent_id, "timeout")),
+            timeout_s=self.duration(agent.timeout, ("workflow", "agents", agent_id, "timeout"), _DURATION_HINT),
             retry=ir.Retry(
                 attempts=agent.retry.max_attempts,
                 backoff=agent.retry.backoff,
@@ -546,19 +554,6 @@ class _Builder:
             output_schema=validation.json_schema,
             rules=validation.rules,
         )
-
-    def _duration(self, value: str | float | None, path: tuple) -> float | None:
-        if value is None:
-            return None
-        try:
-            return parse_duration(value)
-        except ValueError as exc:
-            self._problem(path, str(exc), "write a duration like '90s', '5m' or '2h'")
-            return None
-
-    def _problem(self, path: tuple, message: str, hint: str = "") -> None:
-        line, col = position(self.data, path)
-        self.problems.append(Problem(self.file, line, col, message, hint))
 
 
 # The key that gives each step type its shape, and the type it belongs to.

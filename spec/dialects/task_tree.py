@@ -17,6 +17,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
 
 from spec import expressions, ir
+from spec.dialects.builder import Builder
 from spec.dialects.common_keys import (
     COMPENSATION_ATTEMPTS,
     VALUE_HINTS,
@@ -32,11 +33,10 @@ from spec.dialects.common_keys import (
     on_timeout_problem,
     text_shorthand,
 )
-from spec.durations import parse_duration
 from spec.errors import Problem, SpecError, did_you_mean
 from spec.render import TemplateSyntaxError, names_used
 from spec.schema_errors import problems_from
-from spec.yamlpos import PosDict, position
+from spec.yamlpos import PosDict, load_mapping, mapping_or_none, position
 
 # `human` is the dict of gate id -> answer; which gate ids exist is checked per reference.
 BUILTINS = {"agent_type", "skip_permissions", "workdir", "iteration", "run_id", "human"}
@@ -134,13 +134,22 @@ class RawTask(Strict):
         return value
 
 
-def detect(data: Any) -> bool:
+NAME = "task-tree"
+
+
+def detect(path: str, text: str) -> bool:
+    """A YAML mapping with a task's keys at the top (and not a pipeline's `workflow:`)."""
+    data = mapping_or_none(text)
     keys = {"subtasks", "instructions", "provider_call", "human"}
-    return isinstance(data, dict) and bool(keys & set(data)) and "workflow" not in data
+    return data is not None and bool(keys & set(data)) and "workflow" not in data
 
 
-def compile_plan(data: PosDict, file: str, given: set[str] = frozenset()) -> ir.Plan:
-    """`given` names params passed on the command line, which templates may use undeclared."""
+def compile(path: str, text: str, params: set[str]) -> ir.Plan:
+    """`params` names params passed on the command line, which templates may use undeclared."""
+    return compile_data(load_mapping(text, path), path, params)
+
+
+def compile_data(data: PosDict, file: str, given: set[str] = frozenset()) -> ir.Plan:
     try:
         raw = RawTask.model_validate(data)
     except ValidationError as exc:
@@ -155,12 +164,15 @@ def compile_plan(data: PosDict, file: str, given: set[str] = frozenset()) -> ir.
 _ROOT_ONLY = ("goal", "constraints", "prices")
 
 
-class _Builder:
+_DURATION_HINT = "write a number of seconds or a duration like '30m'"
+
+
+class _Builder(Builder):
     def __init__(self, file: str, data: PosDict, raw: RawTask, given: set[str]):
-        self.file, self.data, self.raw, self.given = file, data, raw, given
+        super().__init__(file, data)
+        self.raw, self.given = raw, given
         self.name = raw.name or os.path.splitext(os.path.basename(file))[0]
         self.params = {name: self._param(name, p) for name, p in (raw.params or {}).items()}
-        self.problems: list[Problem] = []
         # Every gate id, known before any template is checked: a template may read a later gate.
         self.gates: dict[str, int] = {}
         self._collect_gates(raw, (), self.name)
@@ -185,7 +197,7 @@ class _Builder:
             gate_id = getattr(raw, key).id or name
             line, _ = position(self.data, path + (key,))
             if gate_id in self.gates:
-                self._problem(
+                self.problem(
                     path + (key, "id"),
                     f"two gates are both named '{gate_id}'",
                     f"the other is at line {self.gates[gate_id]}; give this one its own id: under {key}:",
@@ -219,7 +231,7 @@ class _Builder:
         system = raw.system_instructions if raw.system_instructions is not None else system
         for key in _ROOT_ONLY:
             if path and getattr(raw, key) is not None:
-                self._problem(
+                self.problem(
                     path + (key,),
                     f"'{key}:' applies to the whole run, not to task '{name}'",
                     "move it to the top level of the spec",
@@ -250,7 +262,7 @@ class _Builder:
 
     def _gate(self, raw: RawTask, path: tuple, name: str) -> ir.Human | None:
         if raw.human is not None and raw.approval is not None:
-            self._problem(
+            self.problem(
                 path + ("approval",),
                 f"task '{name}' has both human: and approval:",
                 "use one: approval: asks approve or reject, human: asks a question of your own",
@@ -270,7 +282,7 @@ class _Builder:
             title=name,
             prompt=raw.prompt,
             choices=raw.choices,
-            timeout_s=self._timeout(raw.timeout, where + ("timeout",)),
+            timeout_s=self.duration(raw.timeout, where + ("timeout",), _DURATION_HINT),
             on_timeout=raw.on_timeout,
             line=line,
         )
@@ -280,13 +292,17 @@ class _Builder:
             self._check_template(raw.prompt, where + ("prompt",))
         self._check_on_timeout(raw.on_timeout, [ir.APPROVE, ir.REJECT], where)
         return approval_gate(
-            raw.id or name, name, raw, self._timeout(raw.timeout, where + ("timeout",)), position(self.data, where)[0]
+            raw.id or name,
+            name,
+            raw,
+            self.duration(raw.timeout, where + ("timeout",), _DURATION_HINT),
+            position(self.data, where)[0],
         )
 
     def _check_on_timeout(self, on_timeout: str, choices: list[str], where: tuple) -> None:
         problem = on_timeout_problem(on_timeout, choices)
         if problem:
-            self._problem(where + ("on_timeout",), *problem)
+            self.problem(where + ("on_timeout",), *problem)
 
     def _compensation(
         self, raw: RawTask, path: tuple, task_id: str, name: str, system: str | None, has_work: bool
@@ -295,7 +311,7 @@ class _Builder:
         if comp is None:
             return None
         if not has_work:
-            self._problem(
+            self.problem(
                 where,
                 f"task '{name}' has compensate: but no work of its own to undo",
                 "compensate undoes a task's instructions or provider_call; "
@@ -303,7 +319,7 @@ class _Builder:
             )
             return None
         if (comp.instructions is None) == (comp.provider_call is None):
-            self._problem(
+            self.problem(
                 where,
                 "compensate needs exactly one of 'instructions' or 'provider_call'",
                 'write compensate: "Undo ..." (instructions for the task\'s agent), '
@@ -340,7 +356,7 @@ class _Builder:
             id=task_id,
             title=name,
             line=line,
-            timeout_s=self._timeout(raw.timeout, path + ("timeout",)),
+            timeout_s=self.duration(raw.timeout, path + ("timeout",), _DURATION_HINT),
             store_as=raw.store_as,
         )
         pre = self._preconditions(raw.preconditions)
@@ -375,7 +391,7 @@ class _Builder:
             return None
         where = path + ("success_criteria",)
         if (raw.python is None) == (raw.script is None):
-            self._problem(
+            self.problem(
                 where,
                 "success_criteria needs exactly one of 'python' or 'script'",
                 "write python: | ... (setting result = True/False), or script: path/to/check.py",
@@ -386,14 +402,14 @@ class _Builder:
         if raw.script is not None and not os.path.exists(
             os.path.join(os.path.dirname(os.path.abspath(self.file)), raw.script)
         ):
-            self._problem(
+            self.problem(
                 where + ("script",),
                 f"success_criteria script '{raw.script}' does not exist",
                 "a script path is relative to the spec file's folder",
             )
         if raw.retry_message is not None:
             self._check_template(raw.retry_message, where + ("retry_message",), extra={"error"})
-        timeout = self._timeout(raw.timeout, where + ("timeout",)) or 120.0
+        timeout = self.duration(raw.timeout, where + ("timeout",), _DURATION_HINT) or 120.0
         return ir.Criteria(
             python=raw.python,
             script=raw.script,
@@ -411,15 +427,6 @@ class _Builder:
             min_count=files.min_count if files else 1,
             sync_targets=raw.sync_targets.paths if raw.sync_targets else [],
         )
-
-    def _timeout(self, value: float | str | None, path: tuple) -> float | None:
-        if value is None:
-            return None
-        try:
-            return parse_duration(value)
-        except ValueError as exc:
-            self._problem(path, str(exc), "write a number of seconds or a duration like '30m'")
-            return None
 
     def _check_value_templates(self, value: Any, path: tuple, extra: set[str] = frozenset()) -> None:
         if isinstance(value, str):
@@ -448,7 +455,7 @@ class _Builder:
             return
         known = set(self.params) | BUILTINS | set(extra) | set(self.given) | self.memory_keys
         for name in sorted(used - known):
-            self._problem(path, f"undefined template variable '{name}'", _undefined_hint(name, known))
+            self.problem(path, f"undefined template variable '{name}'", _undefined_hint(name, known))
         if "human" in used:
             self._check_gate_refs(source, path)
 
@@ -458,11 +465,7 @@ class _Builder:
                 gate = str(ref[1])
                 listed = "gates: " + ", ".join(self.gates) if self.gates else ""
                 hint = did_you_mean(gate, self.gates) or listed or "add human: or approval: to the task that asks"
-                self._problem(path, f"undefined gate '{gate}'", hint)
-
-    def _problem(self, path: tuple, message: str, hint: str = "") -> None:
-        line, col = position(self.data, path)
-        self.problems.append(Problem(self.file, line, col, message, hint))
+                self.problem(path, f"undefined gate '{gate}'", hint)
 
 
 def _stored_keys(raw: RawTask) -> set[str]:

@@ -1,0 +1,31 @@
+"""What every dialect's compiler shares: problems that point at file:line:column with a hint, and
+durations as people write them. YAML dialects locate a problem by its path of keys."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from spec.durations import parse_duration
+from spec.errors import Problem
+from spec.yamlpos import position
+
+
+class Builder:
+    def __init__(self, file: str, data: Any):
+        self.file, self.data = file, data
+        self.problems: list[Problem] = []
+
+    def problem(self, path: tuple, message: str, hint: str = "") -> None:
+        """A problem at the key or item `path` leads to in the loaded YAML."""
+        line, col = position(self.data, path)
+        self.problems.append(Problem(self.file, line, col, message, hint))
+
+    def duration(self, value: float | str | None, path: tuple, hint: str) -> float | None:
+        """Seconds in a duration (90, "90s", "30m", "1h30m"); a problem, and None, if it is not one."""
+        if value is None:
+            return None
+        try:
+            return parse_duration(value)
+        except ValueError as exc:
+            self.problem(path, str(exc), hint)
+            return None
