@@ -9,6 +9,7 @@ from spec.check import resolve_task
 from spec.errors import SpecError
 from spec.load import load
 from tests.conftest import write_spec
+from tests.specs import at, error
 
 TREE = """\
 name: build-project
@@ -136,3 +137,23 @@ def test_resume_target_by_name_or_path(tmp_path):
 def test_quickstart_is_valid():
     plan = load("examples/quickstart.yaml")
     assert [leaf.id for leaf in plan.leaves()] == ["scaffold", "build", "test", "package"]
+
+
+@pytest.mark.parametrize("name", ["workdir", "iteration", "input", "item", "human"])
+def test_a_memory_key_may_not_hide_a_built_in_name_in_a_task_tree(tmp_path, name):
+    text = f"subtasks:\n  a:\n    instructions: go\n    store_as: {name}\n"
+    message = error(tmp_path, text)
+    assert message.startswith(at(tmp_path, text, "store_as"))
+    assert f"store_as '{name}' would hide a name templates read: '{name}' is a built-in name" in message
+    assert message.endswith("hint: pick another name")
+
+
+@pytest.mark.parametrize("name", ["workdir", "steps", "feedback", "agent_type"])
+def test_a_memory_key_may_not_hide_a_built_in_name_in_a_pipeline(tmp_path, name):
+    text = (
+        "workflow:\n  name: p\n  agents:\n    a: {prompt: go}\n  steps:\n"
+        f"    - id: s\n      agent: a\n      output: {{store_as: {name}}}\n"
+    )
+    message = error(tmp_path, text)
+    assert message.startswith(at(tmp_path, text, "store_as"))
+    assert f"store_as '{name}' would hide a name templates read: '{name}' is a built-in name" in message

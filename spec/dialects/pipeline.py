@@ -249,7 +249,7 @@ class _Builder(Builder):
         return ir.Plan(
             name=self.raw.name,
             description=self.raw.description,
-            dialect="pipeline",
+            dialect=NAME,
             source=path,
             spec_dir=os.path.dirname(path),
             params=self._params(),

@@ -6,17 +6,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from spec import expressions, ir
+from spec import expressions, ir, scope
 from spec.errors import Problem, did_you_mean
 from spec.yamlpos import PosDict, position, text_line
 
 if TYPE_CHECKING:
     from spec.dialects.pipeline import RawStep, RawWorkflow
 
-# Names a template may read besides inputs, steps and store_as names.
-LOCALS = {"input", "item", "index", "feedback", "iteration", "run_id", "workdir"}
+# Names a template may read besides inputs and store_as names: every built-in (spec.scope) that a
+# pipeline fills in; `item`, `index` and `feedback` only where a map's or a loop's agent runs.
+LOCALS = scope.names("core", "data", "map", "loop")
 # Locals set only where some agents run: a map's agent gets item and index, a loop's agent feedback.
-SCOPED = {"item": "map", "index": "map", "feedback": "loop"}
+SCOPED = {name: scope.BUILTINS[name].where for name in scope.names("map", "loop")}
 _NOWHERE = frozenset(SCOPED)
 # A reference to a gate's answer (`human.ID`), told apart from steps.ID until the step's own
 # dependencies are known: a step may read the answer to its own approval, asked before it runs.
@@ -50,14 +51,16 @@ class StepGraph:
 
     def _stored(self) -> dict[str, str]:
         stored: dict[str, str] = {}
-        reserved = LOCALS | {"inputs", "steps", "human"}
         for i, step in enumerate(self.raw.steps):
             name = step.output.store_as
             if not name:
                 continue
             where = ("workflow", "steps", i, "output", "store_as")
-            if name in reserved:
-                self._problem(where, f"store_as '{name}' is a name templates already use", "pick another name")
+            shadowed = scope.shadowing(name)
+            if shadowed:
+                self._problem(
+                    where, f"store_as '{name}' would hide a name templates read: {shadowed}", "pick another name"
+                )
             elif name in stored:
                 self._problem(
                     where,
@@ -162,7 +165,7 @@ class StepGraph:
         elif head == "output":
             self._problem(path, f"undefined reference '{text}'", OUTPUT_HINT, line)
         else:
-            known = LOCALS | set(self.stored) | {"inputs", "steps", "human"}
+            known = LOCALS | set(self.stored)
             self._problem(
                 path,
                 f"undefined reference '{text}'",

@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
 
-from spec import expressions, ir
+from spec import expressions, ir, scope
 from spec.dialects.builder import Builder
 from spec.dialects.common_keys import (
     COMPENSATION_ATTEMPTS,
@@ -39,7 +39,7 @@ from spec.schema_errors import problems_from
 from spec.yamlpos import PosDict, load_mapping, mapping_or_none, position
 
 # `human` is the dict of gate id -> answer; which gate ids exist is checked per reference.
-BUILTINS = {"agent_type", "skip_permissions", "workdir", "iteration", "run_id", "human"}
+BUILTINS = scope.names("core")
 
 
 class RawParam(BaseModel):
@@ -211,7 +211,7 @@ class _Builder(Builder):
         return ir.Plan(
             name=self.name,
             description=self.raw.description or "",
-            dialect="task-tree",
+            dialect=NAME,
             source=os.path.abspath(self.file),
             spec_dir=os.path.dirname(os.path.abspath(self.file)),
             params=self.params,
@@ -236,6 +236,9 @@ class _Builder(Builder):
                     f"'{key}:' applies to the whole run, not to task '{name}'",
                     "move it to the top level of the spec",
                 )
+        if raw.store_as and scope.shadowing(raw.store_as):
+            message = f"store_as '{raw.store_as}' would hide a name templates read: {scope.shadowing(raw.store_as)}"
+            self.problem(path + ("store_as",), message, "pick another name")
         gate = self._gate(raw, path, name)
         work = self._work(raw, path, task_id, name, system)
         compensation = self._compensation(raw, path, task_id, name, system, has_work=work is not None)
@@ -330,7 +333,9 @@ class _Builder(Builder):
         attempts = comp.max_attempts or COMPENSATION_ATTEMPTS
         if comp.provider_call is not None:
             call = comp.provider_call
-            self._check_value_templates(call.params, where + ("provider_call", "params"), extra={"output"})
+            self._check_value_templates(
+                call.params, where + ("provider_call", "params"), extra=scope.names("compensation")
+            )
             return ir.Provider(
                 id=f"{task_id}.compensate",
                 title=f"undo {name}",
@@ -338,7 +343,7 @@ class _Builder(Builder):
                 call=call,
                 retry=compensation_retry(attempts),
             )
-        self._check_template(comp.instructions, where + ("instructions",), extra={"output"})
+        self._check_template(comp.instructions, where + ("instructions",), extra=scope.names("compensation"))
         return compensation_task(
             task_id,
             name,
@@ -408,7 +413,7 @@ class _Builder(Builder):
                 "a script path is relative to the spec file's folder",
             )
         if raw.retry_message is not None:
-            self._check_template(raw.retry_message, where + ("retry_message",), extra={"error"})
+            self._check_template(raw.retry_message, where + ("retry_message",), extra=scope.names("retry"))
         timeout = self.duration(raw.timeout, where + ("timeout",), _DURATION_HINT) or 120.0
         return ir.Criteria(
             python=raw.python,
@@ -428,7 +433,7 @@ class _Builder(Builder):
             sync_targets=raw.sync_targets.paths if raw.sync_targets else [],
         )
 
-    def _check_value_templates(self, value: Any, path: tuple, extra: set[str] = frozenset()) -> None:
+    def _check_value_templates(self, value: Any, path: tuple, extra: frozenset[str] = frozenset()) -> None:
         if isinstance(value, str):
             self._check_template(value, path, extra)
         elif isinstance(value, list):
@@ -438,7 +443,7 @@ class _Builder(Builder):
             for key, item in value.items():
                 self._check_value_templates(item, path + (key,), extra)
 
-    def _check_template(self, source: str, path: tuple, extra: set[str] = frozenset()) -> None:
+    def _check_template(self, source: str, path: tuple, extra: frozenset[str] = frozenset()) -> None:
         try:
             used = names_used(source)
         except TemplateSyntaxError as exc:
