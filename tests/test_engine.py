@@ -53,7 +53,8 @@ params:
     assert third.startswith("You are careful.\n\nhello D")
     assert fourth.startswith("You are terse.")
     assert state.outputs["A.B"].startswith("did-B") and [t.status for t in state.tasks.values()] == ["completed"] * 4
-    assert state.visited_nodes == ["order", "A", "A.B", "A.B.D", "A.C", "A.C.F"]  # a task and its work: once
+    # A task with work and subtasks is visited as the two it is: "A.*" (it and its subtasks), then "A".
+    assert state.visited_nodes == ["order", "A.*", "A", "A.B.*", "A.B", "A.B.D", "A.C", "A.C.F"]
 
 
 async def test_error_status_fails_the_run_and_later_tasks_never_run(client, tmp_path, agentapi):

@@ -47,9 +47,8 @@ subtasks:
 
 def test_tree_human_alone_is_a_human_node(tmp_path):
     region = plan_of(tmp_path, TREE).root.children[0]
-    # The task's sequence and its question share the id; the question is the sequence's only child.
-    assert isinstance(region, ir.Sequence) and len(region.children) == 1
-    assert region.children[0] == ir.Human(
+    # A task with no subtasks is its work: here the question, under the task's id.
+    assert region == ir.Human(
         id="region",
         title="region",
         prompt="Which region?",

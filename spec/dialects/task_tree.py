@@ -242,26 +242,28 @@ class _Builder(Builder):
         gate = self._gate(raw, path, name)
         work = self._work(raw, path, task_id, name, system)
         compensation = self._compensation(raw, path, task_id, name, system, has_work=work is not None)
+        budget = budget_of(raw.budget) if path else None  # the root's is the run's
         # An approval on a task with subtasks guards them all, so it goes on the task's sequence.
         gate_on_sequence = raw.approval is not None and (bool(raw.subtasks) or work is None)
-        children: list[ir.NodeBase] = []
+        own: ir.NodeBase | None = None
         if work is not None:
-            children.append(
-                work.model_copy(update={"compensation": compensation, "gate": None if gate_on_sequence else gate})
-            )
-        elif raw.human is not None:
-            children.append(gate.model_copy(update={"store_as": raw.store_as}))  # a question alone is the work
-        for sub_name, sub in (raw.subtasks or {}).items():
-            children.append(self._node(sub, path + ("subtasks", sub_name), sub_name, system))
+            own = work.model_copy(update={"compensation": compensation, "gate": None if gate_on_sequence else gate})
+        elif raw.human is not None and gate is not None:
+            own = gate.model_copy(update={"store_as": raw.store_as})  # a question alone is the work
+        if own is not None and not raw.subtasks:
+            # A task with no subtasks is its own work, under the task's id people see.
+            return own if budget is None else own.model_copy(update={"budget": budget})
+        subtasks = [self._node(sub, path + ("subtasks", n), n, system) for n, sub in (raw.subtasks or {}).items()]
         line, _ = position(self.data, path)
         return ir.Sequence(
-            id=task_id,
+            # With work of its own (which keeps the task's id), the sequence is the task and its subtasks.
+            id=f"{task_id}.*" if own is not None else task_id,
             title=name,
             line=line,
-            children=children,
+            children=([own] if own is not None else []) + subtasks,
             gate=gate if gate_on_sequence else None,
-            budget=budget_of(raw.budget) if path else None,
-        )  # the root's is the run's
+            budget=budget,
+        )
 
     def _gate(self, raw: RawTask, path: tuple, name: str) -> ir.Human | None:
         if raw.human is not None and raw.approval is not None:
