@@ -447,7 +447,7 @@ class _Builder(Builder):
 
     def _shape(self, step: RawStep) -> ir.NodeBase:
         i = self.step_index[step.id]
-        common = dict(
+        common: dict[str, Any] = dict(
             id=step.id,
             title=step.id,
             line=position(self.data, ("workflow", "steps", i))[0],

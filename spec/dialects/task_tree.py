@@ -359,7 +359,7 @@ class _Builder(Builder):
 
     def _work(self, raw: RawTask, path: tuple, task_id: str, name: str, system: str | None):
         line, _ = position(self.data, path)
-        common = dict(
+        common: dict[str, Any] = dict(
             id=task_id,
             title=name,
             line=line,
