@@ -13,7 +13,7 @@ from rich.console import Console
 
 from client import humans, report
 from client.runs import NoSuchRun, UsageError, describe, fetch_state, list_runs
-from client.start import prepare, start, watch
+from client.start import prepare, say_warnings, start, watch
 from spec import ir
 from spec.check import check
 from spec.errors import SpecError
@@ -112,6 +112,7 @@ def main(argv: list[str] | None = None) -> int:
             )
         if args.command == "start":
             inp = prepare(args)
+            say_warnings(inp.plan)
             return asyncio.run(_with_client(lambda c: start(c, args, inp, console, _prompter(console))))
         return asyncio.run(_with_client(lambda c: COMMANDS[args.command](c, args, console)))
     except SpecError as exc:
@@ -150,7 +151,7 @@ def validate(path: str, console: Console) -> int:
     for key in ("requires_workdir", "requirements"):
         if getattr(plan, key) is not None:
             console.print(f"  {key}: {getattr(plan, key)}", markup=False)
-    for warning in unknown_rules(plan):
+    for warning in [*plan.warnings, *unknown_rules(plan)]:
         console.print(warning, markup=False)
     return EXIT_OK
 

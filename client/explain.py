@@ -14,7 +14,7 @@ from jinja2 import TemplateError
 from rich.console import Console
 
 from client.graph import draw, is_empty, scopes, top_steps
-from client.start import load_run
+from client.start import load_run, say_warnings
 from client.views import view_of
 from client.views.base import Entry, Scope, Shown, View
 from client.views.human import question
@@ -44,6 +44,7 @@ def dry_run_command(args: argparse.Namespace, console: Console) -> int:
     """What `start` would run with these -p and --agent flags; SpecError as `start` raises it, but
     with no agent configured it shows which agents are not, instead of refusing."""
     plan, values, default, per_agent = load_run(args, agents_required=False)
+    say_warnings(plan)
     _print(console, dry_run_text(plan, values, (default, per_agent)))
     return 0
 

@@ -79,6 +79,13 @@ def prepare(args: argparse.Namespace) -> RunInput:
     )
 
 
+def say_warnings(plan: ir.Plan) -> None:
+    """What the spec's language warns of (a key it ignores, a name that renders empty), before a
+    run starts; on stderr, so a command's output stays its own."""
+    for warning in plan.warnings:
+        print(warning, file=sys.stderr)
+
+
 def ask_missing(plan: ir.Plan, given: dict[str, Any]) -> dict[str, Any]:
     """On a terminal, ask for required inputs not given with -p; elsewhere `bind` names them all."""
     missing = [p for name, p in plan.params.items() if p.required and name not in given]

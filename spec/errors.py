@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Literal
 
 
 @dataclass(frozen=True)
@@ -14,10 +15,12 @@ class Problem:
     column: int
     message: str
     hint: str = ""
+    # A warning is said and the run goes on (a key the real system ignores, a name that renders empty).
+    severity: Literal["error", "warning"] = "error"
 
     def __str__(self) -> str:
         where = f"{self.file}:{self.line}:{self.column}" if self.line else self.file
-        text = f"{where}: error: {self.message}"
+        text = f"{where}: {self.severity}: {self.message}"
         return f"{text}\n  hint: {self.hint}" if self.hint else text
 
 

@@ -82,6 +82,8 @@ class NodeBase(Model):
     compensation: Node | None = None
     gate: Human | None = None  # a person answers before the node runs (approval: true, human:)
     budget: Budget | None = None  # what the node and everything under it may spend
+    # Files copied in and checked for before the node (and everything under it) runs.
+    preconditions: Preconditions | None = None
     output_key: str | None = None
     # A pipeline step: its value is kept as `steps.<id>.output` (and under `store_as`) for later templates.
     step: bool = False
@@ -112,7 +114,6 @@ class Task(NodeBase):
     rules: list[str] = []
     loop_until: LoopUntil | None = None
     criteria: Criteria | None = None
-    preconditions: Preconditions | None = None
 
 
 class Provider(NodeBase):
@@ -121,7 +122,6 @@ class Provider(NodeBase):
     kind: Literal["provider"] = "provider"
     call: ProviderSpec
     criteria: Criteria | None = None  # checked after the call, which runs again while it fails
-    preconditions: Preconditions | None = None
 
 
 class Sequence(NodeBase):
@@ -291,6 +291,8 @@ class Plan(Model):
     undefined: Literal["error", "empty"] = "error"
     # A pipeline's conditional branches: the step a condition runs -> the conditional step.
     branches: dict[str, str] = {}
+    # Said by validate, start and dry-run, with file:line; nothing stops for them.
+    warnings: list[str] = []
     # cyberian keys the engine shows but does not act on.
     requires_workdir: Any = None
     requirements: Any = None

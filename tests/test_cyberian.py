@@ -66,3 +66,102 @@ subtasks:
     state = await run_spec(client, spec, "command:true", params={"topic": "tides"})
     assert state.status == "completed"
     assert (tmp_path / "tides-notes.txt").read_text().strip() == "notes on tides"
+
+
+# An agent that keeps every prompt it is sent, one after another, in prompts.txt of the work directory.
+RECORDER = "command:sh -c 'cat >> prompts.txt; echo; echo ----- >> prompts.txt; echo COMPLETION_STATUS: COMPLETE'"
+
+
+def prompts(folder) -> list[str]:
+    path = folder / "prompts.txt"
+    return [p.strip() for p in path.read_text().split("-----") if p.strip()] if path.exists() else []
+
+
+TAG_DOCUMENTS = """
+name: tag-documents
+description: Tag each abstract with terms from tags.json
+requires_workdir: true
+params:
+  filename: {range: string, required: false}
+  config: {range: string}
+preconditions:
+  sync_targets:
+    description: the abstracts and the tag list travel with the workflow
+    paths: [abstracts, tags.json]
+  files_exist:
+    patterns: ["abstracts/*.txt"]
+    min_count: 1
+    note: cyberian ignores this key
+subtasks:
+  tag:
+    instructions: |
+      Tag the abstracts; write {{ filename | default('output.txt') }}.
+      {% if config is defined %}Use {{ config }}.{% else %}No config.{% endif %}
+      Extra: {{ extra }}
+    loop_until: {status: DONE, message: Say DONE., hint: ignored}
+"""
+
+
+async def test_a_workflow_written_for_cyberian_loads_warns_and_runs_as_there(client, tmp_path):
+    spec_dir, work = tmp_path / "spec", tmp_path / "work"
+    (spec_dir / "abstracts").mkdir(parents=True)
+    work.mkdir()
+    (spec_dir / "abstracts" / "a1.txt").write_text("An abstract.")
+    (spec_dir / "tags.json").write_text("[]")
+    spec = write_spec(
+        spec_dir, TAG_DOCUMENTS.replace("Say DONE.", "Say DONE.").replace("{status: DONE", "{status: COMPLETE")
+    )
+    state = await run_spec(client, spec, RECORDER, params={"extra": "given with -p"}, workdir=work)
+    assert state.status == "completed", state.errors
+    assert (work / "abstracts" / "a1.txt").exists() and (work / "tags.json").exists()  # synced before anything ran
+    [prompt] = prompts(work)
+    assert "write output.txt." in prompt and "No config." in prompt and "Extra: given with -p" in prompt
+
+
+def test_validate_warns_of_ignored_keys_and_undeclared_names_with_their_lines(tmp_path):
+    from tests.specs import plan_of
+
+    plan = plan_of(tmp_path, TAG_DOCUMENTS)
+    warnings = "\n".join(plan.warnings)
+    assert ":15:5: warning: unknown key 'note' is ignored, as cyberian ignores it" in warnings
+    assert (
+        ":21:1: warning: undeclared template variable 'extra': renders empty unless given with -p extra=…" in warnings
+    )
+    assert "unknown key 'hint' is ignored" in warnings and "did you mean" not in warnings.split("'hint'")[1][:60]
+    assert "description" not in warnings  # a real field of cyberian's sync targets
+
+
+async def test_a_failing_root_precondition_stops_the_run_before_any_agent_is_prompted(client, tmp_path):
+    spec = write_spec(tmp_path, TAG_DOCUMENTS.replace("paths: [abstracts, tags.json]", "paths: [elsewhere]"))
+    state = await run_spec(client, spec, RECORDER)
+    assert state.status == "failed"
+    assert state.errors == ["tag-documents: precondition failed: no files match 'abstracts/*.txt'"]
+    assert any("sync target 'elsewhere' not found in the spec folder" in w for w in state.warnings)
+    assert prompts(tmp_path) == []
+
+
+async def test_success_criteria_after_a_provider_call_run_again_while_they_fail(client, tmp_path):
+    spec = write_spec(
+        tmp_path,
+        """
+name: count
+subtasks:
+  bump:
+    provider_call:
+      provider: shell
+      method: run
+      params: {command: "n=$(cat n 2>/dev/null || echo 0); echo $((n+1)) > n; cat n"}
+    success_criteria:
+      python: result = open("n").read().strip() == "3"
+      max_retries: 3
+""",
+    )
+    state = await run_spec(client, spec, RECORDER)
+    assert state.status == "completed", state.errors
+    assert (tmp_path / "n").read_text().strip() == "3" and state.tasks["bump"].attempts == 3
+
+
+def test_agent_lifecycle_is_read_in_any_case(tmp_path):
+    from tests.specs import plan_of
+
+    assert plan_of(tmp_path, "agent_lifecycle: REFRESH\ninstructions: go\n").lifecycle == "refresh"

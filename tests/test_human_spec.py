@@ -201,13 +201,6 @@ TREE_MISTAKES = [
         "gates: region, deploy, why",
     ),
     (
-        '"Build for {{ human.region }}"',
-        '"Build for {{ output }}"',
-        'instructions: "Build',
-        "undefined template variable 'output'",
-        "'output' is set only in compensate:",
-    ),
-    (
         "    agent: builder\n",
         "    agent: builder\n    goal: win\n",
         "goal:",
@@ -397,6 +390,15 @@ PIPE_MISTAKES = [
     ),
     ("  constraints:", "  constrains:", "constrains", "unknown key 'constrains'", "did you mean 'constraints'?"),
 ]
+
+
+def test_output_outside_a_compensation_is_a_warning_in_a_task_tree(tmp_path):
+    """A name no value is given for renders empty in a task tree, as in cyberian: said, not refused."""
+    text = swap(TREE, '"Build for {{ human.region }}"', '"Build for {{ output }}"')
+    [warning] = plan_of(tmp_path, text).warnings
+    place = at(tmp_path, text, 'instructions: "Build').replace("error: ", "warning: ")
+    assert warning.startswith(place + "undeclared template variable 'output': renders empty unless given with -p")
+    assert warning.endswith("hint: 'output' is set only in compensate: (the output of the task being undone)")
 
 
 @pytest.mark.parametrize(

@@ -22,6 +22,7 @@ from workflows.conversation import Conversation
 from workflows.failures import TaskFailed
 from workflows.humans import GateTimedOut, Humans, rejected
 from workflows.nodes import HANDLERS
+from workflows.nodes.leaf import check_preconditions
 from workflows.saga import Saga
 from workflows.scope import RunKey, Scope
 
@@ -178,6 +179,8 @@ class Interpreter:
         handler = HANDLERS.get(node.kind)
         if handler is None:
             raise TaskFailed(str(scope.key), f"{node.kind} nodes cannot run in this engine")
+        if node.preconditions and not handler.work:  # a leaf checks its own, within its row
+            await check_preconditions(self, node, scope)
         if node.timeout_s is None or handler.own_timeout:
             return await handler.execute(self, node, scope)
         try:

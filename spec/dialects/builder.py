@@ -14,11 +14,20 @@ class Builder:
     def __init__(self, file: str, data: Any):
         self.file, self.data = file, data
         self.problems: list[Problem] = []
+        self.warnings: list[Problem] = []
 
     def problem(self, path: tuple, message: str, hint: str = "") -> None:
         """A problem at the key or item `path` leads to in the loaded YAML."""
         line, col = position(self.data, path)
         self.problems.append(Problem(self.file, line, col, message, hint))
+
+    def warn(self, path: tuple, message: str, hint: str = "") -> None:
+        """Something a person should know that does not stop the run; the Plan carries it."""
+        line, col = position(self.data, path)
+        self.warn_at(line, col, message, hint)
+
+    def warn_at(self, line: int, column: int, message: str, hint: str = "") -> None:
+        self.warnings.append(Problem(self.file, line, column, message, hint, severity="warning"))
 
     def duration(self, value: float | str | None, path: tuple, hint: str) -> float | None:
         """Seconds in a duration (90, "90s", "30m", "1h30m"); a problem, and None, if it is not one."""

@@ -12,6 +12,7 @@ the pipeline dialect.
 from __future__ import annotations
 
 import os
+import re
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
@@ -36,14 +37,21 @@ from spec.dialects.common_keys import (
 from spec.errors import Problem, SpecError, did_you_mean
 from spec.render import TemplateSyntaxError, names_used
 from spec.schema_errors import problems_from
-from spec.yamlpos import PosDict, load_mapping, mapping_or_none, position
+from spec.yamlpos import PosDict, load_mapping, mapping_or_none, position, text_line
 
 # `human` is the dict of gate id -> answer; which gate ids exist is checked per reference.
 BUILTINS = scope.names("core")
 
 
-class RawParam(BaseModel):
-    model_config = ConfigDict(extra="ignore")  # the real system ignores unknown keys here
+class Lenient(BaseModel):
+    """A sub-model cyberian reads leniently: an unknown key is ignored there, so here it is kept
+    aside (`model_extra`) and said as a warning instead of refused. A task and a provider call
+    stay strict, as they are in cyberian."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+class RawParam(Lenient):
     range: str = "string"
     required: bool = False
     examples: list[Any] = []
@@ -51,13 +59,13 @@ class RawParam(BaseModel):
     description: str = ""
 
 
-class RawLoopUntil(Strict):
+class RawLoopUntil(Lenient):
     status: str
     message: str = ""
     max_iterations: int | None = Field(None, ge=1)
 
 
-class RawCriteria(Strict):
+class RawCriteria(Lenient):
     python: str | None = None
     script: str | None = None
     max_retries: int = Field(0, ge=0)
@@ -65,16 +73,17 @@ class RawCriteria(Strict):
     timeout: float | str | None = None
 
 
-class RawFilesExist(Strict):
+class RawFilesExist(Lenient):
     patterns: list[str]
     min_count: int = Field(1, ge=0)
 
 
-class RawSyncTargets(Strict):
+class RawSyncTargets(Lenient):
     paths: list[str]
+    description: str = ""
 
 
-class RawPreconditions(Strict):
+class RawPreconditions(Lenient):
     files_exist: RawFilesExist | None = None
     sync_targets: RawSyncTargets | None = None
 
@@ -98,6 +107,11 @@ class RawCompensate(Strict):
     provider_call: ir.ProviderSpec | None = None
 
 
+def _lower(value: Any) -> Any:
+    """cyberian reads `agent_lifecycle` in any case (REFRESH, Refresh)."""
+    return value.lower() if isinstance(value, str) else value
+
+
 class RawTask(Strict):
     name: str | None = None
     description: str | None = None
@@ -109,7 +123,7 @@ class RawTask(Strict):
     success_criteria: RawCriteria | None = None
     provider_call: ir.ProviderSpec | None = None
     preconditions: RawPreconditions | None = None
-    agent_lifecycle: Literal["reuse", "refresh"] | None = None
+    agent_lifecycle: Annotated[Literal["reuse", "refresh"] | None, BeforeValidator(_lower)] = None
     requires_workdir: Any = None
     requirements: Any = None
     agent: str | None = None
@@ -149,7 +163,7 @@ def compile(path: str, text: str, params: set[str]) -> ir.Plan:
     return compile_data(load_mapping(text, path), path, params)
 
 
-def compile_data(data: PosDict, file: str, given: set[str] = frozenset()) -> ir.Plan:
+def compile_data(data: PosDict, file: str, given: set[str] | frozenset[str] = frozenset()) -> ir.Plan:
     try:
         raw = RawTask.model_validate(data)
     except ValidationError as exc:
@@ -168,7 +182,7 @@ _DURATION_HINT = "write a number of seconds or a duration like '30m'"
 
 
 class _Builder(Builder):
-    def __init__(self, file: str, data: PosDict, raw: RawTask, given: set[str]):
+    def __init__(self, file: str, data: PosDict, raw: RawTask, given: set[str] | frozenset[str]):
         super().__init__(file, data)
         self.raw, self.given = raw, given
         self.name = raw.name or os.path.splitext(os.path.basename(file))[0]
@@ -180,6 +194,7 @@ class _Builder(Builder):
         self.memory_keys = _stored_keys(raw)
 
     def _param(self, name: str, p: RawParam) -> ir.Param:
+        self._ignored(p, ("params", name))
         line, _ = position(self.data, ("params", name))
         return ir.Param(
             name=name,
@@ -224,9 +239,11 @@ class _Builder(Builder):
             completion=self.raw.completion or "strict",
             requires_workdir=self.raw.requires_workdir,
             requirements=self.raw.requirements,
+            undefined="empty",  # templates render as plain Jinja does in cyberian
+            warnings=[str(w) for w in self.warnings],
         )
 
-    def _node(self, raw: RawTask, path: tuple, name: str, system: str | None) -> ir.NodeBase:
+    def _node(self, raw: RawTask, path: tuple, name: str, system: str | None) -> ir.Node:
         task_id = ".".join(str(p) for p in path[1::2]) or name
         system = raw.system_instructions if raw.system_instructions is not None else system
         for key in _ROOT_ONLY:
@@ -243,16 +260,17 @@ class _Builder(Builder):
         work = self._work(raw, path, task_id, name, system)
         compensation = self._compensation(raw, path, task_id, name, system, has_work=work is not None)
         budget = budget_of(raw.budget) if path else None  # the root's is the run's
+        guards = {"budget": budget, "preconditions": self._preconditions(raw.preconditions, path)}
         # An approval on a task with subtasks guards them all, so it goes on the task's sequence.
         gate_on_sequence = raw.approval is not None and (bool(raw.subtasks) or work is None)
-        own: ir.NodeBase | None = None
+        own: ir.Node | None = None
         if work is not None:
             own = work.model_copy(update={"compensation": compensation, "gate": None if gate_on_sequence else gate})
         elif raw.human is not None and gate is not None:
             own = gate.model_copy(update={"store_as": raw.store_as})  # a question alone is the work
         if own is not None and not raw.subtasks:
             # A task with no subtasks is its own work, under the task's id people see.
-            return own if budget is None else own.model_copy(update={"budget": budget})
+            return own.model_copy(update=guards)
         subtasks = [self._node(sub, path + ("subtasks", n), n, system) for n, sub in (raw.subtasks or {}).items()]
         line, _ = position(self.data, path)
         return ir.Sequence(
@@ -262,7 +280,7 @@ class _Builder(Builder):
             line=line,
             children=([own] if own is not None else []) + subtasks,
             gate=gate if gate_on_sequence else None,
-            budget=budget,
+            **guards,
         )
 
     def _gate(self, raw: RawTask, path: tuple, name: str) -> ir.Human | None:
@@ -345,6 +363,7 @@ class _Builder(Builder):
                 call=call,
                 retry=compensation_retry(attempts),
             )
+        assert comp.instructions is not None  # exactly one of the two, checked above
         self._check_template(comp.instructions, where + ("instructions",), extra=scope.names("compensation"))
         return compensation_task(
             task_id,
@@ -366,11 +385,12 @@ class _Builder(Builder):
             timeout_s=self.duration(raw.timeout, path + ("timeout",), _DURATION_HINT),
             store_as=raw.store_as,
         )
-        pre = self._preconditions(raw.preconditions)
         if raw.provider_call:
             call = raw.provider_call
             self._check_value_templates(call.params, path + ("provider_call", "params"))
-            return ir.Provider(call=call, preconditions=pre, **common)
+            if call.output_file is not None:
+                self._check_template(call.output_file, path + ("provider_call", "output_file"))
+            return ir.Provider(call=call, criteria=self._criteria(raw.success_criteria, path), **common)
         if raw.instructions is None:
             return None
         self._check_template(raw.instructions, path + ("instructions",))
@@ -382,13 +402,22 @@ class _Builder(Builder):
             system=system,
             loop_until=self._loop(raw, path),
             criteria=self._criteria(raw.success_criteria, path),
-            preconditions=pre,
             **common,
         )
+
+    def _ignored(self, raw: Lenient | None, path: tuple) -> None:
+        """Keys cyberian ignores in a sub-model, each a warning, with the known key it is closest to."""
+        if raw is None:
+            return
+        known = type(raw).model_fields
+        for key in raw.model_extra or {}:
+            hint = did_you_mean(key, known) or "allowed here: " + ", ".join(known)
+            self.warn(path + (key,), f"unknown key '{key}' is ignored, as cyberian ignores it", hint)
 
     def _loop(self, raw: RawTask, path: tuple) -> ir.LoopUntil | None:
         if raw.loop_until is None:
             return None
+        self._ignored(raw.loop_until, path + ("loop_until",))
         self._check_template(raw.loop_until.message, path + ("loop_until", "message"))
         limit = raw.loop_until.max_iterations or raw.max_iterations
         return ir.LoopUntil(status=raw.loop_until.status, message=raw.loop_until.message, max_iterations=limit)
@@ -397,6 +426,7 @@ class _Builder(Builder):
         if raw is None:
             return None
         where = path + ("success_criteria",)
+        self._ignored(raw, where)
         if (raw.python is None) == (raw.script is None):
             self.problem(
                 where,
@@ -425,9 +455,13 @@ class _Builder(Builder):
             timeout_s=timeout,
         )
 
-    def _preconditions(self, raw: RawPreconditions | None) -> ir.Preconditions | None:
+    def _preconditions(self, raw: RawPreconditions | None, path: tuple) -> ir.Preconditions | None:
         if raw is None:
             return None
+        where = path + ("preconditions",)
+        self._ignored(raw, where)
+        self._ignored(raw.files_exist, where + ("files_exist",))
+        self._ignored(raw.sync_targets, where + ("sync_targets",))
         files = raw.files_exist
         return ir.Preconditions(
             files_exist=files.patterns if files else [],
@@ -462,9 +496,22 @@ class _Builder(Builder):
             return
         known = set(self.params) | BUILTINS | set(extra) | set(self.given) | self.memory_keys
         for name in sorted(used - known):
-            self.problem(path, f"undefined template variable '{name}'", _undefined_hint(name, known))
+            self.warn_at(
+                *self._place_of(source, name, path),
+                f"undeclared template variable '{name}': renders empty unless given with -p {name}=…",
+                _undefined_hint(name, known),
+            )
         if "human" in used:
             self._check_gate_refs(source, path)
+
+    def _place_of(self, source: str, name: str, path: tuple) -> tuple[int, int]:
+        """(line, column) of the first use of `name` in the template at `path`: its own line in a
+        block scalar, else the key's place."""
+        key_line, key_col = position(self.data, path)
+        first = text_line(self.data, path) or key_line
+        lines = source.splitlines()
+        hit = next((n for n, line in enumerate(lines) if re.search(rf"\b{re.escape(name)}\b", line)), 0)
+        return (key_line, key_col) if first + hit == key_line else (first + hit, 1)
 
     def _check_gate_refs(self, source: str, path: tuple) -> None:
         for ref, _ in expressions.template_references(source):

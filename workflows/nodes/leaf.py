@@ -28,7 +28,7 @@ async def perform(
     workflow.set_current_details(f"Running **{node.label}** ({node.kind})")
     try:
         if node.preconditions:
-            await _preconditions(engine, node, scope)
+            await check_preconditions(engine, node, scope)
         output = await work(task)
     except TaskFailed as exc:
         engine.state.finish(key, "failed", workflow.now(), error=exc.message)
@@ -89,7 +89,8 @@ async def _criteria(
     )
 
 
-async def _preconditions(engine: Interpreter, node: ir.Task | ir.Provider, scope: Scope) -> None:
+async def check_preconditions(engine: Interpreter, node: ir.NodeBase, scope: Scope) -> None:
+    """Copy the node's sync targets in and check the files it needs; TaskFailed if they are not there."""
     pre = node.preconditions
     assert pre is not None
     key = str(scope.key)
