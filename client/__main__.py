@@ -12,14 +12,14 @@ import sys
 from rich.console import Console
 
 from client import humans, report
-from client.runs import NoSuchRun, UsageError, describe, fetch_state, list_runs
+from client.runs import NoSuchRun, NoWorker, UsageError, describe, fetch_state, list_runs
 from client.start import prepare, say_warnings, start, watch
 from spec import ir
 from spec.check import check
 from spec.errors import SpecError
 from spec.load import load
 from worker.connection import Unreachable, connect
-from workflows.contract import TASK_QUEUE, dollars, open_gates
+from workflows.contract import TASK_QUEUE, dollars, open_gates, unsettled_refusals
 
 EXIT_OK, EXIT_USAGE, EXIT_UNREACHABLE = 0, 2, 3  # 1, a failed run, comes from `watch`
 
@@ -62,11 +62,13 @@ def _human_commands(sub) -> None:
     a.add_argument("--gate", required=True, metavar="ID")
     a.add_argument("value")
     a.add_argument("--comment", metavar="TEXT")
+    _delivery(a)
     for name, text in (("approve", "approve what a run waits on"), ("reject", "reject what a run waits on")):
         v = sub.add_parser(name, help=text)
         v.add_argument("run_id")
         v.add_argument("--gate", metavar="ID", help="which gate (default: the run's one open gate)")
         v.add_argument("--comment", metavar="TEXT")
+        _delivery(v)
     b = sub.add_parser("budget", help="raise the budget a run paused on")
     b.add_argument("run_id")
     b.add_argument("--gate", metavar="ID", help="budget (the run's) or budget:STEP (default: the one paused)")
@@ -74,6 +76,34 @@ def _human_commands(sub) -> None:
     b.add_argument("--usd", type=float, metavar="X", help="the new limit in US dollars")
     b.add_argument("--iterations", type=int, metavar="N", help="the new limit on prompts sent")
     b.add_argument("--comment", metavar="TEXT")
+    _delivery(b)
+
+
+def _delivery(command: argparse.ArgumentParser) -> None:
+    """How an answer reaches a run no worker holds right now: wait for one, or queue it."""
+    how = command.add_mutually_exclusive_group()
+    how.add_argument(
+        "--wait",
+        type=_seconds,
+        default=60.0,
+        metavar="SECONDS",
+        help="how long to wait for a worker to take it (default 60); exit code 3 if none did",
+    )
+    how.add_argument(
+        "--no-wait",
+        action="store_true",
+        help="queue it in the run's history and return; the run checks it when a worker takes it",
+    )
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number of seconds")
+    return value
 
 
 def _spec_and_inputs(command: argparse.ArgumentParser) -> None:
@@ -121,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     except (UsageError, NoSuchRun) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except Unreachable as exc:
+    except (Unreachable, NoWorker) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_UNREACHABLE
     except KeyboardInterrupt:
@@ -195,6 +225,8 @@ async def _status(client, args, console: Console) -> int:
     for gate in open_gates(state):
         since = f" (since {gate.opened_at:%Y-%m-%d %H:%M:%S} UTC)" if gate.opened_at else ""
         console.print(f"  {humans.gate_line(state.run_id, gate)}{since}", markup=False)
+    for refusal in unsettled_refusals(state):
+        console.print(f"  ! {refusal.message}", markup=False)
     if state.total_tokens_used or state.total_cost_usd:
         console.print(f"  used {state.total_tokens_used} tokens, {dollars(state.total_cost_usd)}", markup=False)
     return EXIT_OK

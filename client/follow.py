@@ -10,7 +10,7 @@ from rich.console import Console
 from temporalio.client import Client, WorkflowFailureError
 
 from client.humans import Prompter, answer_inline, gate_line
-from client.runs import fetch_state, query_state
+from client.runs import NO_WORKER, ask_state, describe, fetch_state, live_worker, worker_command
 from workflows.contract import CompensationResult, Gate, RunState, TaskState, open_gates
 
 
@@ -19,13 +19,21 @@ async def follow(
 ) -> RunState:
     """Print the run's events until it ends. With a prompter, each open question is put to it once."""
     handle = client.get_workflow_handle(run_id)
+    queue = (await describe(client, run_id)).task_queue
     ended = asyncio.ensure_future(_wait(handle))
     printer = _Printer(console, run_id)
     asked: set[str] = set()
     started = time.monotonic()
     with console.status("starting…") as status:
         while not ended.done():
-            state = await query_state(handle)
+            state = await ask_state(handle)
+            if state is None:
+                # A worker that has just restarted takes the run within seconds: only say so when none polls.
+                if not await live_worker(client, queue):
+                    printer.once(f"  ! {NO_WORKER}: start one with `{worker_command(queue)}`")
+                status.update(f"waiting for a worker · {time.monotonic() - started:.0f}s")
+                await asyncio.wait([ended], timeout=poll_s)
+                continue
             printer.show(state)
             status.update(_live_line(state, time.monotonic() - started))
             # A budget is raised by figures, not a choice: its line says how; questions are asked here.
@@ -72,6 +80,7 @@ class _Printer:
         self.gates: dict[str, str] = {}
         self.warnings = 0
         self.compensations = 0
+        self.said: set[str] = set()
 
     def show(self, state: RunState) -> None:
         for task in state.tasks.values():
@@ -84,6 +93,11 @@ class _Printer:
         for warning in state.warnings[self.warnings :]:
             self.console.print(f"  ! {warning}", style="yellow", markup=False, highlight=False)
         self.warnings = len(state.warnings)
+
+    def once(self, line: str) -> None:
+        if line not in self.said:
+            self.said.add(line)
+            self.console.print(line, style="yellow", markup=False, highlight=False)
 
     def _gate(self, gate: Gate) -> None:
         if self.gates.get(gate.id) == gate.status:

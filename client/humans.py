@@ -2,7 +2,8 @@
 answering inline while a run is followed on a terminal.
 
 Answers travel as Temporal updates. The run's validators decide; a refused update comes back as
-WorkflowUpdateFailedError with the refusal as its cause, and nothing of it reaches history.
+WorkflowUpdateFailedError with the refusal as its cause, and nothing of it reaches history. How an
+answer reaches a run no worker holds right now (waiting for one, or --no-wait) is client.delivery's.
 """
 
 from __future__ import annotations
@@ -21,10 +22,11 @@ from typing import Any, NamedTuple
 from rich.console import Console
 from rich.prompt import Prompt
 from rich.table import Table
-from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle, WorkflowUpdateFailedError
+from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.service import RPCError
 
-from client.runs import NO_WORKER, NoSuchRun, UsageError, describe, fetch_state, query_state
+from client.delivery import enqueue, when_held
+from client.runs import NO_WORKER, NoSuchRun, UsageError, ask_state, fetch_state, running
 from spec.ir import APPROVE, REJECT, Budget
 from workflows import contract
 from workflows.contract import (
@@ -36,6 +38,7 @@ from workflows.contract import (
     RunState,
     limits_text,
     open_gates,
+    unsettled_refusals,
 )
 
 # Asks a person for a gate's answer; None leaves the gate to be answered elsewhere.
@@ -55,6 +58,7 @@ class Refused(UsageError):
 class Pending(NamedTuple):
     rows: list[dict[str, Any]]  # one per open gate, oldest question first
     unanswered: list[str]  # runs whose questions cannot be read: no worker holds them
+    refused: list[tuple[str, str]]  # (run id, why) for queued answers refused whose gate is still open
 
 
 async def pending(client: Client) -> Pending:
@@ -65,6 +69,7 @@ async def pending(client: Client) -> Pending:
     return Pending(
         sorted(rows, key=lambda row: row["waiting_since"] or ""),
         [state.run_id for state in states if NO_WORKER in state.warnings],
+        [(state.run_id, refusal.message) for state in states for refusal in unsettled_refusals(state)],
     )
 
 
@@ -100,9 +105,11 @@ def _row(state: RunState, gate: Gate) -> dict[str, Any]:
 
 
 async def pending_command(client: Client, args: argparse.Namespace, console: Console) -> int:
-    rows, unanswered = await pending(client)
+    rows, unanswered, refused = await pending(client)
     for run_id in unanswered:
         print(f"warning: run {run_id}: {NO_WORKER}; start one with `python -m worker`", file=sys.stderr)
+    for run_id, message in refused:
+        print(f"warning: run {run_id}: {message}", file=sys.stderr)
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
@@ -140,50 +147,83 @@ async def pending_command(client: Client, args: argparse.Namespace, console: Con
 async def answer_command(client: Client, args: argparse.Namespace, console: Console) -> int:
     """`answer`, `approve` and `reject`: the value is the command's own for the last two."""
     value = {"approve": APPROVE, "reject": REJECT}.get(args.command) or args.value
-    handle = await running_handle(client, args.run_id)
-    state = await live_state(handle)
-    gate_id = args.gate or _only_open_gate(handle.id, state, value)
-    answer = await send_answer(handle, AnswerInput(gate=gate_id, value=value, comment=args.comment or "", by=user()))
+    handle, queue = await running(client, args.run_id)
+
+    def given(state: RunState | None) -> AnswerInput:
+        gate_id = args.gate or _only_open_gate(handle.id, _readable(handle.id, state), value)
+        return AnswerInput(gate=gate_id, value=value, comment=args.comment or "", by=user())
+
+    if args.no_wait:
+        answer = given(None if args.gate else await ask_state(handle))
+        await enqueue(handle, contract.QUEUE_ANSWER, answer, "the answer")
+        _queued(console, f"answer '{value}' to gate {answer.gate}")
+        return 0
+
+    async def deliver(state: RunState) -> tuple[str, Answer]:
+        answer = given(state)
+        return answer.gate, await send_answer(handle, answer)
+
+    gate_id, answer = await when_held(client, handle, queue, args.wait, "the answer", deliver)
     console.print(f"gate {gate_id} answered: {answer.value}", markup=False, highlight=False)
     return 0
 
 
 async def budget_command(client: Client, args: argparse.Namespace, console: Console) -> int:
-    handle = await running_handle(client, args.run_id)
-    state = await live_state(handle)
-    paused = [g.id for g in open_gates(state) if g.kind == "budget"]
-    gate_id = args.gate or (paused[0] if len(paused) == 1 else RUN_BUDGET_GATE)
-    raised = await raise_budget(
-        handle,
-        BudgetInput(
-            gate=gate_id,
+    handle, queue = await running(client, args.run_id)
+
+    def given(state: RunState | None) -> BudgetInput:
+        return BudgetInput(
+            gate=args.gate or _paused_budget(_readable(handle.id, state)),
             tokens=args.tokens,
             usd=args.usd,
             iterations=args.iterations,
             comment=args.comment or "",
             by=user(),
-        ),
-    )
-    console.print(f"budget {gate_id} raised to {limits_text(raised)}", markup=False, highlight=False)
+        )
+
+    if args.no_wait:
+        raised = given(None if args.gate else await ask_state(handle))
+        await enqueue(handle, contract.QUEUE_BUDGET, raised, "the budget raise")
+        limits = limits_text(Budget(tokens=raised.tokens, usd=raised.usd, iterations=raised.iterations))
+        _queued(console, f"raise of budget {raised.gate} to {limits}")
+        return 0
+
+    async def deliver(state: RunState) -> tuple[str, Budget]:
+        raised = given(state)
+        return raised.gate, await raise_budget(handle, raised)
+
+    gate_id, budget = await when_held(client, handle, queue, args.wait, "the budget raise", deliver)
+    console.print(f"budget {gate_id} raised to {limits_text(budget)}", markup=False, highlight=False)
     return 0
+
+
+def _paused_budget(state: RunState) -> str:
+    paused = [g.id for g in open_gates(state) if g.kind == "budget"]
+    return paused[0] if len(paused) == 1 else RUN_BUDGET_GATE
+
+
+def _readable(run_id: str, state: RunState | None) -> RunState:
+    """The state a gate is picked from when --gate is left out; --no-wait cannot wait for a worker to read it."""
+    if state is None:
+        raise UsageError(
+            f"no worker is answering for run {run_id} to say which gate is open: with --no-wait, name the "
+            "gate with --gate ID"
+        )
+    return state
+
+
+def _queued(console: Console, what: str) -> None:
+    console.print(
+        f"{what} queued: the run checks it when a worker takes it; a refusal shows in `python -m client pending`",
+        markup=False,
+        highlight=False,
+    )
 
 
 async def running_handle(client: Client, run_id: str) -> WorkflowHandle:
     """The handle of a run that can take an update or a cancellation: it exists (else NoSuchRun) and
     is still running."""
-    desc = await describe(client, run_id)
-    if desc.status != WorkflowExecutionStatus.RUNNING:
-        status = desc.status.name.lower() if desc.status else "ended"
-        raise UsageError(f"run {run_id} has ended ({status}); there is nothing left to answer or cancel")
-    return client.get_workflow_handle(run_id)
-
-
-async def live_state(handle: WorkflowHandle) -> RunState:
-    """The run's state from its worker. An update needs a worker to take it: without one it would hang."""
-    state = await query_state(handle)
-    if NO_WORKER in state.warnings:
-        raise UsageError(f"no worker is answering for run {handle.id}: start one with `python -m worker`")
-    return state
+    return (await running(client, run_id))[0]
 
 
 def _only_open_gate(run_id: str, state: RunState, value: str) -> str:

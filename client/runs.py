@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
 import time
@@ -13,6 +14,7 @@ from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import Client, WorkflowExecutionDescription, WorkflowExecutionStatus, WorkflowHandle
 from temporalio.service import RPCError
 
+from workflows import contract
 from workflows.contract import RunState, RunStatus
 
 _CLOSED_STATUS: dict[WorkflowExecutionStatus, RunStatus] = {
@@ -24,8 +26,12 @@ _CLOSED_STATUS: dict[WorkflowExecutionStatus, RunStatus] = {
 }
 
 
-# What query_state reports when no worker holds the run, instead of hanging.
+# What fetch_state reports when no worker holds the run, instead of hanging.
 NO_WORKER = "no worker is answering for this run"
+QUERY_S = 5.0  # how long one state query waits for a worker
+# After a worker dies the server sends its runs' queries to the dead worker's own (sticky) queue
+# until it gives up on it, about 10 s; then a live worker on the run's task queue answers.
+RESTART_PATIENCE_S = 25.0
 
 
 class NoSuchRun(Exception):
@@ -36,6 +42,10 @@ class UsageError(Exception):
     """A mistake on the command line (exit code 2)."""
 
 
+class NoWorker(Exception):
+    """No worker took what was sent to a run in time (exit code 3)."""
+
+
 async def describe(client: Client, run_id: str) -> WorkflowExecutionDescription:
     """The run's description; NoSuchRun if there is none with that id."""
     try:
@@ -44,24 +54,64 @@ async def describe(client: Client, run_id: str) -> WorkflowExecutionDescription:
         raise NoSuchRun(f"no run with id '{run_id}' ({exc.message})") from None
 
 
+async def running(client: Client, run_id: str) -> tuple[WorkflowHandle, str]:
+    """The handle and task queue of a run that can take an update or a cancellation: it exists (else
+    NoSuchRun) and is still running (else UsageError)."""
+    desc = await describe(client, run_id)
+    if desc.status != WorkflowExecutionStatus.RUNNING:
+        status = desc.status.name.lower() if desc.status else "ended"
+        raise UsageError(f"run {run_id} has ended ({status}); there is nothing left to answer or cancel")
+    return client.get_workflow_handle(run_id), desc.task_queue
+
+
 async def fetch_state(client: Client, run_id: str) -> RunState:
     """The latest state of a run: by query while it runs, from its memo once it has ended."""
     desc = await describe(client, run_id)
     if desc.status == WorkflowExecutionStatus.RUNNING:
-        return await query_state(client.get_workflow_handle(run_id))
+        return await _running_state(client, client.get_workflow_handle(run_id), desc.task_queue)
     state = await desc.memo_value("state", None, type_hint=RunState) or RunState(run_id=run_id)
     if desc.status is not None and desc.status in _CLOSED_STATUS and state.status in ("pending", "running"):
         state.status = _CLOSED_STATUS[desc.status]  # terminated from outside before it could say so
     return state
 
 
-async def query_state(handle: WorkflowHandle) -> RunState:
-    """The state of a running run, asked of the worker that holds it."""
+async def _running_state(client: Client, handle: WorkflowHandle, task_queue: str) -> RunState:
+    """The state from the worker that holds the run. While a live worker polls the run's queue (one
+    that has just restarted), a failed query is asked again for a while rather than reported."""
+    deadline = time.monotonic() + RESTART_PATIENCE_S
+    while True:
+        state = await ask_state(handle)
+        if state:
+            return state
+        if time.monotonic() >= deadline or not await live_worker(client, task_queue):
+            return _no_worker(handle.id)
+        await asyncio.sleep(0.5)  # a query refused at once must not spin
+
+
+async def ask_state(handle: WorkflowHandle, timeout_s: float = QUERY_S) -> RunState | None:
+    """The state of a running run from the worker that holds it; None if no worker answered in time."""
     try:
-        return await handle.query("state", result_type=RunState, rpc_timeout=timedelta(seconds=5))
+        return await handle.query(contract.STATE, result_type=RunState, rpc_timeout=timedelta(seconds=timeout_s))
     except RPCError:
-        # No worker answered: the run is waiting for one; say so instead of hanging.
-        return RunState(run_id=handle.id, status="running", warnings=[NO_WORKER])
+        return None
+
+
+def worker_command(task_queue: str) -> str:
+    """How to start a worker for runs on this queue."""
+    return "python -m worker" + ("" if task_queue == contract.TASK_QUEUE else f" --task-queue {task_queue}")
+
+
+def _no_worker(run_id: str) -> RunState:
+    # The run is waiting for a worker; say so instead of hanging.
+    return RunState(run_id=run_id, status="running", warnings=[NO_WORKER])
+
+
+async def live_worker(client: Client, task_queue: str) -> bool:
+    """worker_polling, and False where the server cannot tell."""
+    try:
+        return await worker_polling(client, task_queue)
+    except RPCError:  # a server that cannot describe queues: do not keep asking
+        return False
 
 
 async def worker_polling(client: Client, task_queue: str) -> bool:

@@ -129,30 +129,58 @@ class Result:
     err: str
 
 
+def _cli_env(address: str, tmp_path: Path, extra_env: dict | None = None) -> dict[str, str]:
+    environ = {
+        **os.environ,
+        "TEMPORAL_ADDRESS": address,
+        "AGENTRUN_STATE_DIR": str(tmp_path / "state"),
+        "AGENTRUN_HEARTBEAT_S": "5",
+        **(extra_env or {}),
+    }
+    environ.pop("TEMPORAL_PROFILE", None)
+    return environ
+
+
 @pytest.fixture
 def cli(address, tmp_path):
     """Run `python -m client ...` as a user would, against the session's server."""
 
     def run(*args: str, timeout: float = 120, extra_env: dict | None = None) -> Result:
-        environ = {
-            **os.environ,
-            "TEMPORAL_ADDRESS": address,
-            "AGENTRUN_STATE_DIR": str(tmp_path / "state"),
-            "AGENTRUN_HEARTBEAT_S": "5",
-            **(extra_env or {}),
-        }
-        environ.pop("TEMPORAL_PROFILE", None)
         proc = subprocess.run(
             [sys.executable, "-m", "client", *args],
             capture_output=True,
             text=True,
             timeout=timeout,
-            env=environ,
+            env=_cli_env(address, tmp_path, extra_env),
             cwd=ROOT,
         )
         return Result(proc.returncode, proc.stdout, proc.stderr)
 
     return run
+
+
+@pytest.fixture
+def cli_process(address, tmp_path):
+    """Start `python -m client ...` in the background, its output piped as text; killed if still running at the end."""
+    started: list[subprocess.Popen] = []
+
+    def spawn(*args: str) -> subprocess.Popen:
+        proc = subprocess.Popen(
+            [sys.executable, "-u", "-m", "client", *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=_cli_env(address, tmp_path),
+            cwd=ROOT,
+        )
+        started.append(proc)
+        return proc
+
+    yield spawn
+    for proc in started:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
 
 
 def run_id(prefix: str = "t") -> str:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import os
+import re
 import sys
 
 import pytest
@@ -125,7 +127,8 @@ async def test_a_run_a_person_rejected_and_that_rolled_back_replays(client, tmp_
 
 
 def _scrub(text: str, tmp_path) -> str:
-    """Recorded histories keep no paths of the machine that recorded them (replay ignores them)."""
+    """Recorded histories keep no paths of the machine that recorded them (replay ignores them),
+    in the JSON and in the payloads it holds as base64."""
     pairs = (
         (str(tmp_path), "/tmp/run"),
         (sys.executable, "python"),
@@ -133,9 +136,20 @@ def _scrub(text: str, tmp_path) -> str:
         (sys.prefix, "/python"),
         (sys.base_prefix, "/python"),
     )
-    for path, neutral in pairs:
-        text = text.replace(path, neutral)
-    return text
+
+    def plain(part: str) -> str:
+        for path, neutral in pairs:
+            part = part.replace(path, neutral)
+        return part
+
+    def payload(found: re.Match) -> str:
+        try:
+            data = base64.b64decode(found.group(1), validate=True).decode()
+        except (ValueError, UnicodeDecodeError):  # not text: nothing of ours in it
+            return found.group(0)
+        return f'"data": "{base64.b64encode(plain(data).encode()).decode()}"'
+
+    return re.sub(r'"data": "([A-Za-z0-9+/=]*)"', payload, plain(text))
 
 
 def _recorded() -> list[str]:

@@ -1,7 +1,10 @@
 """AgentRun: the one generic workflow. It interprets the Plan it is given, deterministically.
 
 People reach a running run through updates: `answer` (a gate), `raise_budget` (a paused budget)
-and `rollback_on_cancel` (the cancellation that follows runs the compensation stack).
+and `rollback_on_cancel` (the cancellation that follows runs the compensation stack). An answer or a
+budget raise can also come as a signal (`queue_answer`, `queue_budget`), sent when no worker may be
+there to take an update: the run checks it with the same refusals, and records a refusal instead of
+failing the sender.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ with workflow.unsafe.imports_passed_through():
         Answer,
         AnswerInput,
         BudgetInput,
+        QueuedRefusal,
         RunInput,
         RunState,
         RunStatus,
@@ -120,24 +124,51 @@ class AgentRun:
 
     @workflow.update(name=contract.ANSWER)
     def answer(self, given: AnswerInput) -> Answer:
-        answer = self.humans.answer(given)
-        self._changed()
-        return answer
+        return self._answer(given)
 
     @answer.validator
     def _check_answer(self, given: AnswerInput) -> None:
         _refuse(gates.answer_refusal(self.run_state, given))
 
+    @workflow.signal(name=contract.QUEUE_ANSWER)
+    def queued_answer(self, given: AnswerInput) -> None:
+        refusal = gates.answer_refusal(self.run_state, given)
+        if refusal:
+            self._refused(given.gate, f"queued answer to gate '{given.gate}' refused: {refusal}")
+        else:
+            self._answer(given)
+
+    def _answer(self, given: AnswerInput) -> Answer:
+        answer = self.humans.answer(given)
+        self._changed()
+        return answer
+
     @workflow.update(name=contract.RAISE_BUDGET)
     def raise_budget(self, given: BudgetInput) -> ir.Budget:
+        return self._raise_budget(given)
+
+    @raise_budget.validator
+    def _check_budget(self, given: BudgetInput) -> None:
+        _refuse(gates.budget_refusal(self.run_state, given))
+
+    @workflow.signal(name=contract.QUEUE_BUDGET)
+    def queued_budget(self, given: BudgetInput) -> None:
+        refusal = gates.budget_refusal(self.run_state, given)
+        if refusal:
+            self._refused(given.gate, f"queued budget raise for gate '{given.gate}' refused: {refusal}")
+        else:
+            self._raise_budget(given)
+
+    def _raise_budget(self, given: BudgetInput) -> ir.Budget:
         budget = self.budgets.raised(given.gate, given.tokens, given.usd, given.iterations)
         self.humans.close(given.gate, f"raised to {limits_text(budget)}", given.comment, given.by)
         self._changed()
         return budget
 
-    @raise_budget.validator
-    def _check_budget(self, given: BudgetInput) -> None:
-        _refuse(gates.budget_refusal(self.run_state, given))
+    def _refused(self, gate: str, message: str) -> None:
+        """A signal cannot be refused to its sender, who may be long gone: the run keeps the refusal."""
+        self.run_state.warnings.append(message)
+        self.run_state.queued_refusals.append(QueuedRefusal(gate=gate, message=message, at=workflow.now()))
 
     @workflow.update(name=contract.ROLLBACK)
     def rollback_on_cancel(self) -> int:

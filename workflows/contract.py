@@ -24,6 +24,10 @@ ANSWER = "answer"  # AnswerInput -> Answer
 RAISE_BUDGET = "raise_budget"  # BudgetInput -> Budget
 ROLLBACK = "rollback_on_cancel"  # no argument: the cancellation that follows runs the compensations
 STATE = "state"  # the query: RunState
+# Signals carrying the same answers, for when no worker may hold the run: they wait in its history,
+# and the run checks them as the updates' validators do once a worker takes it.
+QUEUE_ANSWER = "queue_answer"  # AnswerInput
+QUEUE_BUDGET = "queue_budget"  # BudgetInput
 
 RUN_BUDGET_GATE = "budget"  # the gate a paused run budget opens; a step budget opens budget:<step id>
 
@@ -147,6 +151,14 @@ class Gate(BaseModel):
     answer: Answer | None = None
 
 
+class QueuedRefusal(BaseModel):
+    """A queued answer or budget raise the run turned down when a worker took it."""
+
+    gate: str
+    message: str  # as in the run's warnings: queued answer to gate 'g' refused: <reason>
+    at: datetime
+
+
 class ModelUsage(BaseModel):
     calls: int = 0
     input_tokens: int = 0
@@ -214,6 +226,7 @@ class RunState(BaseModel):
     memory: dict[str, Any] = {}
     final_output: str = ""
     warnings: list[str] = []
+    queued_refusals: list[QueuedRefusal] = []
     errors: list[str] = []
     usage: Usage = Usage()
     _backoffs: int = PrivateAttr(0)  # branches sleeping before a retry
@@ -317,6 +330,11 @@ class RunState(BaseModel):
 
 def open_gates(state: RunState) -> list[Gate]:
     return [gate for gate in state.gates.values() if gate.status == "open"]
+
+
+def unsettled_refusals(state: RunState) -> list[QueuedRefusal]:
+    """Refused queued answers a person still has to act on: their gate is open, or is none of the run's."""
+    return [r for r in state.queued_refusals if r.gate not in state.gates or state.gates[r.gate].status == "open"]
 
 
 def dollars(amount: float) -> str:
