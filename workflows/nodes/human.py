@@ -3,7 +3,6 @@ the answer. A rejected approval fails the step when its gate says so."""
 
 from __future__ import annotations
 
-import asyncio
 from typing import TYPE_CHECKING, Any
 
 from temporalio import workflow
@@ -11,6 +10,7 @@ from temporalio import workflow
 from spec import ir
 from workflows.failures import TaskFailed
 from workflows.humans import rejected
+from workflows.nodes import leaf
 from workflows.nodes.base import Handler
 
 if TYPE_CHECKING:
@@ -22,18 +22,11 @@ KIND = ir.Human
 
 async def execute(engine: Interpreter, node: ir.Human, scope: Scope) -> Any:
     key = str(scope.key)
-    task = engine.state.begin(key, workflow.now())
-    task.status, task.agent = "waiting", "human"
-    try:
+    async with leaf.row(engine, key) as task:
+        task.status, task.agent = "waiting", "human"
         answer = await engine.ask(node, scope)
         if node.approval and answer.value == ir.REJECT and node.on_reject == "fail":
             raise TaskFailed(key, rejected(node.id, answer))
-    except TaskFailed as exc:
-        engine.state.finish(key, "failed", workflow.now(), error=exc.message)
-        raise
-    except asyncio.CancelledError:
-        engine.state.finish(key, "cancelled", workflow.now(), error="cancelled")
-        raise
     engine.state.finish(key, "completed", workflow.now(), output=answer.value or "")
     return answer.value
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from temporalio import workflow
@@ -24,21 +25,29 @@ async def perform(
 ) -> Any:
     """Run `work` as the node's row: running, then completed with its output, failed or cancelled."""
     key = str(scope.key)
-    task = engine.state.begin(key, workflow.now())
     workflow.set_current_details(f"Running **{node.label}** ({node.kind})")
-    try:
+    async with row(engine, key) as task:
         if node.preconditions:
             await check_preconditions(engine, node, scope)
         output = await work(task)
+    engine.state.finish(key, "completed", workflow.now(), output=to_text(output))
+    taint.mark_leaf(node, key, engine.state, scope)
+    return output
+
+
+@contextlib.asynccontextmanager
+async def row(engine: Interpreter, key: str) -> AsyncIterator[TaskState]:
+    """A node's row in the run state while it works: running, then failed or cancelled if it ends
+    so; the caller finishes it as completed, with the output it shows."""
+    task = engine.state.begin(key, workflow.now())
+    try:
+        yield task
     except TaskFailed as exc:
         engine.state.finish(key, "failed", workflow.now(), error=exc.message)
         raise
     except asyncio.CancelledError:
         engine.state.finish(key, "cancelled", workflow.now(), error="cancelled")
         raise
-    engine.state.finish(key, "completed", workflow.now(), output=to_text(output))
-    taint.mark_leaf(node, key, engine.state, scope)
-    return output
 
 
 async def checked(
