@@ -10,6 +10,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+OnFailure = Literal["abort", "skip", "fallback"]
+OutputFormat = Literal["text", "json", "markdown"]
+Protocol = Literal["status", "plain"]
+
 
 class Model(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
@@ -75,7 +79,7 @@ class NodeBase(Model):
     line: int = 0
     timeout_s: float | None = None
     retry: Retry = Retry()
-    on_failure: Literal["abort", "skip", "fallback"] = "abort"
+    on_failure: OnFailure = "abort"
     fallback: Node | None = None  # runs with the same input when this node fails for good
     # Undoes this node's effect, rendered with its output as `output`; pushed on the
     # compensation stack once the node succeeds, run last-in first-out when the run fails.
@@ -106,10 +110,10 @@ class Task(NodeBase):
     agent: str = "default"
     prompt: str = ""
     system: str | None = None
-    protocol: Literal["status", "plain"] = "status"
+    protocol: Protocol = "status"
     input: str | None = None
     tools: list[str] = []
-    output_format: Literal["text", "json", "markdown"] = "text"
+    output_format: OutputFormat = "text"
     output_schema: dict[str, Any] | None = None
     rules: list[str] = []
     loop_until: LoopUntil | None = None

@@ -7,6 +7,7 @@ import re
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
 
 from spec.errors import Problem, did_you_mean
 from spec.yamlpos import position
@@ -26,7 +27,7 @@ def problems_from(
         if err["type"] == "missing" and any(_explains(u, loc) for u in unknown):
             continue
         line, col = position(data, loc)
-        hint = (value_hints or {}).get(loc[-1]) if err["type"] == "value_error" else None
+        hint = (value_hints or {}).get(str(loc[-1])) if err["type"] == "value_error" else None
         problems.append(Problem(file, line, col, _message(err, loc), hint or _hint(err, loc, model, errors)))
     return problems
 
@@ -38,7 +39,7 @@ def _explains(unknown: tuple, missing: tuple) -> bool:
     return unknown[:-1] == missing[:-1] and bool(difflib.get_close_matches(str(unknown[-1]), [missing[-1]]))
 
 
-def _message(err: dict, loc: tuple) -> str:
+def _message(err: ErrorDetails, loc: tuple) -> str:
     where = ".".join(str(p) for p in loc)
     if err["type"] == "extra_forbidden":
         return f"unknown key '{loc[-1]}'"
@@ -47,7 +48,7 @@ def _message(err: dict, loc: tuple) -> str:
     return f"{where}: {err['msg'].removeprefix('Value error, ')}"
 
 
-def _hint(err: dict, loc: tuple, model: type[BaseModel], errors: list[dict]) -> str:
+def _hint(err: ErrorDetails, loc: tuple, model: type[BaseModel], errors: list[ErrorDetails]) -> str:
     name = loc[-1]
     if err["type"] == "extra_forbidden":
         owner = next(
@@ -69,12 +70,12 @@ def _hint(err: dict, loc: tuple, model: type[BaseModel], errors: list[dict]) -> 
     if err["type"] == "missing":
         return f"add '{name}:' under '{_parent(loc)}:'"
     if err["type"] == "literal_error":
-        choices = re.findall(r"'([^']*)'", err["ctx"]["expected"])
+        choices = re.findall(r"'([^']*)'", err.get("ctx", {}).get("expected", ""))
         return did_you_mean(str(err["input"]), choices) or "write one of: " + ", ".join(choices)
     if err["type"] == "too_short":
         return f"list at least one entry under '{name}:'"
     if err["type"] == "greater_than_equal":
-        return f"use a whole number of at least {err['ctx']['ge']}"
+        return f"use a whole number of at least {err.get('ctx', {}).get('ge')}"
     return ""
 
 

@@ -117,7 +117,7 @@ def compensation_task(
     prompt: str,
     attempts: int,
     line: int,
-    protocol: str = "plain",
+    protocol: ir.Protocol = "plain",
     system: str | None = None,
 ) -> ir.Task:
     """An agent prompt that undoes a node; compensations retry on their own, since a failed undo

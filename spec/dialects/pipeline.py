@@ -53,7 +53,7 @@ class RawInput(Strict):
 
 
 class RawRetry(Strict):
-    max_attempts: int = Field(1, ge=1)
+    max_attempts: int = Field(default=1, ge=1)
     backoff: Literal["none", "linear", "exponential"] = "none"
     on_failure: str = "abort"
 
@@ -65,6 +65,11 @@ class RawRetry(Strict):
         return value.strip()
 
     @property
+    def final_policy(self) -> Literal["abort", "skip"]:
+        """What happens after the last attempt when no fallback agent stands in."""
+        return "skip" if self.on_failure == "skip" else "abort"
+
+    @property
     def fallback_agent(self) -> str | None:
         """The agent of `fallback:<agent_id>`, else None."""
         policy, _, agent = self.on_failure.partition(":")
@@ -72,7 +77,7 @@ class RawRetry(Strict):
 
 
 class RawValidation(Strict):
-    json_schema: dict[str, Any] | None = Field(None, alias="schema")
+    json_schema: dict[str, Any] | None = Field(default=None, alias="schema")
     rules: list[str] = []
 
 
@@ -101,7 +106,7 @@ class RawCondition(Strict):
 class RawLoop(Strict):
     agent: str
     validator: str
-    max_iterations: int = Field(3, ge=1)
+    max_iterations: int = Field(default=3, ge=1)
     feedback_path: str | None = None
 
 
@@ -109,12 +114,12 @@ class RawMap(Strict):
     over: str
     agent: str
     reduce: str | None = None
-    concurrency: int = Field(20, ge=1)
+    concurrency: int = Field(default=20, ge=1)
 
 
 class RawOutput(Strict):
     store_as: str | None = None
-    format: Literal["json", "text", "markdown"] = "text"
+    format: ir.OutputFormat = "text"
 
 
 class RawCompensate(Strict):
@@ -128,7 +133,7 @@ class RawStep(Strict):
     type: StepType = "sequential"
     input: str | None = None
     parallel: list[RawBranch] | None = None
-    wait: str | int = "all"
+    wait: Literal["all", "any"] | int = "all"
     condition: RawCondition | None = None
     loop: RawLoop | None = None
     map: RawMap | None = None
@@ -400,7 +405,8 @@ class _Builder(Builder):
             )
 
     def _check_parallel(self, step: RawStep, path: tuple) -> None:
-        keys = [b.output_key or b.agent for b in step.parallel]
+        branches = step.parallel or []
+        keys = [b.output_key or b.agent for b in branches]
         for i, key in enumerate(keys):
             if keys.index(key) != i:
                 self.problem(
@@ -408,11 +414,11 @@ class _Builder(Builder):
                     f"two branches of '{step.id}' both produce '{key}'",
                     "give each branch its own output_key",
                 )
-        if isinstance(step.wait, int) and not 1 <= step.wait <= len(step.parallel):
+        if isinstance(step.wait, int) and not 1 <= step.wait <= len(branches):
             self.problem(
                 path + ("wait",),
-                f"wait: {step.wait} but the step has {len(step.parallel)} agents",
-                f"use all, any, or a number from 1 to {len(step.parallel)}",
+                f"wait: {step.wait} but the step has {len(branches)} agents",
+                f"use all, any, or a number from 1 to {len(branches)}",
             )
 
     def _agent_ref(self, agent: str, path: tuple) -> None:
@@ -423,7 +429,7 @@ class _Builder(Builder):
 
     # -- compiling steps ----------------------------------------------------------------------
 
-    def _step(self, step: RawStep) -> ir.NodeBase:
+    def _step(self, step: RawStep) -> ir.Node:
         """The step's node with what guards, undoes and limits it."""
         where = ("workflow", "steps", self.step_index[step.id])
         gate = None
@@ -433,10 +439,12 @@ class _Builder(Builder):
             gate = approval_gate(step.id, step.id, step.approval, timeout, line)
         compensation, comp = None, step.compensate
         if comp is not None:
+            agent = comp.agent or step.agent
+            assert agent is not None  # a step with no agent of its own is refused a compensate with none
             compensation = compensation_task(
                 step.id,
                 step.id,
-                comp.agent or step.agent,
+                agent,
                 comp.prompt,
                 COMPENSATION_ATTEMPTS,
                 position(self.data, where + ("compensate",))[0],
@@ -445,7 +453,9 @@ class _Builder(Builder):
             update={"gate": gate, "compensation": compensation, "budget": budget_of(step.budget)}
         )
 
-    def _shape(self, step: RawStep) -> ir.NodeBase:
+    def _shape(self, step: RawStep) -> ir.Node:
+        """The step's node; the shape checks before it (`_check_step_shape`) made sure the key its
+        type needs is there, so each branch below reads it as given."""
         i = self.step_index[step.id]
         common: dict[str, Any] = dict(
             id=step.id,
@@ -458,10 +468,12 @@ class _Builder(Builder):
         timeout = self.duration(step.timeout, ("workflow", "steps", i, "timeout"), _DURATION_HINT)
         step_input = _step_input(step)
         if step.type == "sequential":
+            assert step.agent is not None
             task = self._task(step.agent, step.id, step_input, fmt)
             return task.model_copy(update={**common, "title": task.title, "timeout_s": timeout or task.timeout_s})
         if step.type == "parallel":
-            children = [
+            assert step.parallel is not None
+            children: list[ir.Node] = [
                 self._task(
                     b.agent, f"{step.id}.{b.output_key or b.agent}", b.input, fmt, output_key=b.output_key or b.agent
                 )
@@ -470,6 +482,7 @@ class _Builder(Builder):
             return ir.Parallel(children=children, wait=step.wait, timeout_s=timeout, **common)
         if step.type == "loop":
             loop = step.loop
+            assert loop is not None
             validator_id = f"{step.id}.{loop.validator}" + (".check" if loop.validator == loop.agent else "")
             return ir.Loop(
                 body=self._task(loop.agent, f"{step.id}.{loop.agent}", step_input, fmt),
@@ -480,6 +493,7 @@ class _Builder(Builder):
                 **common,
             )
         if step.type == "human":
+            assert step.prompt is not None
             return ir.Human(
                 prompt=step.prompt,
                 choices=step.choices or [],
@@ -489,21 +503,23 @@ class _Builder(Builder):
             )
         if step.type == "map":
             m = step.map
+            assert m is not None
             body = self._task(m.agent, f"{step.id}.{m.agent}", None, "text" if m.reduce else fmt)
             reduce = self._task(m.reduce, f"{step.id}.{m.reduce}", None, fmt) if m.reduce else None
             return ir.Map(over=m.over, body=body, reduce=reduce, concurrency=m.concurrency, timeout_s=timeout, **common)
         return ir.Switch(cases=[], timeout_s=timeout, **common)
 
-    def _attach_branches(self, nodes: dict[str, ir.NodeBase], step: RawStep, done: set[str]) -> None:
+    def _attach_branches(self, nodes: dict[str, ir.Node], step: RawStep, done: set[str]) -> None:
         """Fill a conditional's branches, its own branch conditionals first (chains like hot/warm/cold)."""
         done.add(step.id)
         cond = step.condition
+        assert cond is not None  # only conditional steps are attached
         for target in (cond.true, cond.false):
             inner = self.raw.steps[self.step_index[target]] if target in self.step_index else None
             if inner is not None and inner.type == "conditional" and inner.id not in done:
                 self._attach_branches(nodes, inner, done)
 
-        def branch(target: str | None, name: str) -> ir.NodeBase | None:
+        def branch(target: str | None, name: str) -> ir.Node | None:
             if target is None:
                 return None
             if target in nodes:
@@ -520,7 +536,7 @@ class _Builder(Builder):
         agent_id: str,
         node_id: str,
         input_: str | None,
-        fmt: str,
+        fmt: ir.OutputFormat,
         output_key: str | None = None,
         is_fallback: bool = False,
     ) -> ir.Task:
@@ -531,7 +547,7 @@ class _Builder(Builder):
         if other is not None and not is_fallback:
             backup = self._task(other, f"{node_id}.fallback.{other}", input_, fmt, is_fallback=True)
         # A failing fallback aborts the step, whatever its own policy says.
-        on_failure = "abort" if is_fallback else ("fallback" if backup else agent.retry.on_failure)
+        on_failure: ir.OnFailure = "abort" if is_fallback else "fallback" if backup else agent.retry.final_policy
         return ir.Task(
             id=node_id,
             title=agent.name or agent_id,
@@ -580,7 +596,7 @@ def _step_input(step: RawStep) -> str | None:
 
 def _agents_of(step: RawStep) -> list[tuple[str, tuple]]:
     """Every agent id a step names, with the path of the key naming it."""
-    found = [(step.agent, ("agent",))] if step.agent else []
+    found: list[tuple[str, tuple]] = [(step.agent, ("agent",))] if step.agent else []
     for i, branch in enumerate(step.parallel or []):
         found.append((branch.agent, ("parallel", i, "agent")))
     if step.loop:
