@@ -582,6 +582,18 @@ def test_duplicate_store_as(tmp_path):
     )
 
 
+@pytest.mark.parametrize("name", ["workdir", "steps", "input", "feedback", "agent_type", "output"])
+def test_a_memory_key_may_not_hide_a_built_in_name_in_a_pipeline(tmp_path, name):
+    text = (
+        "workflow:\n  name: p\n  agents:\n    a: {prompt: go}\n  steps:\n"
+        f"    - id: s\n      agent: a\n      output: {{store_as: {name}}}\n"
+    )
+    message = error(tmp_path, text)
+    assert message.startswith(at(tmp_path, text, "store_as"))
+    assert f"store_as '{name}' would hide a name templates read: '{name}' is a built-in name" in message
+    assert message.endswith("hint: pick another name")
+
+
 def test_wait_more_than_the_agents(tmp_path):
     text = swap(Path(SCORING).read_text(), "wait: all", "wait: 5")
     assert error(tmp_path, text) == (

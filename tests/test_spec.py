@@ -151,12 +151,48 @@ def test_a_memory_key_may_not_hide_a_built_in_name_in_a_task_tree(tmp_path, name
     assert message.endswith("hint: pick another name")
 
 
-@pytest.mark.parametrize("name", ["workdir", "steps", "feedback", "agent_type"])
-def test_a_memory_key_may_not_hide_a_built_in_name_in_a_pipeline(tmp_path, name):
+def test_a_task_without_subtasks_is_its_work(tmp_path):
+    text = "subtasks:\n  a:\n    instructions: go\n    budget: {tokens: 100}\n    store_as: result\n"
+    [a] = load(str(write_spec(tmp_path, text))).root.children
+    assert isinstance(a, ir.Task) and a.id == "a" and a.budget == ir.Budget(tokens=100) and a.store_as == "result"
+
+
+def test_a_task_with_work_and_subtasks_is_a_sequence_of_both_under_its_id_and_star(tmp_path):
+    plan = load(str(write_spec(tmp_path, TREE)))
+    # The work keeps the task's id (rows, outputs, --resume-from); the task with its subtasks is `<id>.*`.
+    walked = [(n.kind, n.id) for n in plan.walk()]
+    assert walked == [
+        ("sequence", "build-project"),
+        ("sequence", "A.*"),
+        ("task", "A"),
+        ("sequence", "A.B.*"),
+        ("task", "A.B"),
+        ("task", "A.B.D"),
+        ("task", "A.B.E"),
+        ("sequence", "A.C"),
+        ("task", "A.C.F"),
+    ]
+
+
+def test_the_root_follows_the_same_rule_and_its_budget_is_the_runs(tmp_path):
+    alone = load(str(write_spec(tmp_path, "name: r\nbudget: {usd: 1}\ninstructions: go\n")))
+    assert isinstance(alone.root, ir.Task) and alone.root.id == "r" and alone.root.budget is None
+    assert alone.budget == ir.Budget(usd=1)
+    both = load(str(write_spec(tmp_path, "name: r\ninstructions: go\nsubtasks:\n  a: {instructions: x}\n")))
+    assert [(n.kind, n.id) for n in both.walk()] == [("sequence", "r.*"), ("task", "r"), ("task", "a")]
+
+
+def test_an_approval_or_budget_over_subtasks_stays_on_the_sequence(tmp_path):
     text = (
-        "workflow:\n  name: p\n  agents:\n    a: {prompt: go}\n  steps:\n"
-        f"    - id: s\n      agent: a\n      output: {{store_as: {name}}}\n"
+        "subtasks:\n  a:\n    instructions: go\n    approval: true\n    budget: {usd: 2}\n"
+        "    subtasks:\n      b: {instructions: x}\n"
     )
-    message = error(tmp_path, text)
-    assert message.startswith(at(tmp_path, text, "store_as"))
-    assert f"store_as '{name}' would hide a name templates read: '{name}' is a built-in name" in message
+    [group] = load(str(write_spec(tmp_path, text))).root.children
+    assert isinstance(group, ir.Sequence) and group.id == "a.*" and group.gate and group.budget
+    work = group.children[0]
+    assert work.id == "a" and work.gate is None and work.budget is None
+
+
+def test_a_task_with_neither_work_nor_subtasks_is_an_empty_sequence(tmp_path):
+    a, b = load(str(write_spec(tmp_path, "subtasks:\n  a:\n  b: {instructions: x}\n"))).root.children
+    assert a == ir.Sequence(id="a", title="a", line=2) and isinstance(b, ir.Task)

@@ -16,10 +16,13 @@ class Builder:
         self.problems: list[Problem] = []
         self.warnings: list[Problem] = []
 
-    def problem(self, path: tuple, message: str, hint: str = "") -> None:
-        """A problem at the key or item `path` leads to in the loaded YAML."""
-        line, col = position(self.data, path)
-        self.problems.append(Problem(self.file, line, col, message, hint))
+    def problem(self, path: tuple, message: str, hint: str = "", line: int | None = None) -> None:
+        """A problem at the key or item `path` leads to in the loaded YAML; `line` when it is on a
+        later line of that key's value (a template over several lines), at the start of that line."""
+        at_line, col = position(self.data, path)
+        if line and line != at_line:
+            at_line, col = line, 1
+        self.problems.append(Problem(self.file, at_line, col, message, hint))
 
     def warn(self, path: tuple, message: str, hint: str = "") -> None:
         """Something a person should know that does not stop the run; the Plan carries it."""

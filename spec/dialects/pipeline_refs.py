@@ -7,7 +7,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from spec import expressions, ir, scope
-from spec.errors import Problem, did_you_mean
+from spec.dialects.builder import Builder
+from spec.errors import did_you_mean
 from spec.yamlpos import PosDict, position, text_line
 
 if TYPE_CHECKING:
@@ -25,10 +26,10 @@ _GATE = "human:"
 OUTPUT_HINT = "'output' is set only in compensate: (the output being undone); elsewhere read steps.ID.output"
 
 
-class StepGraph:
+class StepGraph(Builder):
     def __init__(self, file: str, data: PosDict, raw: RawWorkflow):
-        self.file, self.data, self.raw = file, data, raw
-        self.problems: list[Problem] = []
+        super().__init__(file, data)
+        self.raw = raw
         self.ids = [s.id for s in raw.steps]
         self.inputs = {i.name for i in raw.inputs}
         self.keys = {s.id: {b.output_key or b.agent for b in s.parallel or []} for s in raw.steps}
@@ -58,11 +59,11 @@ class StepGraph:
             where = ("workflow", "steps", i, "output", "store_as")
             shadowed = scope.shadowing(name)
             if shadowed:
-                self._problem(
+                self.problem(
                     where, f"store_as '{name}' would hide a name templates read: {shadowed}", "pick another name"
                 )
             elif name in stored:
-                self._problem(
+                self.problem(
                     where,
                     f"steps '{stored[name]}' and '{step.id}' both store_as '{name}'",
                     "each stored name must be unique",
@@ -79,14 +80,14 @@ class StepGraph:
                 if target not in self.ids:
                     continue
                 if target == step.id:
-                    self._problem(
+                    self.problem(
                         ("workflow", "steps", i, "condition", flag),
                         f"the condition of '{step.id}' names its own step",
                         "name another step, or an agent id to run",
                     )
                     continue
                 if target in owners and owners[target] != step.id:
-                    self._problem(
+                    self.problem(
                         ("workflow", "steps", i, "condition", flag),
                         f"step '{target}' is already the branch of condition '{owners[target]}'",
                         "a step can be the branch of one condition; point the other at an agent id",
@@ -102,7 +103,7 @@ class StepGraph:
         try:
             refs = expressions.template_references(source)
         except expressions.ExpressionError as exc:
-            self._problem(
+            self.problem(
                 path, f"template syntax: {exc}", "write references as {{ inputs.name }} or {{ steps.ID.output }}"
             )
             return set()
@@ -115,7 +116,7 @@ class StepGraph:
         try:
             refs = expressions.references(source)  # compiles, so it raises on any refused construct
         except expressions.ExpressionError as exc:
-            self._problem(path, str(exc), "conditions use ==, !=, <, <=, >, >=, and, or, not, in and literals")
+            self.problem(path, str(exc), "conditions use ==, !=, <, <=, >, >=, and, or, not, in and literals")
             return set()
         line = text_line(self.data, path) or position(self.data, path)[0]
         return {d for ref in refs if (d := self._ref(ref, path, line, _NOWHERE))}
@@ -125,7 +126,7 @@ class StepGraph:
         bare = "{{" not in source and expressions.is_reference("{{ " + source + " }}")
         if not (expressions.is_reference(source) or bare):
             example = "steps.split.output.chunks" if path[-1] == "over" else "steps.review.output.feedback"
-            self._problem(
+            self.problem(
                 path, f"'{source}' must be a single reference", f"write one reference, like {{{{ {example} }}}}"
             )
             return set()
@@ -136,7 +137,7 @@ class StepGraph:
         head, text = ref[0], ".".join(str(p) for p in ref)
         if head == "inputs":
             if len(ref) > 1 and ref[1] not in self.inputs:
-                self._problem(
+                self.problem(
                     path,
                     f"undefined reference '{text}': no input '{ref[1]}'",
                     did_you_mean(str(ref[1]), self.inputs) or "declare it under inputs:",
@@ -150,7 +151,7 @@ class StepGraph:
         if head in self.stored:
             return self.stored[head]
         if head in unset:
-            self._problem(
+            self.problem(
                 path,
                 f"'{head}' is not set here: only {_SCOPE_OWNER[SCOPED[head]]} gets it",
                 _SCOPE_HINT[SCOPED[head]],
@@ -161,12 +162,12 @@ class StepGraph:
             return None
         if head in self.inputs or head in self.ids:
             form = f"inputs.{text}" if head in self.inputs else f"steps.{head}.output"
-            self._problem(path, f"undefined reference '{text}'", f"did you mean '{form}'?", line)
+            self.problem(path, f"undefined reference '{text}'", f"did you mean '{form}'?", line)
         elif head == "output":
-            self._problem(path, f"undefined reference '{text}'", OUTPUT_HINT, line)
+            self.problem(path, f"undefined reference '{text}'", OUTPUT_HINT, line)
         else:
             known = LOCALS | set(self.stored)
-            self._problem(
+            self.problem(
                 path,
                 f"undefined reference '{text}'",
                 did_you_mean(str(head), known) or "use inputs.NAME, steps.ID.output or a store_as name",
@@ -177,7 +178,7 @@ class StepGraph:
     def _step_ref(self, ref: tuple, path: tuple, line: int) -> str | None:
         step, text = str(ref[1]), ".".join(str(p) for p in ref)
         if step not in self.ids:
-            self._problem(
+            self.problem(
                 path,
                 f"undefined reference '{text}': no step '{step}'",
                 did_you_mean(step, self.ids) or "steps: " + ", ".join(self.ids),
@@ -185,9 +186,9 @@ class StepGraph:
             )
             return None
         if len(ref) > 2 and ref[2] not in ("output", "outputs"):
-            self._problem(path, f"undefined reference '{text}'", f"write steps.{step}.output", line)
+            self.problem(path, f"undefined reference '{text}'", f"write steps.{step}.output", line)
         elif len(ref) > 3 and ref[2] == "outputs" and self.keys[step] and ref[3] not in self.keys[step]:
-            self._problem(
+            self.problem(
                 path,
                 f"undefined reference '{text}': step '{step}' has no output_key '{ref[3]}'",
                 did_you_mean(str(ref[3]), self.keys[step]) or "its keys: " + ", ".join(sorted(self.keys[step])),
@@ -204,7 +205,7 @@ class StepGraph:
             if self.gates
             else "no step asks a person: add a type: human step, or approval: true on a step"
         )
-        self._problem(path, f"undefined gate '{gate}'", hint, line)
+        self.problem(path, f"undefined gate '{gate}'", hint, line)
         return None
 
     # -- dependencies and order -------------------------------------------------------------
@@ -232,7 +233,7 @@ class StepGraph:
             deps.discard(_GATE + step.id)  # its approval is asked before it runs
         deps = {d.removeprefix(_GATE) for d in deps}
         if step.id in deps:
-            self._problem(
+            self.problem(
                 path,
                 f"step '{step.id}' reads its own output (steps.{step.id})",
                 "a step can read the output of other steps only; a loop's feedback_path is the exception",
@@ -287,7 +288,7 @@ class StepGraph:
         cycle = _find_cycle(graph, self.ids)
         if cycle:
             i = self.ids.index(cycle[0])
-            self._problem(
+            self.problem(
                 ("workflow", "steps", i),
                 "circular dependency between steps: " + " → ".join(cycle),
                 "a step can only read the output of steps that do not read its own",
@@ -305,10 +306,6 @@ class StepGraph:
         while step in self.branches:
             step = self.branches[step]
         return step
-
-    def _problem(self, path: tuple, message: str, hint: str = "", line: int | None = None) -> None:
-        at_line, col = position(self.data, path)
-        self.problems.append(Problem(self.file, line or at_line, col if line in (None, at_line) else 1, message, hint))
 
 
 _SCOPE_OWNER = {"map": "a map's agent (map: agent:)", "loop": "a loop's agent (loop: agent:)"}

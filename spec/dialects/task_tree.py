@@ -5,6 +5,11 @@ id a task talks to), `timeout`, `max_iterations`, root `completion: strict | len
 of humans in the loop: `human`, `approval`, `compensate`, `budget`, root `goal`, `constraints`, `prices`,
 and `store_as` (the run memory key a task writes its output to; any template reads it by name).
 
+A task's id is its path of names (`A.B`), and its own work (instructions, provider call or a
+question alone) carries it. A task without subtasks compiles to that work; one with subtasks to a
+sequence of its work and its subtasks, named `A.B.*` (the task and everything under it), or `A.B`
+when the task has no work of its own.
+
 The models and helpers for gates, compensations and budgets are in `common_keys.py`, shared with
 the pipeline dialect.
 """
