@@ -12,7 +12,10 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 OnFailure = Literal["abort", "skip", "fallback"]
 OutputFormat = Literal["text", "json", "markdown"]
-Protocol = Literal["status", "plain"]
+Protocol = Literal["status", "plain", "checkpoint"]
+# How much a goal of an Agentfile is watched: its phases are COMMIT → EXECUTE, then for a supervised
+# goal RECONCILE and, when that raised flags, SUPERVISE; for `human`, SUPERVISE always and a person.
+Supervision = Literal["none", "supervised", "human"]
 
 
 class Model(BaseModel):
@@ -54,6 +57,7 @@ class LoopUntil(Model):
     status: str
     message: str = ""
     max_iterations: int | None = None
+    max_iterations_param: str | None = None  # the param that gives the limit at run time (WITHIN $n)
 
 
 class Budget(Model):
@@ -104,6 +108,11 @@ class Task(NodeBase):
     protocol "status": the agent ends replies with COMPLETION_STATUS (task trees).
     protocol "plain": any non-empty reply is the output (pipelines); `input` is a template whose
     value the prompt reads as `{{ input }}`, or gets appended as context when it does not.
+    protocol "checkpoint": an Agentfile goal. The agent first commits to a plan (a pre-checkpoint),
+    then works and reports (a post-checkpoint); `supervision` says what is checked after that.
+    With `outputs` the work is a JSON object with those fields, each stored as a memory key.
+    With `loop_until` (CONVERGE) the work repeats, each round seeing the last output, until the
+    reply says the status word, at most `max_iterations` rounds (or the param `max_iterations_param`).
     """
 
     kind: Literal["task"] = "task"
@@ -118,6 +127,9 @@ class Task(NodeBase):
     rules: list[str] = []
     loop_until: LoopUntil | None = None
     criteria: Criteria | None = None
+    outputs: list[str] = []
+    supervision: Supervision = "none"
+    spawn: bool = False  # the agent may start sub-agents (spawn_agents), one level deep
 
 
 class Provider(NodeBase):
@@ -266,11 +278,14 @@ class Param(Model):
 
 
 class AgentInfo(Model):
-    """An agent a spec declares by id (a pipeline's agents:), for inspect and the graph."""
+    """An agent a spec declares by id (a pipeline's agents:, an Agentfile's AGENT), for inspect and
+    the graph; `requires` is the capability an Agentfile agent asks for (REQUIRES), which picks its
+    URI from `capabilities:` in agentrun.yaml when no --agent names one."""
 
     name: str = ""
     role: str = ""
     tools: list[str] = []
+    requires: str = ""
 
 
 class Plan(Model):
@@ -297,6 +312,10 @@ class Plan(Model):
     branches: dict[str, str] = {}
     # Said by validate, start and dry-run, with file:line; nothing stops for them.
     warnings: list[str] = []
+    # An Agentfile's SECURITY: paranoid hands every agent and provider output to later prompts as
+    # untrusted data; research puts `research_scope` in every system prompt.
+    security: Literal["default", "paranoid", "research"] = "default"
+    research_scope: str = ""
     # cyberian keys the engine shows but does not act on.
     requires_workdir: Any = None
     requirements: Any = None
