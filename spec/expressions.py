@@ -23,7 +23,7 @@ from jinja2.parser import Parser
 from jinja2.sandbox import SandboxedEnvironment
 
 from spec import ir
-from spec.render import render
+from spec.render import depth_guard, render
 
 Path = tuple[str | int, ...]
 
@@ -141,7 +141,8 @@ def _parse(text: str) -> nodes.Expr:
     """Jinja's AST for one expression; raises ExpressionError on bad syntax or trailing text."""
     parser = Parser(_ENV, text, state="variable")
     try:
-        node = parser.parse_expression()
+        with depth_guard():
+            node = parser.parse_expression()
     except TemplateSyntaxError as exc:
         message = (exc.message or "").replace("template", "expression")  # Jinja words it for templates
         raise ExpressionError(f"syntax error in '{text}': {message}") from None
@@ -305,12 +306,13 @@ def references(source: str) -> list[Path]:
 def template_references(template: str) -> list[tuple[Path, int]]:
     """Reference paths a Jinja template reads, each with its 1-based line in the template."""
     try:
-        tree = _ENV.parse(template)
+        with depth_guard():
+            tree = _ENV.parse(template)
+            found: _Found = []
+            _scan(tree, frozenset(), found)
     except TemplateSyntaxError as exc:
         message = f"template syntax error on line {exc.lineno}: {exc.message}"
         raise ExpressionError(message, line=exc.lineno) from None
-    found: _Found = []
-    _scan(tree, frozenset(), found)
     return sorted(dict.fromkeys(found), key=lambda hit: hit[1])
 
 
@@ -366,7 +368,8 @@ def is_reference(template: str) -> bool:
 
 @lru_cache(maxsize=1024)
 def _evaluator(text: str) -> TemplateExpression:
-    return _ENV.compile_expression(text, undefined_to_none=False)
+    with depth_guard():
+        return _ENV.compile_expression(text, undefined_to_none=False)
 
 
 def _missing(source: str, context: Mapping[str, Any]) -> str | None:

@@ -6,11 +6,14 @@ are inserted as data and never rendered again.
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Iterator
 from functools import lru_cache
 from typing import Any, Literal
 
 from jinja2 import StrictUndefined, TemplateSyntaxError, Undefined, meta
+from jinja2.exceptions import SecurityError
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 # What a name no value was given for does in a template: an error (pipelines, whose references
@@ -35,14 +38,35 @@ class _Env(ImmutableSandboxedEnvironment):
     """Immutable, so a template cannot change the run state it reads (e.g. steps.clear()).
 
     A field of a null value is null: `{{ steps.x.output.score }}` of a skipped step reads as
-    nothing instead of failing the prompt that mentions it.
+    nothing instead of failing the prompt that mentions it. Repeating text or lists (`"a" * n`) and
+    powers are capped, so a template cannot fill the worker's memory.
     """
+
+    intercepted_binops = frozenset({"*", "**"})
+
+    def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
+        if operator == "*" and _repeats_too_much(left, right):
+            raise SecurityError(f"a template may not build text or lists longer than {MAX_VALUE_SIZE:,}")
+        if operator == "**" and isinstance(right, int) and abs(right) > MAX_EXPONENT:
+            raise SecurityError(f"a template may not raise to a power above {MAX_EXPONENT}")
+        return super().call_binop(context, operator, left, right)
 
     def getattr(self, obj: Any, attribute: str) -> Any:
         return None if obj is None else super().getattr(obj, attribute)
 
     def getitem(self, obj: Any, argument: Any) -> Any:
         return None if obj is None else super().getitem(obj, argument)
+
+
+MAX_VALUE_SIZE = 1_000_000
+MAX_EXPONENT = 1000
+
+
+def _repeats_too_much(left: Any, right: Any) -> bool:
+    for seq, times in ((left, right), (right, left)):
+        if isinstance(seq, (str, list, tuple)) and isinstance(times, int) and len(seq) * times > MAX_VALUE_SIZE:
+            return True
+    return False
 
 
 _ENVS: dict[str, _Env] = {
@@ -52,9 +76,20 @@ _ENVS: dict[str, _Env] = {
 _ENV = _ENVS["error"]
 
 
+@contextlib.contextmanager
+def depth_guard() -> Iterator[None]:
+    """Jinja parses and compiles recursively: a template nested hundreds of levels deep is one
+    syntax error, not a crash."""
+    try:
+        yield
+    except RecursionError:
+        raise TemplateSyntaxError("nested too deeply (parentheses, brackets or {% %} blocks)", 1) from None
+
+
 @lru_cache(maxsize=1024)
 def _compile(source: str, undefined: UndefinedNames):
-    return _ENVS[undefined].from_string(source)
+    with depth_guard():
+        return _ENVS[undefined].from_string(source)
 
 
 def render(source: str, context: dict[str, Any], undefined: UndefinedNames = "error") -> str:
@@ -77,7 +112,8 @@ def render_value(value: Any, context: dict[str, Any], undefined: UndefinedNames 
 @lru_cache(maxsize=1024)
 def names_used(source: str) -> frozenset[str]:
     """Top-level names a template reads. Raises TemplateSyntaxError on bad syntax."""
-    return frozenset(meta.find_undeclared_variables(_ENV.parse(source)))
+    with depth_guard():
+        return frozenset(meta.find_undeclared_variables(_ENV.parse(source)))
 
 
 __all__ = ["render", "render_value", "names_used", "to_text", "TemplateSyntaxError", "UndefinedNames"]

@@ -12,6 +12,9 @@ from pydantic_core import ErrorDetails
 from spec.errors import Problem, did_you_mean
 from spec.yamlpos import position
 
+# Past this many, more problems say nothing new (and a file of 50,000 unknown keys is no spec).
+MAX_PROBLEMS = 20
+
 
 def problems_from(
     exc: ValidationError, data: Any, file: str, model: type[BaseModel], value_hints: dict[str, str] | None = None
@@ -21,9 +24,14 @@ def problems_from(
     values a validator refused, by the key holding the value."""
     errors = exc.errors()
     unknown = [e["loc"] for e in errors if e["type"] == "extra_forbidden"]
-    problems = []
+    problems: list[Problem] = []
     for err in errors:
         loc = tuple(err["loc"])
+        if len(problems) == MAX_PROBLEMS:
+            line, col = position(data, loc)
+            more = f"{len(errors) - MAX_PROBLEMS} more problems like these are not listed"
+            problems.append(Problem(file, line, col, more, "fix the ones above first; the rest are often the same"))
+            break
         if err["type"] == "missing" and any(_explains(u, loc) for u in unknown):
             continue
         line, col = position(data, loc)

@@ -24,8 +24,70 @@ class PosList(list):
     column: int = 0
 
 
+# A spec is small: past these it is a mistake or an attack (a "billion laughs" of aliases), refused
+# before anything walks it.
+MAX_DEPTH = 64
+MAX_VALUES = 100_000
+
+
 class _Loader(yaml.SafeLoader):
-    pass
+    def __init__(self, stream: str):
+        super().__init__(stream)
+        self._depth = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                mark = self.peek_event().start_mark
+                raise yaml.MarkedYAMLError(problem=f"nested more than {MAX_DEPTH} levels deep", problem_mark=mark)
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+    def construct_document(self, node: Any) -> Any:
+        _check_size(node)
+        return super().construct_document(node)
+
+
+def _check_size(root: yaml.Node) -> None:
+    """Refuse a document whose aliases expand it past MAX_VALUES values, or refer to themselves:
+    counted over the node graph, each shared node once, so the check itself stays small."""
+    sizes: dict[int, int] = {}
+    visiting: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
+        children = _children(node)
+        if children_done:
+            visiting.discard(id(node))
+            sizes[id(node)] = min(1 + sum(sizes[id(c)] for c in children), MAX_VALUES + 1)
+            if sizes[id(node)] > MAX_VALUES:
+                problem = f"this document holds more than {MAX_VALUES:,} values (an alias counts each time it is used)"
+                raise yaml.MarkedYAMLError(problem=problem, problem_mark=node.start_mark)
+            continue
+        if id(node) in sizes:
+            continue
+        if id(node) in visiting:
+            raise yaml.MarkedYAMLError(problem="an alias refers to the value it is in", problem_mark=node.start_mark)
+        visiting.add(id(node))
+        stack.append((node, True))
+        stack.extend((child, False) for child in children if id(child) not in sizes)
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    return []
+
+
+def _construct_int(loader: _Loader, node: yaml.ScalarNode) -> int:
+    try:
+        return yaml.SafeLoader.construct_yaml_int(loader, node)
+    except ValueError:  # Python refuses to read integers of more than 4,300 digits
+        raise yaml.MarkedYAMLError(problem="this number has too many digits", problem_mark=node.start_mark) from None
 
 
 def _construct_mapping(loader: _Loader, node: yaml.MappingNode) -> PosDict:
@@ -34,6 +96,9 @@ def _construct_mapping(loader: _Loader, node: yaml.MappingNode) -> PosDict:
     result.line, result.column = node.start_mark.line + 1, node.start_mark.column + 1
     result.key_pos, result.text_line = {}, {}
     for key_node, value_node in node.value:
+        if not isinstance(key_node, yaml.ScalarNode):
+            problem = "a key must be a name or a value, not a list or a mapping"
+            raise yaml.MarkedYAMLError(problem=problem, problem_mark=key_node.start_mark)
         key = loader.construct_object(key_node, deep=True)
         if key in result:
             mark = key_node.start_mark
@@ -53,6 +118,7 @@ def _construct_sequence(loader: _Loader, node: yaml.SequenceNode) -> PosList:
 
 _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _construct_sequence)
+_Loader.add_constructor("tag:yaml.org,2002:int", _construct_int)
 
 
 def load_yaml(text: str, file: str) -> Any:
@@ -63,6 +129,12 @@ def load_yaml(text: str, file: str) -> Any:
         line, col = (mark.line + 1, mark.column + 1) if mark else (0, 0)
         message = " ".join(str(x) for x in (exc.context, exc.problem) if x)
         raise SpecError([Problem(file, line, col, f"YAML syntax: {message}", _yaml_hint(message))]) from None
+    except yaml.reader.ReaderError as exc:  # a character YAML does not allow, before any parsing
+        before = text[: exc.position]
+        line, col = before.count("\n") + 1, exc.position - (before.rfind("\n") + 1) + 1
+        hint = "remove it; inside a double-quoted string it can be written as an escape such as \\x01"
+        message = f"a control character (#x{exc.character:04x}) is not allowed in YAML"
+        raise SpecError([Problem(file, line, col, message, hint)]) from None
 
 
 def load_mapping(text: str, file: str) -> PosDict:
@@ -80,12 +152,18 @@ def mapping_or_none(text: str) -> PosDict | None:
     apart, each dialect asking of the same text (so it is parsed once; callers only read it)."""
     try:
         data = yaml.load(text, Loader=_Loader)  # noqa: S506 - a SafeLoader subclass
-    except yaml.YAMLError:
+    except (yaml.YAMLError, RecursionError):
         return None
     return data if isinstance(data, PosDict) else None
 
 
 def _yaml_hint(message: str) -> str:
+    if any(mark in message for mark in ("nested more than", "values (an alias", "refers to the value")):
+        return "a spec this large or deep is a mistake; write the values out, or load data with -p KEY=@FILE"
+    if "key must be a name" in message:
+        return "write a plain key such as name: (a '? ' line starts a complex key)"
+    if "too many digits" in message:
+        return "quote it if it is meant as text"
     if "mapping values are not allowed" in message:
         return "check the indentation here, or quote a value that contains ': '"
     if "could not find expected ':'" in message or "expected <block end>" in message:

@@ -9,3 +9,9 @@ class TaskFailed(Exception):
     def __init__(self, task_id: str, message: str):
         super().__init__(f"{task_id}: {message}")
         self.task_id, self.message = task_id, message
+
+
+def unexpected(exc: Exception) -> str:
+    """The reason a node gives for an error no code of the node expected (a template that cannot be
+    filled in, an expression that overflows): its type and message, for people to read."""
+    return f"{type(exc).__name__}: {exc}"

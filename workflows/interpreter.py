@@ -19,7 +19,7 @@ from workflows import taint
 from workflows.budgets import Budgets
 from workflows.contract import Answer, RunInput, RunState
 from workflows.conversation import Conversation
-from workflows.failures import TaskFailed
+from workflows.failures import TaskFailed, unexpected
 from workflows.humans import GateTimedOut, Humans, rejected
 from workflows.nodes import HANDLERS
 from workflows.nodes.leaf import check_preconditions
@@ -181,12 +181,19 @@ class Interpreter:
             raise TaskFailed(str(scope.key), f"{node.kind} nodes cannot run in this engine")
         if node.preconditions and not handler.work:  # a leaf checks its own, within its row
             await check_preconditions(self, node, scope)
-        if node.timeout_s is None or handler.own_timeout:
-            return await handler.execute(self, node, scope)
         try:
+            if node.timeout_s is None or handler.own_timeout:
+                return await handler.execute(self, node, scope)
             return await asyncio.wait_for(handler.execute(self, node, scope), node.timeout_s)
         except TimeoutError:
             raise TaskFailed(str(scope.key), f"step timed out after {node.timeout_s:g}s") from None
+        except (TaskFailed, asyncio.CancelledError):
+            raise
+        except Exception as exc:
+            # A template or expression that cannot be filled in (range(10**9), "a" * 10**10) fails this
+            # node with its reason: raised further it would fail the workflow task on every retry
+            # and leave the run spinning.
+            raise TaskFailed(str(scope.key), unexpected(exc)) from None
 
 
 def backoff_s(retry: ir.Retry, attempt: int) -> float:

@@ -13,7 +13,7 @@ from spec import calls, ir
 from spec.render import render, to_text
 from workflows import activity_calls, taint
 from workflows.contract import TaskState
-from workflows.failures import TaskFailed
+from workflows.failures import TaskFailed, unexpected
 
 if TYPE_CHECKING:
     from workflows.interpreter import Interpreter
@@ -48,6 +48,9 @@ async def row(engine: Interpreter, key: str) -> AsyncIterator[TaskState]:
     except asyncio.CancelledError:
         engine.state.finish(key, "cancelled", workflow.now(), error="cancelled")
         raise
+    except Exception as exc:  # a template that cannot be filled in: the node fails with the reason
+        engine.state.finish(key, "failed", workflow.now(), error=unexpected(exc))
+        raise TaskFailed(key, unexpected(exc)) from None
 
 
 async def checked(

@@ -1,0 +1,40 @@
+"""Broken and hostile specs through `validate`: one clear message or a valid spec, never a traceback,
+never a hang or a memory blow-up."""
+
+from __future__ import annotations
+
+import re
+import resource
+import time
+
+from client.__main__ import main
+from tests.fuzz_specs import write_corpus
+
+LIMIT_S = 10.0
+LIMIT_RSS_MB = 300
+
+
+def test_every_spec_of_the_corpus_is_valid_or_one_clear_error(tmp_path, capsys):
+    paths = write_corpus(tmp_path)
+    assert len(paths) >= 300
+    failures = []
+    for path in paths:
+        started = time.monotonic()
+        try:
+            code = main(["validate", str(path)])
+        except BaseException as exc:  # noqa: BLE001 - any escape is the defect being looked for
+            failures.append(f"{path.name}: {type(exc).__name__}: {exc}"[:300])
+            continue
+        took = time.monotonic() - started
+        out, err = capsys.readouterr()
+        if took > LIMIT_S:
+            failures.append(f"{path.name}: validate took {took:.1f}s")
+        if "Traceback" in out + err:
+            failures.append(f"{path.name}: a traceback")
+        if code == 2 and not re.search(rf"{re.escape(str(path))}(:\d+:\d+)?: error: ", err):
+            failures.append(f"{path.name}: exit 2 without file:line: {err[:200]!r}")
+        if code not in (0, 2):
+            failures.append(f"{path.name}: exit {code}")
+    assert not failures, "\n".join(failures)
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    assert peak_mb < LIMIT_RSS_MB, f"validate grew the process to {peak_mb:.0f} MB"

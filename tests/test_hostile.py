@@ -1,0 +1,58 @@
+"""Hostile input: each refusal is one message at its file:line:column with a hint, and a template
+that cannot be filled in fails its run with the reason instead of leaving it spinning."""
+
+from __future__ import annotations
+
+import pytest
+
+from spec.errors import SpecError
+from spec.load import load
+from tests.conftest import write_spec
+from tests.fuzz_specs import HOSTILE
+from tests.runs import run_spec
+
+REFUSED = {
+    "nul": ("2:23", "a control character (#x0000) is not allowed in YAML"),
+    "latin1": ("2:24", "the spec is not UTF-8 text: byte 0xe9 cannot be read"),
+    "complex-key": ("1:3", "a key must be a name or a value, not a list or a mapping"),
+    "big-int": ("2:33", "this number has too many digits"),
+    "deep-yaml": ("1:", "nested more than 64 levels deep"),
+    "alias-bomb": ("", "this document holds more than 100,000 values (an alias counts each time it is used)"),
+    "recursive-alias": ("1:", "an alias refers to the value it is in"),
+    "deep-if": ("2:", "nested too deeply (parentheses, brackets or {% %} blocks)"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED))
+def test_hostile_specs_are_one_clear_error(tmp_path, name):
+    path = tmp_path / "spec.yaml"
+    path.write_bytes(dict(HOSTILE)[name])
+    with pytest.raises(SpecError) as info:
+        load(str(path))
+    [problem] = info.value.problems
+    where, message = REFUSED[name]
+    assert str(problem).startswith(f"{path}:{where}"), str(problem)
+    assert message in problem.message and problem.hint
+
+
+def test_utf16_with_a_byte_order_mark_is_read(tmp_path):
+    path = tmp_path / "spec.yaml"
+    path.write_bytes(dict(HOSTILE)["utf16"])
+    assert load(str(path)).leaves()[0].id == "a"
+
+
+@pytest.mark.usefixtures("worker")
+@pytest.mark.parametrize(
+    ("template", "reason"),
+    [
+        ("{{ range(10**9) | list | length }}", "OverflowError: Range too big"),
+        ('{{ "a" * 10**10 }}', "SecurityError: a template may not build text or lists longer than 1,000,000"),
+    ],
+)
+async def test_a_template_that_cannot_be_filled_in_fails_its_run_with_the_reason(client, tmp_path, template, reason):
+    spec = write_spec(tmp_path, f"subtasks:\n  a: {{instructions: '{template}'}}\n  b: {{instructions: after}}\n")
+    state = await run_spec(client, spec, "command:sh -c 'cat >> prompts; echo COMPLETION_STATUS: COMPLETE'")
+    assert state.status == "failed"
+    assert state.errors[0].startswith(f"a: {reason}")
+    assert state.tasks["a"].status == "failed" and state.tasks["b"].status == "pending"
+    assert not (tmp_path / "prompts").exists()  # no agent was sent anything
