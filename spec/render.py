@@ -95,7 +95,13 @@ def _compile(source: str, undefined: UndefinedNames):
 def render(source: str, context: dict[str, Any], undefined: UndefinedNames = "error") -> str:
     if "{" not in source:
         return source
-    return _compile(source, undefined).render(context)
+    pieces, size = [], 0
+    for piece in _compile(source, undefined).generate(context):
+        size += len(piece)
+        if size > MAX_VALUE_SIZE:  # a loop of templates can build what one `*` may not
+            raise SecurityError(f"a template's text may not grow past {MAX_VALUE_SIZE:,} characters")
+        pieces.append(piece)
+    return "".join(pieces)
 
 
 def render_value(value: Any, context: dict[str, Any], undefined: UndefinedNames = "error") -> Any:

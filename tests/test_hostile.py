@@ -47,6 +47,10 @@ def test_utf16_with_a_byte_order_mark_is_read(tmp_path):
     [
         ("{{ range(10**9) | list | length }}", "OverflowError: Range too big"),
         ('{{ "a" * 10**10 }}', "SecurityError: a template may not build text or lists longer than 1,000,000"),
+        (
+            '{% for i in range(100000) %}{{ "x" * 100 }}{% endfor %}',
+            "SecurityError: a template's text may not grow past 1,000,000 characters",
+        ),
     ],
 )
 async def test_a_template_that_cannot_be_filled_in_fails_its_run_with_the_reason(client, tmp_path, template, reason):
@@ -56,3 +60,13 @@ async def test_a_template_that_cannot_be_filled_in_fails_its_run_with_the_reason
     assert state.errors[0].startswith(f"a: {reason}")
     assert state.tasks["a"].status == "failed" and state.tasks["b"].status == "pending"
     assert not (tmp_path / "prompts").exists()  # no agent was sent anything
+
+
+@pytest.mark.parametrize("timeout", ["-3", "0", "1.0e300", "'1000000d'"])
+def test_a_timeout_that_would_leave_a_run_stuck_is_refused_when_the_spec_is_read(tmp_path, timeout):
+    text = f"subtasks:\n  a: {{instructions: go, timeout: {timeout}}}\n"
+    with pytest.raises(SpecError) as info:
+        load(str(write_spec(tmp_path, text)))
+    [problem] = info.value.problems
+    assert (problem.line, problem.column) == (2, 25)  # the value after `timeout:`
+    assert "is not a duration from 1ms to a year (365d)" in problem.message
