@@ -3,11 +3,15 @@ that cannot be filled in fails its run with the reason instead of leaving it spi
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
 
 from spec.errors import SpecError
 from spec.load import load
-from tests.conftest import write_spec
+from tests.conftest import ROOT, write_spec
 from tests.fuzz_specs import HOSTILE
 from tests.runs import run_spec
 
@@ -70,3 +74,11 @@ def test_a_timeout_that_would_leave_a_run_stuck_is_refused_when_the_spec_is_read
     [problem] = info.value.problems
     assert (problem.line, problem.column) == (2, 25)  # the value after `timeout:`
     assert "is not a duration from 1ms to a year (365d)" in problem.message
+
+
+@pytest.mark.parametrize("address", ["::bad::", "localhost:notaport"])
+def test_a_malformed_temporal_address_is_one_error_and_exit_3(address):
+    env = {**os.environ, "TEMPORAL_ADDRESS": address}
+    result = subprocess.run([sys.executable, "-m", "client", "list"], capture_output=True, text=True, env=env, cwd=ROOT)
+    assert result.returncode == 3 and "Traceback" not in result.stderr
+    assert result.stderr.startswith(f"error: TEMPORAL_ADDRESS '{address}' is not an address")

@@ -36,6 +36,11 @@ async def connect() -> Client:
     while True:
         try:
             return await Client.connect(**config, data_converter=pydantic_data_converter)
+        except ValueError as exc:  # an address that is no address: waiting will not mend it
+            raise Unreachable(
+                f"TEMPORAL_ADDRESS {config['target_host']!r} is not an address ({exc})\n"
+                "  hint: write HOST:PORT, e.g. 127.0.0.1:7233, or unset it to use the embedded dev server"
+            ) from None
         except RuntimeError as exc:
             if time.monotonic() >= deadline:
                 raise Unreachable(
