@@ -6,6 +6,9 @@ user code must not take the worker down. It runs under sys.executable with cwd =
 - inline `python` (already rendered by the caller) and `.py` scripts run inside a small runner
   that reads the variable `result` (a bool) and optional `error_message` afterwards;
 - any other script is a program: exit status 0 passes, its stderr explains a failure.
+
+What agents and people wrote (memory keys, step outputs, answers) reaches a check as data, in the
+JSON file named by $AGENTRUN_VALUES; it is never part of the check's code.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from activities.providers.process import Finished, describe_exit, run_process, t
 from spec.calls import CHECK_CRITERIA, CheckResult, CriteriaCall
 
 HEARTBEAT_EVERY_S = 1.0
+VALUES_ENV = "AGENTRUN_VALUES"
 INLINE_NAME = "<success_criteria>"
 
 # Runs in the child: argv = code file, result file, display name, "inline" | "script".
@@ -146,9 +150,18 @@ def _program_argv(script: Path) -> list[str]:
 
 
 async def _run(call: CriteriaCall, argv: list[str]) -> Finished:
+    """Run the check with what agents and people wrote in a JSON file $AGENTRUN_VALUES names."""
+    with tempfile.TemporaryDirectory(prefix="agentrun-values-") as tmp:
+        values = Path(tmp, "values.json")
+        values.write_text(json.dumps(call.values, ensure_ascii=False, default=str), encoding="utf-8")
+        return await _run_with(call, argv, {**os.environ, VALUES_ENV: str(values)})
+
+
+async def _run_with(call: CriteriaCall, argv: list[str], env: dict[str, str]) -> Finished:
     return await run_process(
         argv,
         cwd=call.workdir,
+        env=env,
         timeout_s=call.timeout_s,
         heartbeat=activity.heartbeat,
         heartbeat_every_s=HEARTBEAT_EVERY_S,

@@ -57,6 +57,9 @@ class CriteriaCall(BaseModel):
     python: str | None = None
     script: str | None = None
     timeout_s: float = 120.0
+    # What agents and people wrote (memory keys, steps, answers), handed to the check as data in
+    # the JSON file $AGENTRUN_VALUES names, never spliced into its code.
+    values: dict[str, Any] = {}
 
 
 class CheckResult(BaseModel):

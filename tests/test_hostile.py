@@ -82,3 +82,53 @@ def test_a_malformed_temporal_address_is_one_error_and_exit_3(address):
     result = subprocess.run([sys.executable, "-m", "client", "list"], capture_output=True, text=True, env=env, cwd=ROOT)
     assert result.returncode == 3 and "Traceback" not in result.stderr
     assert result.stderr.startswith(f"error: TEMPORAL_ADDRESS '{address}' is not an address")
+
+
+# The agent's reply closes a ''' string and writes a file, if it is ever spliced into code.
+INJECTING_AGENT = (
+    "command:sh -c \"cat >/dev/null; printf '%s\\n' \\\"x'''; open('pwned', 'w').write('1'); '''\\\" "
+    "'COMPLETION_STATUS: COMPLETE'\""
+)
+SPLICED = """
+subtasks:
+  write:
+    instructions: Write notes.
+    store_as: notes
+  check:
+    instructions: Check the notes.
+    success_criteria:
+      python: |
+        text = '''{{ notes }}'''
+        result = "x" in text
+"""
+
+
+def test_a_check_that_splices_an_agents_text_into_its_code_is_refused(tmp_path):
+    with pytest.raises(SpecError) as info:
+        load(str(write_spec(tmp_path, SPLICED)))
+    [problem] = info.value.problems
+    assert (
+        problem.line == 9
+        and "success_criteria python reads 'notes', which an agent or a person wrote" in problem.message
+    )
+    assert "AGENTRUN_VALUES" in problem.hint
+
+
+@pytest.mark.usefixtures("worker")
+async def test_a_check_reads_an_agents_text_as_data_and_never_runs_it(client, tmp_path):
+    as_data = SPLICED.replace(
+        "        text = '''{{ notes }}'''\n",
+        "        import json, os\n        text = json.load(open(os.environ['AGENTRUN_VALUES']))['notes']\n",
+    )
+    state = await run_spec(client, write_spec(tmp_path, as_data), INJECTING_AGENT)
+    assert state.status == "completed", state.errors
+    assert "open('pwned'" in state.memory["notes"] and not (tmp_path / "pwned").exists()
+
+
+def test_validate_warns_when_a_shell_command_reads_an_agents_text(tmp_path):
+    text = (
+        SPLICED.split("  check:")[0] + "  publish:\n    provider_call:\n      provider: shell\n      method: run\n"
+        '      params: {command: "echo {{ notes }}"}\n'
+    )
+    [warning] = load(str(write_spec(tmp_path, text))).warnings
+    assert ":10:16: warning: this shell command reads 'notes', which an agent or a person wrote" in warning

@@ -76,6 +76,19 @@ class Interpreter:
         )
         return {**run, **(scope.values if scope else {}), **more}
 
+    def trusted_values(self) -> dict[str, Any]:
+        """What code a spec writes (a success check) may have spliced into it: the params and the
+        built-ins, none of what agents or people wrote (those reach it as data)."""
+        return template_values(
+            workdir=self.inp.workdir,
+            run_id=self.state.run_id,
+            agent_type=agent_type(self.inp.default_agent),
+            params=self.inp.params,
+            memory={},
+            steps={},
+            human={},
+        )
+
     def all_prior(self) -> dict[str, Any]:
         """Every step's output so far, as "all prior context" gives it."""
         return {step: value["output"] for step, value in self.state.steps.items()}

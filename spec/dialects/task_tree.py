@@ -361,6 +361,7 @@ class _Builder(Builder):
             self._check_value_templates(
                 call.params, where + ("provider_call", "params"), extra=scope.names("compensation")
             )
+            self._warn_shell_reads_written_values(call, where + ("provider_call",))
             return ir.Provider(
                 id=f"{task_id}.compensate",
                 title=f"undo {name}",
@@ -393,6 +394,7 @@ class _Builder(Builder):
         if raw.provider_call:
             call = raw.provider_call
             self._check_value_templates(call.params, path + ("provider_call", "params"))
+            self._warn_shell_reads_written_values(call, path + ("provider_call",))
             if call.output_file is not None:
                 self._check_template(call.output_file, path + ("provider_call", "output_file"))
             return ir.Provider(call=call, criteria=self._criteria(raw.success_criteria, path), **common)
@@ -419,6 +421,35 @@ class _Builder(Builder):
             hint = did_you_mean(key, known) or "allowed here: " + ", ".join(known)
             self.warn(path + (key,), f"unknown key '{key}' is ignored, as cyberian ignores it", hint)
 
+    def _written(self, source: str) -> list[str]:
+        """The names a template reads whose values an agent or a person wrote: memory keys, step
+        outputs, answers and the output being undone."""
+        try:
+            used = names_used(source)
+        except TemplateSyntaxError:
+            return []  # reported as a syntax error where the template is checked
+        return sorted(used & (self.memory_keys | {"steps", "human", "output"}))
+
+    def _no_written_values_in_code(self, source: str, path: tuple) -> None:
+        """Code never has agent text spliced into it: a check reads such values as data."""
+        for name in self._written(source):
+            self.problem(
+                path,
+                f"success_criteria python reads '{name}', which an agent or a person wrote: "
+                "spliced into the code, that text would run as code",
+                f"read it as data: json.load(open(os.environ['AGENTRUN_VALUES']))['{name}']",
+            )
+
+    def _warn_shell_reads_written_values(self, call: ir.ProviderSpec, path: tuple) -> None:
+        command = call.params.get("command") if call.provider == "shell" else None
+        for name in self._written(command) if isinstance(command, str) else []:
+            self.warn(
+                path + ("params", "command"),
+                f"this shell command reads '{name}', which an agent or a person wrote: the shell "
+                "will run whatever that text says",
+                "pass it through a file or an environment variable and quote it in the command",
+            )
+
     def _loop(self, raw: RawTask, path: tuple) -> ir.LoopUntil | None:
         if raw.loop_until is None:
             return None
@@ -441,6 +472,7 @@ class _Builder(Builder):
             return None
         if raw.python is not None:
             self._check_template(raw.python, where + ("python",))
+            self._no_written_values_in_code(raw.python, where + ("python",))
         if raw.script is not None and not os.path.exists(
             os.path.join(os.path.dirname(os.path.abspath(self.file)), raw.script)
         ):

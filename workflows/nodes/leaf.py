@@ -86,9 +86,10 @@ async def _criteria(
         task_id=key,
         workdir=engine.inp.workdir,
         spec_dir=engine.inp.plan.spec_dir,
-        python=render(crit.python, engine.values(), engine.inp.plan.undefined) if crit.python else None,
+        python=render(crit.python, engine.trusted_values(), engine.inp.plan.undefined) if crit.python else None,
         script=crit.script,
         timeout_s=crit.timeout_s,
+        values={**engine.state.memory, "steps": engine.state.steps, "human": engine.state.human},
     )
     return await activity_calls.perform(
         key,
