@@ -9,6 +9,7 @@ import sys
 
 import pytest
 
+from activities.providers.process import run_process
 from spec.errors import SpecError
 from spec.load import load
 from tests.conftest import ROOT, write_spec
@@ -132,3 +133,12 @@ def test_validate_warns_when_a_shell_command_reads_an_agents_text(tmp_path):
     )
     [warning] = load(str(write_spec(tmp_path, text))).warnings
     assert ":10:16: warning: this shell command reads 'notes', which an agent or a person wrote" in warning
+
+
+async def test_a_command_that_writes_gigabytes_keeps_only_its_tail(tmp_path):
+    # 200 MB through the real process runner; the worker keeps the last MB.
+    done = await run_process(
+        ["sh", "-c", "head -c 200000000 /dev/zero | tr '\\0' x; echo; echo the end"], cwd=str(tmp_path), timeout_s=60
+    )
+    assert done.returncode == 0 and done.stdout.endswith("the end\n")
+    assert done.stdout.startswith("… (199,000,009 bytes before this were cut)") and len(done.stdout) < 1_100_000

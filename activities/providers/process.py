@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import IO
 
 TAIL_CHARS = 2000
+MAX_KEPT_BYTES = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -106,5 +107,9 @@ def _kill_group(pgid: int) -> None:
 
 
 def _read(f: IO[bytes]) -> str:
-    f.seek(0)
-    return f.read().decode("utf-8", errors="replace")
+    """What the process wrote, its last MAX_KEPT_BYTES at most: a check or command that writes
+    gigabytes must not grow the worker by as much."""
+    size = f.seek(0, os.SEEK_END)
+    f.seek(max(0, size - MAX_KEPT_BYTES))
+    text = f.read().decode("utf-8", errors="replace")
+    return text if size <= MAX_KEPT_BYTES else f"… ({size - MAX_KEPT_BYTES:,} bytes before this were cut)\n{text}"
