@@ -62,11 +62,23 @@ async def perform(
     summary: str,
     timeout_s: float,
     heartbeat_s: float | None = None,
+    who: str = "",
 ) -> T:
-    """`call`, with a failure as the node's TaskFailed and a cancellation as the branch's."""
+    """`call`, with a failure as the node's TaskFailed and a cancellation as the branch's. A
+    timeout names its limit and, given `who` ("agent 'writer'"), what did not answer."""
     try:
         return await call(name, arg, result_type, summary=summary, timeout_s=timeout_s, heartbeat_s=heartbeat_s)
     except ActivityError as exc:
         if isinstance(exc.cause, CancelledError):
             raise asyncio.CancelledError() from None  # the run or this branch was cancelled
+        if _timed_out(exc):
+            late = f"no reply from {who} within {timeout_s:g}s" if who else f"no result within {timeout_s:g}s"
+            raise TaskFailed(key, f"{reason(exc)}: {late}") from None
         raise TaskFailed(key, reason(exc)) from None
+
+
+def _timed_out(exc: ActivityError) -> bool:
+    cause: BaseException | None = exc.cause
+    while isinstance(cause, ActivityError):
+        cause = cause.cause
+    return isinstance(cause, TimeoutError)

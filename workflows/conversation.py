@@ -56,6 +56,7 @@ class Conversation:
             summary=f"{node.label}: {first_line(text)}",
             timeout_s=node.timeout_s or DEFAULT_TIMEOUT_S,
             heartbeat_s=self.inp.heartbeat_s,
+            who=f"agent '{node.agent}'",
         )
         self._count(key, scope, reply, uri)
         if reuse and chat:
