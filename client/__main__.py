@@ -24,6 +24,17 @@ from workflows.contract import TASK_QUEUE, dollars, open_gates, unsettled_refusa
 EXIT_OK, EXIT_USAGE, EXIT_UNREACHABLE = 0, 2, 3  # 1, a failed run, comes from `watch`
 
 
+def positive(text: str) -> int:
+    """A whole number above 0, for limits: argparse says why it refused anything else."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{value} is not above 0")
+    return value
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m client", description="Run durable multi-agent workflows.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -33,7 +44,7 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--id", help="the run id (default: spec name + random suffix)")
     s.add_argument("--detach", action="store_true", help="start and return at once")
     s.add_argument("--resume-from", metavar="TASK", help="skip every task before TASK")
-    s.add_argument("--max-iterations", type=int, metavar="N", help="loop limit for tasks that set none")
+    s.add_argument("--max-iterations", type=positive, metavar="N", help="loop limit for tasks that set none")
     s.add_argument("--lenient", action="store_true", help="accept replies without a completion status")
     s.add_argument("--task-queue", default=TASK_QUEUE, help="the task queue workers poll")
     sub.add_parser("watch", help="follow a run to its end").add_argument("run_id")
@@ -72,9 +83,9 @@ def _human_commands(sub) -> None:
     b = sub.add_parser("budget", help="raise the budget a run paused on")
     b.add_argument("run_id")
     b.add_argument("--gate", metavar="ID", help="budget (the run's) or budget:STEP (default: the one paused)")
-    b.add_argument("--tokens", type=int, metavar="N", help="the new token limit")
+    b.add_argument("--tokens", type=positive, metavar="N", help="the new token limit")
     b.add_argument("--usd", type=float, metavar="X", help="the new limit in US dollars")
-    b.add_argument("--iterations", type=int, metavar="N", help="the new limit on prompts sent")
+    b.add_argument("--iterations", type=positive, metavar="N", help="the new limit on prompts sent")
     b.add_argument("--comment", metavar="TEXT")
     _delivery(b)
 

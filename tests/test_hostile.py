@@ -142,3 +142,14 @@ async def test_a_command_that_writes_gigabytes_keeps_only_its_tail(tmp_path):
     )
     assert done.returncode == 0 and done.stdout.endswith("the end\n")
     assert done.stdout.startswith("… (199,000,009 bytes before this were cut)") and len(done.stdout) < 1_100_000
+
+
+@pytest.mark.parametrize("value", ["-3", "0", "many"])
+def test_a_limit_on_the_command_line_must_be_above_0(value):
+    result = subprocess.run(
+        [sys.executable, "-m", "client", "start", "examples/quickstart.yaml", "--max-iterations", value],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert result.returncode == 2 and "argument --max-iterations:" in result.stderr and "Traceback" not in result.stderr
