@@ -40,7 +40,8 @@ async def run_agent(call: AgentCall) -> AgentReply:
     driver = driver_for(call.uri)
     beating = asyncio.create_task(_heartbeat_forever(_heartbeat_interval()))
     try:
-        return await driver(call)
+        reply = await driver(call)
+        return reply.model_copy(update={"attempt": activity.info().attempt})
     except (ApplicationError, asyncio.CancelledError):
         raise
     except Exception as err:

@@ -48,6 +48,7 @@ class AgentReply(BaseModel):
     text: str
     usage: Usage = Usage()
     model: str = ""
+    attempt: int = 1  # the activity attempt that answered: more than 1 after transport retries
 
 
 class CriteriaCall(BaseModel):

@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from activities.providers.process import run_process
+from client import report
 from spec.errors import SpecError
 from spec.load import load
 from tests.conftest import ROOT, write_spec
@@ -153,3 +154,14 @@ def test_a_limit_on_the_command_line_must_be_above_0(value):
         cwd=ROOT,
     )
     assert result.returncode == 2 and "argument --max-iterations:" in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.mark.usefixtures("worker")
+async def test_transport_retries_show_in_the_report_and_the_state(client, tmp_path, llm):
+    llm.fail_next(2, 503)
+    spec = write_spec(tmp_path, "workflow:\n  name: w\n  agents: {a: {prompt: go}}\n  steps: [{id: s, agent: a}]\n")
+    state = await run_spec(client, spec, "openai:m")
+    assert state.status == "completed", state.errors
+    assert state.tasks["s"].retries == 2 and state.retry_count == 2
+    assert "s: agent 'a' answered on attempt 3 (transport errors before)" in state.warnings
+    assert "- Retries used: 2" in report.to_markdown(state)

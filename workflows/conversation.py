@@ -59,6 +59,7 @@ class Conversation:
             who=f"agent '{node.agent}'",
         )
         self._count(key, scope, reply, uri)
+        self._retried(key, node, reply.attempt)
         if reuse and chat:
             transcript += [
                 calls.ChatMessage(role="user", content=text),
@@ -108,6 +109,18 @@ class Conversation:
             if prices or self._usd_budget():
                 self.state.warnings.append(f"{key}: no price for model '{model}'; its cost is not counted")
         self.state.add_usage(key, reply.usage, model, cost or 0.0, list(scope.budgets))
+
+    def _retried(self, key: str, node: ir.Task, attempt: int) -> None:
+        """Transport retries (a 5xx, a dropped connection) count as retries people see."""
+        if attempt <= 1:
+            return
+        self.state.retry_count += attempt - 1
+        task = self.state.tasks.get(key)
+        if task is not None:
+            task.retries += attempt - 1
+        self.state.warnings.append(
+            f"{key}: agent '{node.agent}' answered on attempt {attempt} (transport errors before)"
+        )
 
     def _usd_budget(self) -> bool:
         budgets = [self.state.budget, *self.state.step_budgets.values()]
