@@ -8,9 +8,10 @@ import socket
 import time
 from datetime import timedelta
 
+from temporalio.api.common.v1 import WorkflowExecution
 from temporalio.api.enums.v1 import TaskQueueType
 from temporalio.api.taskqueue.v1 import TaskQueue
-from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
+from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest, GetWorkflowExecutionHistoryReverseRequest
 from temporalio.client import Client, WorkflowExecutionDescription, WorkflowExecutionStatus, WorkflowHandle
 from temporalio.service import RPCError
 
@@ -72,7 +73,21 @@ async def fetch_state(client: Client, run_id: str) -> RunState:
     state = await desc.memo_value("state", None, type_hint=RunState) or RunState(run_id=run_id)
     if desc.status is not None and desc.status in _CLOSED_STATUS and state.status in ("pending", "running"):
         state.status = _CLOSED_STATUS[desc.status]  # terminated from outside before it could say so
+    if desc.status == WorkflowExecutionStatus.TERMINATED:
+        state.errors.append(await _terminated_because(client, run_id))
     return state
+
+
+async def _terminated_because(client: Client, run_id: str) -> str:
+    """Who ended the run from outside (Temporal Web's Terminate, `temporal workflow terminate`), and why."""
+    request = GetWorkflowExecutionHistoryReverseRequest(
+        namespace=client.namespace, execution=WorkflowExecution(workflow_id=run_id), maximum_page_size=1
+    )
+    events = (await client.workflow_service.get_workflow_execution_history_reverse(request)).history.events
+    attrs = events[0].workflow_execution_terminated_event_attributes if events else None
+    reason = attrs.reason if attrs and attrs.reason else "no reason given"
+    who = f" by {attrs.identity}" if attrs and attrs.identity else ""
+    return f"the run was terminated from outside{who}: {reason}"
 
 
 async def _running_state(client: Client, handle: WorkflowHandle, task_queue: str) -> RunState:

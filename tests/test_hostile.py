@@ -13,9 +13,10 @@ from activities.providers.process import run_process
 from client import report
 from spec.errors import SpecError
 from spec.load import load
-from tests.conftest import ROOT, write_spec
+from tests.conftest import ROOT, TEST_QUEUE, run_id, until, write_spec
 from tests.fuzz_specs import HOSTILE
-from tests.runs import run_spec
+from tests.runs import finish, run_spec
+from workflows.contract import RunInput
 
 REFUSED = {
     "nul": ("2:23", "a control character (#x0000) is not allowed in YAML"),
@@ -165,3 +166,19 @@ async def test_transport_retries_show_in_the_report_and_the_state(client, tmp_pa
     assert state.tasks["s"].retries == 2 and state.retry_count == 2
     assert "s: agent 'a' answered on attempt 3 (transport errors before)" in state.warnings
     assert "- Retries used: 2" in report.to_markdown(state)
+
+
+@pytest.mark.usefixtures("worker")
+async def test_a_run_terminated_from_outside_says_so_and_why_in_its_report(client, tmp_path, llm):
+    llm.hold("slow")
+    spec = write_spec(tmp_path, "workflow:\n  name: w\n  agents: {a: {prompt: go}}\n  steps: [{id: s, agent: a}]\n")
+    plan = load(str(spec))
+    inp = RunInput(plan=plan, workdir=str(tmp_path), default_agent="openai:slow", heartbeat_s=5)
+    handle = await client.start_workflow("AgentRun", inp, id=run_id("terminated"), task_queue=TEST_QUEUE)
+    await until(lambda: llm.in_flight("slow") == 1)
+    await handle.terminate(reason="stuck on a release freeze")
+    llm.release()
+    state = await finish(client, handle)
+    assert state.status == "terminated"
+    assert state.errors[-1].startswith("the run was terminated from outside") and "release freeze" in state.errors[-1]
+    assert "stuck on a release freeze" in report.to_markdown(state)
