@@ -70,6 +70,10 @@ def _example(param: ir.Param) -> str:
     return f" (for example -p {param.name}={param.examples[0]})" if param.examples else ""
 
 
+# The types a param may name (cyberian's `range`, a pipeline input's `type`), in any case.
+TYPES = frozenset({"string", "str", "integer", "int", "float", "number", "boolean", "bool", "json", "file_path"})
+
+
 def coerce(value: Any, type_name: str) -> Any:
     kind = type_name.lower()
     if kind in ("integer", "int"):

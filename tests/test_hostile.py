@@ -182,3 +182,25 @@ async def test_a_run_terminated_from_outside_says_so_and_why_in_its_report(clien
     assert state.status == "terminated"
     assert state.errors[-1].startswith("the run was terminated from outside") and "release freeze" in state.errors[-1]
     assert "stuck on a release freeze" in report.to_markdown(state)
+
+
+@pytest.mark.parametrize(
+    ("param", "needle", "message", "hint"),
+    [
+        ("{range: string, defauult: v1}", "defauult", "unknown key 'defauult'", "did you mean 'default'?"),
+        ("{range: nosuchtype}", "range", "param 'version' has the unknown range 'nosuchtype'", "write one of:"),
+        (
+            "{range: integer, default: soon}",
+            "default",
+            "default of param 'version': 'soon' is not an integer",
+            "integer",
+        ),
+    ],
+)
+def test_silent_mistakes_in_a_param_are_refused(tmp_path, param, needle, message, hint):
+    text = f"params:\n  version: {param}\nsubtasks:\n  tag: {{instructions: 'Tag {{{{ version }}}}'}}\n"
+    with pytest.raises(SpecError) as info:
+        load(str(write_spec(tmp_path, text)))
+    [problem] = info.value.problems
+    assert (problem.line, problem.column) == (2, text.splitlines()[1].index(needle) + 1)
+    assert problem.message == message and hint in problem.hint

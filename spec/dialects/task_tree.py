@@ -22,7 +22,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
 
-from spec import expressions, ir, scope
+from spec import expressions, ir, params, scope
 from spec.dialects.builder import Builder
 from spec.dialects.common_keys import (
     COMPENSATION_ATTEMPTS,
@@ -199,8 +199,17 @@ class _Builder(Builder):
         self.memory_keys = _stored_keys(raw)
 
     def _param(self, name: str, p: RawParam) -> ir.Param:
-        self._ignored(p, ("params", name))
-        line, _ = position(self.data, ("params", name))
+        where = ("params", name)
+        self._ignored(p, where, typos_are_errors=True)
+        if p.range.lower() not in params.TYPES:
+            hint = did_you_mean(p.range.lower(), params.TYPES) or "write one of: " + ", ".join(sorted(params.TYPES))
+            self.problem(where + ("range",), f"param '{name}' has the unknown range '{p.range}'", hint)
+        elif p.default is not None and p.range.lower() != "file_path":
+            try:
+                params.coerce(p.default, p.range)
+            except ValueError as exc:
+                self.problem(where + ("default",), f"default of param '{name}': {exc}", f"write a {p.range} value")
+        line, _ = position(self.data, where)
         return ir.Param(
             name=name,
             type=p.range,
@@ -412,13 +421,19 @@ class _Builder(Builder):
             **common,
         )
 
-    def _ignored(self, raw: Lenient | None, path: tuple) -> None:
-        """Keys cyberian ignores in a sub-model, each a warning, with the known key it is closest to."""
+    def _ignored(self, raw: Lenient | None, path: tuple, typos_are_errors: bool = False) -> None:
+        """Keys cyberian ignores in a sub-model, each a warning, with the known key it is closest to.
+        With `typos_are_errors` (a param's keys), a near miss of a known key is refused instead: a
+        `defauult:` silently ignored would run with an empty value."""
         if raw is None:
             return
         known = type(raw).model_fields
         for key in raw.model_extra or {}:
-            hint = did_you_mean(key, known) or "allowed here: " + ", ".join(known)
+            close = did_you_mean(key, known)
+            if close and typos_are_errors:
+                self.problem(path + (key,), f"unknown key '{key}'", close)
+                continue
+            hint = close or "allowed here: " + ", ".join(known)
             self.warn(path + (key,), f"unknown key '{key}' is ignored, as cyberian ignores it", hint)
 
     def _written(self, source: str) -> list[str]:
