@@ -145,6 +145,15 @@ async def test_reorient_runs_execute_again_with_the_correction_then_continue(cli
     assert "## Supervision" in text and "REORIENT by agent supervisor; correction: Use the cache." in text
 
 
+async def test_a_goal_still_reoriented_after_three_corrections_fails(client, llm):
+    llm.by_model["build"] = agent([post("v", concerns=["c"])])
+    llm.by_model["supervisor"] = verdict("REORIENT", "Again.")
+    final = await run(client, plan(goal("build", "Build.", supervision="supervised")), "supervisor")
+    assert final.status == "failed"
+    assert len(llm.prompts_for("build")) == 1 + 4 and len(final.supervision["build"].attempts) == 4
+    assert final.errors[0] == "build: still reoriented after 3 corrections; the last: Again."
+
+
 async def test_a_goal_without_flags_is_not_supervised(client, llm):
     llm.by_model["build"] = agent([post("clean")])
     final = await run(client, plan(goal("build", "Build.", supervision="supervised")), "supervisor")
