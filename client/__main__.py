@@ -47,6 +47,11 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--max-iterations", type=positive, metavar="N", help="loop limit for tasks that set none")
     s.add_argument("--lenient", action="store_true", help="accept replies without a completion status")
     s.add_argument("--task-queue", default=TASK_QUEUE, help="the task queue workers poll")
+    s.add_argument(
+        "--no-human",
+        action="store_true",
+        help="no person can answer this run: refuse a spec whose goals need human supervision",
+    )
     sub.add_parser("watch", help="follow a run to its end").add_argument("run_id")
     c = sub.add_parser("cancel", help="cancel a run")
     c.add_argument("run_id")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from workflows.contract import RunState, TaskState, dollars, limits_text
+from workflows.contract import RunState, TaskState, Verdict, dollars, limits_text
 
 _STEP_STATUS = {
     "completed": "SUCCESS",
@@ -96,7 +96,7 @@ def to_markdown(state: RunState) -> str:
     lines += ["", "## Final Output", "", state.final_output.strip() or "(none)", "", "## Issues and Warnings", ""]
     issues = [f"- ERROR {e}" for e in state.errors] + [f"- WARNING {w}" for w in state.warnings]
     lines += issues or ["- none"]
-    lines += _human_input(state) + _compensations(state) + _taint(state)
+    lines += _human_input(state) + _supervision(state) + _compensations(state) + _taint(state)
     return "\n".join(lines) + "\n"
 
 
@@ -139,6 +139,34 @@ def _human_input(state: RunState) -> list[str]:
             f"{f'{when:%Y-%m-%d %H:%M:%S} UTC' if when else ''} |"
         )
     return lines
+
+
+def _supervision(state: RunState) -> list[str]:
+    """Each checkpoint goal: what it committed to, then each attempt's flags and verdicts."""
+    if not state.supervision:
+        return []
+    lines = ["", "## Supervision", ""]
+    for goal, record in state.supervision.items():
+        confidence = record.pre.get("confidence")
+        committed = f"; confidence {confidence}" if confidence is not None else ""
+        lines.append(f"- {goal} ({record.supervision}{committed}): {_cell(str(record.pre.get('approach') or ''))}")
+        for n, attempt in enumerate(record.attempts, 1):
+            flags = ", ".join(attempt.flags) or "no flags"
+            met = attempt.post.get("commitment_met", "")
+            lines.append(f"  - attempt {n}: commitment met {met}; {flags}")
+            lines += [f"    - {_verdict_line(v)}" for v in attempt.verdicts]
+    return lines
+
+
+def _verdict_line(verdict: Verdict) -> str:
+    who = verdict.by or "no one"
+    at = f" at gate {verdict.gate}" if verdict.gate else ""
+    text = f"{verdict.verdict} by {who}{at}"
+    if verdict.correction:
+        text += f"; correction: {_cell(verdict.correction)}"
+    if verdict.reason and verdict.reason != verdict.correction:
+        text += f"; reason: {_cell(verdict.reason)}"
+    return text
 
 
 def _compensations(state: RunState) -> list[str]:

@@ -51,6 +51,8 @@ def load_run(args: argparse.Namespace, agents_required: bool = True) -> Loaded:
 def prepare(args: argparse.Namespace) -> RunInput:
     """Everything a run needs, checked before Temporal is involved. Raises SpecError."""
     plan, values, default, per_agent = load_run(args)
+    if getattr(args, "no_human", False):
+        refuse_human_supervision(plan)
     workdir = os.path.abspath(args.workdir or plan.spec_dir)
     if not os.path.isdir(workdir):
         raise SpecError(
@@ -77,6 +79,16 @@ def prepare(args: argparse.Namespace) -> RunInput:
         lenient=args.lenient,
         heartbeat_s=float(os.environ.get("AGENTRUN_HEARTBEAT_S", "30")),
     )
+
+
+def refuse_human_supervision(plan: ir.Plan) -> None:
+    """With no person to answer, a goal supervised by a human could only fail at its gate: refuse
+    the run before it starts. Raises UsageError."""
+    steps = [n.id for n in plan.walk() if isinstance(n, ir.Task) and n.supervision == "human"]
+    if steps:
+        raise UsageError(
+            f"workflow requires human supervision for steps [{', '.join(steps)}] but no human connection is available"
+        )
 
 
 def say_warnings(plan: ir.Plan) -> None:

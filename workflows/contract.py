@@ -5,6 +5,7 @@ task queue. Both sides import this module and nothing else of each other.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Literal
 
@@ -188,6 +189,32 @@ class TaintMark(BaseModel):
     derived_from: list[str] = []
 
 
+class Verdict(BaseModel):
+    """A decision on one EXECUTE of a goal: its supervisor agent's, or a person's at its gate."""
+
+    by: str  # "agent <id>" for a supervisor, else the person who answered ("" if unnamed)
+    verdict: str  # CONTINUE, REORIENT, PAUSE; a person's may also be REJECT
+    correction: str = ""
+    reason: str = ""
+    gate: str = ""  # the gate a person answered
+
+
+class SupervisedAttempt(BaseModel):
+    """One EXECUTE of a goal: its post-checkpoint, the flags RECONCILE raised, the verdicts on it."""
+
+    post: dict[str, Any] = {}
+    flags: list[str] = []
+    verdicts: list[Verdict] = []
+
+
+class GoalSupervision(BaseModel):
+    """What a checkpoint goal committed to and how each attempt at it was judged."""
+
+    supervision: ir.Supervision = "none"
+    pre: dict[str, Any] = {}
+    attempts: list[SupervisedAttempt] = []
+
+
 class InvalidTransition(RuntimeError):
     pass
 
@@ -224,6 +251,7 @@ class RunState(BaseModel):
     # Pipeline values later templates read: steps.<id>.output / .outputs, and store_as names.
     steps: dict[str, dict[str, Any]] = {}
     memory: dict[str, Any] = {}
+    supervision: dict[str, GoalSupervision] = {}  # checkpoint goals by run key
     final_output: str = ""
     warnings: list[str] = []
     queued_refusals: list[QueuedRefusal] = []
@@ -308,14 +336,17 @@ class RunState(BaseModel):
             account.calls += 1
         self.total_cost_usd += cost_usd
 
-    def keep(self, node_id: str, value: Any, *, step: bool, store_as: str | None) -> None:
+    def keep(self, node_id: str, value: Any, *, step: bool, store_as: str | None, fields: Sequence[str] = ()) -> None:
         """The one place values later templates read are written: a pipeline step's
-        `steps.<id>.output` / `.outputs`, and the memory key a node stores its value under."""
+        `steps.<id>.output` / `.outputs`, the memory key a node stores its value under, and each
+        of `fields` of an object value under its own name (a goal's `-> a, b`)."""
         if step:
             self.steps[node_id] = {"output": value, "outputs": value if isinstance(value, dict) else {}}
             self.final_output = to_text(value)[:MAX_OUTPUT_CHARS] if value is not None else ""
         if store_as:
             self.memory[store_as] = value
+        if fields and isinstance(value, dict):
+            self.memory.update({name: value.get(name) for name in fields})
 
     def expand(self, template_id: str, rows: list[TaskState]) -> None:
         """Put one row per map element where the map body's row was, keeping the report's order."""

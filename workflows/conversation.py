@@ -24,9 +24,12 @@ class Conversation:
         self.unpriced: set[str] = set()
         self.rolling_back = False  # compensations run whatever the budget says
 
-    async def ask(self, node: ir.Task, scope: Scope, text: str, *, fresh: bool = False) -> str:
+    async def ask(
+        self, node: ir.Task, scope: Scope, text: str, *, fresh: bool = False, phase: str | None = None
+    ) -> str:
         """Send `text` to the node's agent and return the reply; TaskFailed when it cannot be sent
-        (a budget, the agent failing). `fresh` asks outside the agent's conversation."""
+        (a budget, the agent failing). `fresh` asks outside the agent's conversation; `phase` names
+        the step of a protocol in the activity's summary instead of the prompt's first line."""
         key = str(scope.key)
         uri = self.inp.agent_uri(node.agent)
         chat = driver_of(uri).chat
@@ -53,7 +56,7 @@ class Conversation:
             calls.RUN_AGENT,
             arg,
             calls.AgentReply,
-            summary=f"{node.label}: {first_line(text)}",
+            summary=f"{node.label}: {phase or first_line(text)}",
             timeout_s=node.timeout_s or DEFAULT_TIMEOUT_S,
             heartbeat_s=self.inp.heartbeat_s,
             who=f"agent '{node.agent}'",

@@ -101,9 +101,10 @@ class Interpreter:
         key = str(scope.key)
         if done and not HANDLERS[node.kind].work:
             taint.mark_composite(key, self.ran.get(key, []), self.state)
-        self.state.keep(node.id, value, step=node.step, store_as=node.store_as)
-        if node.store_as:
-            taint.copy_to(node.store_as, key, self.state)
+        fields = node.outputs if isinstance(node, ir.Task) and done else []
+        self.state.keep(node.id, value, step=node.step, store_as=node.store_as, fields=fields)
+        for name in [*([node.store_as] if node.store_as else []), *fields]:
+            taint.copy_to(name, key, self.state)
         if done and node.compensation and scope.key is not None:
             self.saga.push(node, scope.key, value)
 
@@ -125,17 +126,22 @@ class Interpreter:
             raise TaskFailed(str(scope.key), rejected(gate.id, answer))
         return False
 
-    async def ask(self, gate: ir.Human, scope: Scope) -> Answer:
-        """Put a gate's question to people; it guards the node `scope` runs."""
-        try:
-            text = render(gate.prompt, self.values(scope), self.inp.plan.undefined)
-        except (TemplateError, TypeError) as exc:
-            self.state.warnings.append(f"{gate.id}: its question could not be filled in ({exc}); asked as written")
-            text = gate.prompt
+    async def ask(self, gate: ir.Human, scope: Scope, text: str | None = None) -> Answer:
+        """Put a gate's question to people; it guards the node `scope` runs. `text` is a question
+        the engine wrote itself: it may quote agents, so it is never rendered as a template."""
+        if text is None:
+            text = self._question(gate, scope)
         try:
             return await self.humans.ask(gate, str(scope.key), text)
         except GateTimedOut as exc:
             raise TaskFailed(str(scope.key), exc.message) from None
+
+    def _question(self, gate: ir.Human, scope: Scope) -> str:
+        try:
+            return render(gate.prompt, self.values(scope), self.inp.plan.undefined)
+        except (TemplateError, TypeError) as exc:
+            self.state.warnings.append(f"{gate.id}: its question could not be filled in ({exc}); asked as written")
+            return gate.prompt
 
     async def _attempts(self, node: ir.NodeBase, scope: Scope) -> tuple[Any, bool]:
         """The node's value, and whether it did its work (False when it was skipped)."""

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from spec import ir
 from spec.render import UndefinedNames
-from workflows.protocols import plain, status
+from workflows.protocols import checkpoint, plain, status
 
 if TYPE_CHECKING:
     from workflows.contract import TaskState
@@ -32,4 +32,8 @@ class ReplyProtocol(Protocol):
         ...
 
 
-PROTOCOLS: dict[str, ReplyProtocol] = {"status": status.STATUS, "plain": plain.PLAIN}
+PROTOCOLS: dict[str, ReplyProtocol] = {
+    "status": status.STATUS,
+    "plain": plain.PLAIN,
+    "checkpoint": checkpoint.CHECKPOINT,
+}
