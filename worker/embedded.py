@@ -68,18 +68,33 @@ def ensure_running(timeout_s: float = 30.0) -> None:
     ]
     for key in contract.SEARCH_ATTRIBUTES:
         args += ["--search-attribute", f"{key.name}=Keyword"]
-    with open(folder / "temporal.log", "ab") as log:
-        proc = subprocess.Popen(args, stdout=log, stderr=log, stdin=subprocess.DEVNULL, start_new_session=True)
-    (folder / "temporal.pid").write_text(str(proc.pid))
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        if listening():
+        proc = _start(args, folder)
+        if _came_up(proc, deadline):
             print(
                 f"started the embedded Temporal dev server (pid {proc.pid}, Web UI http://localhost:{UI_PORT})",
                 file=sys.stderr,
             )
             return
-        if proc.poll() is not None:
-            break
-        time.sleep(0.1)
+        # It exited at once: a server stopped a moment ago may still hold its ports or its database.
+        time.sleep(0.5)
     raise RuntimeError(f"the embedded Temporal server did not start; see {folder / 'temporal.log'}")
+
+
+def _start(args: list[str], folder: Path) -> subprocess.Popen:
+    with open(folder / "temporal.log", "ab") as log:
+        proc = subprocess.Popen(args, stdout=log, stderr=log, stdin=subprocess.DEVNULL, start_new_session=True)
+    (folder / "temporal.pid").write_text(str(proc.pid))
+    return proc
+
+
+def _came_up(proc: subprocess.Popen, deadline: float) -> bool:
+    """True once the server listens; False when it exits first (or the deadline passes)."""
+    while time.monotonic() < deadline:
+        if listening():
+            return True
+        if proc.poll() is not None:
+            return False
+        time.sleep(0.1)
+    return False
