@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, alive
 from worker import embedded
 
 
@@ -26,14 +26,17 @@ def _client(*args: str, cwd, state) -> subprocess.CompletedProcess:
 
 
 def _stop_server(state) -> None:
+    """Stop the embedded server and wait until its process is gone: a server that has closed its
+    ports may still hold its SQLite database for a while, and the next one would find it locked."""
     pid_file = state / "temporal.pid"
     if pid_file.exists():
+        pid = int(pid_file.read_text())
         try:
-            os.kill(int(pid_file.read_text()), signal.SIGTERM)
+            os.kill(pid, signal.SIGTERM)
         except ProcessLookupError:
             return
-        deadline = time.monotonic() + 15
-        while embedded.listening() and time.monotonic() < deadline:
+        deadline = time.monotonic() + 30
+        while (embedded.listening() or alive(pid)) and time.monotonic() < deadline:
             time.sleep(0.1)
 
 
