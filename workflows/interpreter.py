@@ -65,28 +65,23 @@ class Interpreter:
     def values(self, scope: Scope | None = None, **more: Any) -> dict[str, Any]:
         """What a node's templates see: the run's values, then the node's own (input, item, …)."""
         state = self.state
-        run = template_values(
-            workdir=self.inp.workdir,
-            run_id=state.run_id,
-            agent_type=agent_type(self.inp.default_agent),
-            params=self.inp.params,
-            memory=state.memory,
-            steps=state.steps,
-            human=state.human,
-        )
+        run = self._run_values(state.memory, state.steps, state.human)
         return {**run, **(scope.values if scope else {}), **more}
 
     def trusted_values(self) -> dict[str, Any]:
         """What code a spec writes (a success check) may have spliced into it: the params and the
         built-ins, none of what agents or people wrote (those reach it as data)."""
+        return self._run_values({}, {}, {})
+
+    def _run_values(self, memory: dict[str, Any], steps: dict[str, Any], human: dict[str, Any]) -> dict[str, Any]:
         return template_values(
             workdir=self.inp.workdir,
             run_id=self.state.run_id,
             agent_type=agent_type(self.inp.default_agent),
             params=self.inp.params,
-            memory={},
-            steps={},
-            human={},
+            memory=memory,
+            steps=steps,
+            human=human,
         )
 
     def all_prior(self) -> dict[str, Any]:
