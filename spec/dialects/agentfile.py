@@ -33,13 +33,19 @@ def compile(path: str, text: str, params: set[str]) -> ir.Plan:
     statements, problems = read(path, text)
     decls, more = parse(path, statements)
     form = form_of(decls)
+    if problems or more:  # a statement that did not read is not checked further: one cause, one error
+        raise _error(problems + more, form)
     compiler = _Compiler(path, decls, form)
     plan = compiler.plan()
-    problems = sorted(problems + more + compiler.problems, key=lambda p: (p.line, p.column))
-    if problems:
-        said = f" (Agentfile {form} form)"
-        raise SpecError([Problem(p.file, p.line, p.column, p.message + said, p.hint) for p in problems])
+    if compiler.problems:
+        raise _error(compiler.problems, form)
     return plan
+
+
+def _error(problems: list[Problem], form: Form) -> SpecError:
+    said = f" (Agentfile {form} form)"
+    ordered = sorted(problems, key=lambda p: (p.line, p.column))
+    return SpecError([Problem(p.file, p.line, p.column, p.message + said, p.hint) for p in ordered])
 
 
 class _Compiler:

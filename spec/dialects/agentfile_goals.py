@@ -87,7 +87,7 @@ class GoalBuilder:
 
     def _agent_task(self, agent: Decl, node_id: str, prompt: str, sup: ir.Supervision) -> ir.Task:
         body = self.c.bodies.get(id(agent))
-        system = self._text(body) if body is not None else ""
+        system = self._text(body).strip() if body is not None else ""
         research = self._research()
         return ir.Task(
             id=f"{node_id}.{_name(agent)}",
@@ -118,7 +118,7 @@ class GoalBuilder:
 
     def _prompt(self, decl: Decl) -> str:
         body = self.c.bodies.get(id(decl))
-        text = self._text(body) if body is not None else ""
+        text = self._text(body).strip() if body is not None else ""
         if decl.substeps:
             steps = [f"{i}. {self._text(s)}" for i, s in enumerate(decl.substeps, 1)]
             text += "\n\nDo these steps in order:\n" + "\n".join(steps)
