@@ -4,7 +4,8 @@ Two forms are accepted (see the reference's "both forms"): the real parser's lin
 run through RUN steps, and the seed's draft form, whose goals run in file order. Every goal compiles
 to a checkpoint task (COMMIT → EXECUTE, then RECONCILE and SUPERVISE when supervised); a goal
 USING agents to those agents' tasks in parallel followed by one that merges their outputs.
-Reading the text is `agentfile_lex`, the grammar `agentfile_parse`, references `agentfile_refs`.
+Reading the text is `agentfile_lex`, the grammar `agentfile_parse`, references `agentfile_refs`,
+the goals in the order they run `agentfile_goals`.
 """
 
 from __future__ import annotations
