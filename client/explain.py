@@ -226,6 +226,16 @@ def _bound(plan: ir.Plan, values: dict[str, Any]) -> list[str]:
     return lines or ["  (none)"]
 
 
+def _outputs(plan: ir.Plan) -> dict[str, Shown]:
+    """The memory keys tasks with named outputs (an Agentfile's `-> a, b`) write, as placeholders."""
+    return {
+        key: Shown(f"<{key} from {leaf.id}>")
+        for leaf in plan.leaves()
+        if isinstance(leaf, ir.Task)
+        for key in leaf.outputs
+    }
+
+
 class DryRun(Describer):
     """The walk of `inspect` in a run's terms: each agent call with its prompt filled in as far as
     the run's inputs allow."""
@@ -241,7 +251,7 @@ class DryRun(Describer):
             run_id="<run id>",
             agent_type=agent_type(self.default_uri),
             params=values,
-            memory={n.store_as: shown[n.id] for n in steps if n.store_as},
+            memory={**_outputs(plan), **{n.store_as: shown[n.id] for n in steps if n.store_as}},
             steps={sid: {"output": s, "outputs": s} for sid, s in shown.items()},
             human={g.id: Shown(f"<answer to {g.id}>") for g in plan.gates()},
         )

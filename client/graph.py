@@ -25,8 +25,9 @@ def draw(plan: ir.Plan, width: int = WIDTH) -> str:
 
 
 def top_steps(plan: ir.Plan) -> list[ir.Node]:
-    """What the graph numbers 1, 2, 3: a pipeline's steps in execution order, else the plan's tasks."""
-    if plan.dialect == "pipeline" and isinstance(plan.root, ir.Sequence):
+    """What the graph numbers 1, 2, 3: a pipeline's steps or an Agentfile's RUN steps (or draft
+    goals) in execution order, else the plan's tasks."""
+    if plan.dialect in ("pipeline", "agentfile") and isinstance(plan.root, ir.Sequence):
         return list(plan.root.children)
     return list(plan.leaves())
 

@@ -12,7 +12,7 @@ from client.views.base import Agents, Entry, Scope
 from client.views.leaves import LeafView
 from client.views.words import agent_name, kept, labelled, policy_text, preview, stored
 from spec import expressions, ir
-from spec.render import to_text
+from spec.render import UndefinedNames, render, to_text
 from workflows.protocols import PROTOCOLS
 
 NOT_CONFIGURED = "(not configured: pass --agent ID=URI)"
@@ -26,6 +26,10 @@ class TaskView(LeafView[ir.Task]):
         return self.with_details(node, at, self._runs(node, gets, inspect.agents), inspect.who)
 
     def _runs(self, node: ir.Task, gets: str, agents: Agents) -> str:
+        if node.protocol == "checkpoint":
+            by = "the default agent" if node.agent == "default" else f"agent {node.agent}"
+            outputs = f"; outputs {', '.join(node.outputs)}" if node.outputs else ""
+            return f"goal: {node.label} ({SUPERVISION[node.supervision]}), by {by}{outputs}"
         if node.protocol != "plain":
             return self.who(node, agents)
         text = f"{self.who(node, agents)} gets {_gets(node, gets)}"
@@ -42,12 +46,14 @@ class TaskView(LeafView[ir.Task]):
         context = dry.values(scope)
         try:
             context["input"] = expressions.step_input(node.input, context, dry.all_prior())
-            text = PROTOCOLS[node.protocol].first_prompt(node, context, dry.plan.undefined)
+            text = _first_prompt(node, context, dry.plan.undefined)
         except (TemplateError, expressions.ExpressionError, TypeError) as exc:
             dry.problem(f"{at.tag}: cannot fill in its prompt: {exc}")
             return lines + [f"{more}cannot fill in its prompt: {exc}"]
         if node.protocol == "plain":
             lines += labelled(more, "input: ", "(none)" if context["input"] is None else to_text(context["input"]))
+        if node.protocol == "checkpoint":
+            lines.append(f"{more}phases: {phases(node.supervision)}")
         lines += preview(more, text)
         lines.append(f"{more}expected output: {_expected(node)}")
         lines += [f"{more}  {line}" for line in checks(node)]
@@ -61,11 +67,33 @@ class TaskView(LeafView[ir.Task]):
         return super().details(node, who) + checks(node)
 
 
+SUPERVISION = {"none": "unsupervised", "supervised": "supervised", "human": "supervised, human"}
+
+
+def phases(supervision: ir.Supervision) -> str:
+    """The checkpoint phases a goal goes through, as the Agentfile reference orders them."""
+    if supervision == "none":
+        return "COMMIT → EXECUTE"
+    if supervision == "supervised":
+        return "COMMIT → EXECUTE → RECONCILE → SUPERVISE when reconcile raises flags"
+    return "COMMIT → EXECUTE → RECONCILE → SUPERVISE → a person"
+
+
+def _first_prompt(node: ir.Task, context: dict[str, Any], undefined: UndefinedNames) -> str:
+    """The protocol's first prompt; a protocol this build has no module for shows its prompt filled in."""
+    protocol = PROTOCOLS.get(node.protocol)
+    if protocol is None:
+        return render(node.prompt, context, undefined)
+    return protocol.first_prompt(node, context, undefined)
+
+
 def checks(node: ir.Task) -> list[str]:
     """What a task's output must satisfy, and how a task tree's task decides it is done."""
     lines = ["schema: " + _compact(node.output_schema)] if node.output_schema else []
     lines += [f"rule: {rule}" for rule in node.rules]
-    if node.loop_until:
+    if node.loop_until and node.protocol == "checkpoint":
+        lines.append(_rounds(node.loop_until))
+    elif node.loop_until:
         limit = node.loop_until.max_iterations
         lines.append(
             f"repeats until the agent reports {node.loop_until.status}"
@@ -76,6 +104,13 @@ def checks(node: ir.Task) -> list[str]:
         retries = node.criteria.max_retries
         lines.append(f"success check: {kind}, up to {retries} {'retry' if retries == 1 else 'retries'}")
     return lines
+
+
+def _rounds(loop: ir.LoopUntil) -> str:
+    if loop.max_iterations_param:
+        return f"repeats until {loop.status}, at most as many rounds as the input {loop.max_iterations_param}"
+    limit = f", at most {loop.max_iterations} rounds" if loop.max_iterations else ""
+    return f"repeats until {loop.status}{limit}"
 
 
 def _gets(node: ir.Task, otherwise: str) -> str:
@@ -89,6 +124,9 @@ def _gets(node: ir.Task, otherwise: str) -> str:
 def _expected(node: ir.Task) -> str:
     if node.protocol == "status":
         return "a reply ending with its COMPLETION_STATUS"
+    if node.protocol == "checkpoint":
+        work = "a JSON object with " + ", ".join(node.outputs) if node.outputs else "the work"
+        return f"a pre-checkpoint, then {work} and a post-checkpoint"
     parts = [node.output_format]
     if node.output_key:
         parts.append(f"as outputs.{node.output_key}")
