@@ -306,17 +306,25 @@ def test_inspect_of_a_small_agentfile(tmp_path):
 def test_dry_run_of_a_small_agentfile_lists_each_goals_phases_and_prompt(tmp_path):
     text = dry_run_text(load(str(write(tmp_path, SMALL))), {"topic": "tides"}, ("openai:m", {}))
     plan = text.split("\nPlan\n")[1].split("\n\nNo agent was called.")[0]
-    assert plan.splitlines() == [
+    lines = plan.splitlines()
+    # The first prompt each goal sends is its COMMIT (workflows.protocols.checkpoint).
+    commit = [line for line in lines if "| Phase COMMIT." in line]
+    assert len(commit) == 2 and all("Do not do the work yet." in line for line in commit)
+    assert [line for line in lines if "| Phase COMMIT." not in line and '| {"interpretation"' not in line] == [
         "  1. RUN main, in order",
         "     1a. notes (default) via openai:m",
         "         phases: COMMIT → EXECUTE → RECONCILE → SUPERVISE → a person",
-        "         prompt (1 line):",
+        "         prompt (5 lines):",
+        "           | Goal main.notes:",
         "           | Take notes on tides",
+        "           |",
         "         expected output: a pre-checkpoint, then a JSON object with notes and a post-checkpoint",
         "     1b. essay (default) via openai:m",
         "         phases: COMMIT → EXECUTE",
-        "         prompt (1 line):",
+        "         prompt (5 lines):",
+        "           | Goal main.essay:",
         "           | Write an essay from <notes from main.notes>",
+        "           |",
         "         expected output: a pre-checkpoint, then the work and a post-checkpoint",
         "           repeats until CONVERGED, at most 3 rounds",
     ]
