@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -9,7 +12,7 @@ import pytest
 from spec import ir
 from spec.errors import SpecError
 from spec.load import load
-from tests.conftest import write_spec
+from tests.conftest import ROOT, write_spec
 
 
 def plan_of(tmp_path: Path, text: str) -> ir.Plan:
@@ -42,3 +45,13 @@ def swap(text: str, old: str, new: str) -> str:
 
 def nodes(plan: ir.Plan) -> dict[str, ir.NodeBase]:
     return {n.id: n for n in plan.walk()}
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    """`python -m client ...` with Temporal out of reach and no default agent: for the commands
+    (validate, inspect, dry-run) that must need neither."""
+    env = {**os.environ, "TEMPORAL_ADDRESS": "127.0.0.1:1"}
+    env.pop("AGENTRUN_AGENT", None)
+    return subprocess.run(
+        [sys.executable, "-m", "client", *args], capture_output=True, text=True, timeout=60, env=env, cwd=ROOT
+    )

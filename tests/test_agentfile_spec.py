@@ -3,9 +3,6 @@ inspect and dry-run show it. Spec-level only: nothing here runs a workflow."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,6 +12,7 @@ from spec import ir
 from spec.dialects import agentfile
 from spec.errors import SpecError
 from spec.load import load
+from tests.specs import run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "agentfile" / "Agentfile"
@@ -328,19 +326,6 @@ def test_dry_run_of_a_small_agentfile_lists_each_goals_phases_and_prompt(tmp_pat
         "         expected output: a pre-checkpoint, then the work and a post-checkpoint",
         "           repeats until CONVERGED, at most 3 rounds",
     ]
-
-
-def run_cli(*args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "TEMPORAL_ADDRESS": "127.0.0.1:1"}
-    return subprocess.run(
-        [sys.executable, "-m", "client", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=env,
-        cwd=ROOT,
-        check=False,
-    )
 
 
 def test_the_example_validates_and_inspects():

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 from client.explain import dry_run_text, inspect_text
 from client.graph import draw
 from spec.load import load
+from tests.specs import run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 PIPELINES = ROOT / "examples" / "pipelines"
@@ -484,21 +482,6 @@ def test_dry_run_names_a_prompt_that_cannot_be_filled_in(tmp_path):
 
 
 # ---- the commands ----------------------------------------------------------------------------
-
-
-def run_cli(*args: str) -> subprocess.CompletedProcess:
-    """`python -m client ...` with Temporal out of reach: neither command may need it."""
-    env = {**os.environ, "TEMPORAL_ADDRESS": "127.0.0.1:1"}
-    env.pop("AGENTRUN_AGENT", None)
-    return subprocess.run(
-        [sys.executable, "-m", "client", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=env,
-        cwd=ROOT,
-        check=False,
-    )
 
 
 def test_inspect_command():
