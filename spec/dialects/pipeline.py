@@ -202,6 +202,7 @@ def compile_data(data: PosDict, file: str) -> ir.Plan:
     plan = builder.build()
     if builder.problems:
         raise SpecError(builder.problems)
+    assert plan is not None  # build gives no plan only when it has recorded a problem
     return plan
 
 
@@ -236,14 +237,14 @@ class _Builder(Builder):
         self.raw = raw
         self.step_index = {step.id: i for i, step in enumerate(raw.steps)}
 
-    def build(self) -> ir.Plan:
+    def build(self) -> ir.Plan | None:
         self._check_names()
         if len(self.step_index) < len(self.raw.steps):
-            return None  # type: ignore[return-value]  # with two steps of one id, no reference is clear
+            return None  # with two steps of one id, no reference is clear
         graph = pipeline_refs.StepGraph(self.file, self.data, self.raw)
         self.problems += graph.problems
         if self.problems:
-            return None  # type: ignore[return-value]
+            return None
         nodes = {step.id: self._step(step) for step in self.raw.steps}
         attached: set[str] = set()
         for step in self.raw.steps:
