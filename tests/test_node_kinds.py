@@ -65,3 +65,9 @@ def test_a_plan_using_a_kind_not_runnable_yet_is_refused_before_the_run(kind: st
     plan = ir.Plan(name="p", dialect="test", source="p.yaml", spec_dir=".", root=ir.Sequence(id="r", children=[node]))
     with pytest.raises(SpecError, match=f"is a {kind} node, which this engine does not run yet"):
         check(plan)
+
+
+def test_every_reply_protocol_of_the_ir_has_its_module():
+    from workflows.protocols import PROTOCOLS
+
+    assert set(PROTOCOLS) == set(typing.get_args(ir.Protocol))

@@ -12,7 +12,7 @@ from client.views.base import Agents, Entry, Scope
 from client.views.leaves import LeafView
 from client.views.words import agent_name, kept, labelled, policy_text, preview, stored
 from spec import expressions, ir
-from spec.render import UndefinedNames, render, to_text
+from spec.render import UndefinedNames, to_text
 from workflows.protocols import PROTOCOLS
 
 NOT_CONFIGURED = "(not configured: pass --agent ID=URI)"
@@ -80,11 +80,8 @@ def phases(supervision: ir.Supervision) -> str:
 
 
 def _first_prompt(node: ir.Task, context: dict[str, Any], undefined: UndefinedNames) -> str:
-    """The protocol's first prompt; a protocol this build has no module for shows its prompt filled in."""
-    protocol = PROTOCOLS.get(node.protocol)
-    if protocol is None:
-        return render(node.prompt, context, undefined)
-    return protocol.first_prompt(node, context, undefined)
+    """The first prompt the task's reply protocol sends (every protocol of the IR has its module)."""
+    return PROTOCOLS[node.protocol].first_prompt(node, context, undefined)
 
 
 def checks(node: ir.Task) -> list[str]:
