@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from workflows.contract import RunState, TaskState, Verdict, dollars, limits_text
+from workflows.contract import RunState, SpawnedAgent, TaskState, Verdict, dollars, limits_text
 
 _STEP_STATUS = {
     "completed": "SUCCESS",
@@ -49,6 +49,7 @@ def summary(state: RunState) -> dict:
         "skipped": sum(t.status == "skipped" for t in tasks),
         "cancelled": sum(t.status == "cancelled" for t in tasks),
         "agents": len({t.agent for t in tasks if t.status != "pending" and t.kind == "task"}),
+        "sub_agents": sum(len(spawned) for spawned in state.spawned.values()),
         "total_time_s": round(total, 3),
         "retries": sum(_retries(t) for t in tasks),
         "input_tokens": state.usage.input_tokens,
@@ -74,7 +75,7 @@ def to_markdown(state: RunState) -> str:
         f"- Steps completed: {s['completed']}",
         f"- Steps failed: {s['failed']}",
         f"- Steps skipped: {s['skipped']}",
-        f"- Total agents deployed: {s['agents']}",
+        f"- Total agents deployed: {s['agents']}" + (f" (and {s['sub_agents']} sub-agents)" if s["sub_agents"] else ""),
         f"- Total time: {_duration(s['total_time_s'])}",
         f"- Retries used: {s['retries']}",
     ]
@@ -93,10 +94,11 @@ def to_markdown(state: RunState) -> str:
             f"| {n} | {t.id} | {t.agent} | {_STEP_STATUS.get(t.status, t.status.upper())} | "
             f"{_duration(t.duration_s)} | {_retries(t)} | {_size(t.output_size)} |"
         )
+        lines += _sub_agent_rows(n, state.spawned.get(t.id, []))
     lines += ["", "## Final Output", "", state.final_output.strip() or "(none)", "", "## Issues and Warnings", ""]
     issues = [f"- ERROR {e}" for e in state.errors] + [f"- WARNING {w}" for w in state.warnings]
     lines += issues or ["- none"]
-    lines += _human_input(state) + _supervision(state) + _compensations(state) + _taint(state)
+    lines += _human_input(state) + _supervision(state) + _sub_agents(state) + _compensations(state) + _taint(state)
     return "\n".join(lines) + "\n"
 
 
@@ -167,6 +169,33 @@ def _verdict_line(verdict: Verdict) -> str:
     if verdict.reason and verdict.reason != verdict.correction:
         text += f"; reason: {_cell(verdict.reason)}"
     return text
+
+
+def _sub_agent_rows(step: int, spawned: list[SpawnedAgent]) -> list[str]:
+    """A goal's sub-agents, as rows right under its own."""
+    return [
+        f"| {step}.{n} | ↳ {a.key} | {_cell(a.role)} | {_SUB_STATUS[a.status]} | - | 0 | {_size(len(a.output.encode()))} |"
+        for n, a in enumerate(spawned, 1)
+    ]
+
+
+def _sub_agents(state: RunState) -> list[str]:
+    """What each goal's sub-agents were asked, what they cost and how they ended."""
+    if not state.spawned:
+        return []
+    lines = ["", "## Sub-agents", ""]
+    for parent, spawned in state.spawned.items():
+        lines.append(f"- {parent}:")
+        for a in spawned:
+            tokens = f"{a.usage.input_tokens} in, {a.usage.output_tokens} out"
+            ended = "" if a.status == "completed" else f"; {_cell(a.output)}"
+            lines.append(
+                f"  - {a.key} ({_cell(a.role)}): {_SUB_STATUS[a.status]}, {tokens}; task: {_cell(a.task[:200])}{ended}"
+            )
+    return lines
+
+
+_SUB_STATUS = {"running": "RUNNING", "completed": "SUCCESS", "failed": "FAILED", "refused": "REFUSED"}
 
 
 def _compensations(state: RunState) -> list[str]:

@@ -15,6 +15,7 @@ CHECK_CRITERIA = "check_criteria"
 CALL_PROVIDER = "call_provider"
 CHECK_PRECONDITIONS = "check_preconditions"
 VALIDATE_OUTPUT = "validate_output"
+SPAWN_AGENTS = "spawn_agents"  # the one function tool the engine offers a model
 
 
 class Usage(BaseModel):
@@ -22,9 +23,20 @@ class Usage(BaseModel):
     output_tokens: int = 0
 
 
+class ToolCall(BaseModel):
+    """A model asking for a function tool: the call's id in the conversation, the tool, and the
+    arguments as the JSON text the model wrote."""
+
+    id: str
+    name: str
+    arguments: str = "{}"
+
+
 class ChatMessage(BaseModel):
-    role: Literal["system", "user", "assistant"]
+    role: Literal["system", "user", "assistant", "tool"]
     content: str
+    tool_calls: list[ToolCall] = []  # an assistant turn that asked for tools
+    tool_call_id: str = ""  # a tool turn: the call it answers
 
 
 class AgentCall(BaseModel):
@@ -34,6 +46,7 @@ class AgentCall(BaseModel):
     task_id: str
     agent_id: str
     uri: str
+    # Empty when the transcript ends with tool results the model is to go on from.
     prompt: str
     workdir: str
     lifecycle: Literal["reuse", "refresh"] = "reuse"
@@ -42,10 +55,12 @@ class AgentCall(BaseModel):
     # How many prompts this task has sent before this one (scripted replies are indexed by it).
     turn: int = 0
     timeout_s: float = 1800.0
+    tools: list[str] = []  # function tools offered to a chat model, by name (SPAWN_AGENTS)
 
 
 class AgentReply(BaseModel):
     text: str
+    tool_calls: list[ToolCall] = []  # what the model asked for instead of, or beside, its text
     usage: Usage = Usage()
     model: str = ""
     attempt: int = 1  # the activity attempt that answered: more than 1 after transport retries

@@ -15,14 +15,16 @@ class Driver:
     # `agent_lifecycle: refresh` starts a fresh agent for each task and stops it once the task ends.
     restarts: bool
     about: str
+    # Offered function tools the model may call (spawn_agents); other agents write a fenced block.
+    tools: bool = False
 
 
 DRIVERS: dict[str, Driver] = {
     d.scheme: d
     for d in (
         Driver("agentapi", chat=False, restarts=True, about="a coding agent behind agentapi"),
-        Driver("openai", chat=True, restarts=False, about="an OpenAI-compatible chat completions API"),
-        Driver("anthropic", chat=True, restarts=False, about="Anthropic's messages API"),
+        Driver("openai", chat=True, restarts=False, about="an OpenAI-compatible chat completions API", tools=True),
+        Driver("anthropic", chat=True, restarts=False, about="Anthropic's messages API", tools=True),
         Driver("command", chat=False, restarts=False, about="a local program, the prompt on its stdin"),
         Driver("scripted", chat=False, restarts=False, about="recorded replies from a file"),
     )

@@ -243,7 +243,7 @@ async def test_openai_sends_transcript_and_reads_usage(llm: FakeOpenAI) -> None:
     assert request.path == "/v1/chat/completions"
     assert request.headers["authorization"] == "Bearer sk-test"
     assert request.body["model"] == "gpt-test"
-    assert request.body["messages"] == [m.model_dump() for m in TRANSCRIPT] + [
+    assert request.body["messages"] == [{"role": m.role, "content": m.content} for m in TRANSCRIPT] + [
         {"role": "user", "content": "how are you"}
     ]
 

@@ -215,6 +215,17 @@ class GoalSupervision(BaseModel):
     attempts: list[SupervisedAttempt] = []
 
 
+class SpawnedAgent(BaseModel):
+    """A sub-agent a goal's agent started with spawn_agents, counted under its parent."""
+
+    key: str  # its own run key, PARENT/agent-N, which its activities carry
+    role: str
+    task: str
+    status: Literal["running", "completed", "failed", "refused"] = "running"
+    output: str = ""  # its reply (cut like a post-checkpoint's), or why it failed or was refused
+    usage: Usage = Usage()
+
+
 class InvalidTransition(RuntimeError):
     pass
 
@@ -252,6 +263,7 @@ class RunState(BaseModel):
     steps: dict[str, dict[str, Any]] = {}
     memory: dict[str, Any] = {}
     supervision: dict[str, GoalSupervision] = {}  # checkpoint goals by run key
+    spawned: dict[str, list[SpawnedAgent]] = {}  # sub-agents by their parent's run key, in order
     final_output: str = ""
     warnings: list[str] = []
     queued_refusals: list[QueuedRefusal] = []

@@ -7,7 +7,7 @@ from temporalio.exceptions import ActivityError
 
 from spec import calls, ir
 from spec.drivers import driver_of, model_of
-from workflows import activity_calls
+from workflows import activity_calls, spawn_text, spawning
 from workflows.budgets import BudgetExceeded, Budgets, cost_usd
 from workflows.contract import RunInput, RunState
 from workflows.failures import TaskFailed
@@ -25,50 +25,89 @@ class Conversation:
         self.rolling_back = False  # compensations run whatever the budget says
 
     async def ask(
-        self, node: ir.Task, scope: Scope, text: str, *, fresh: bool = False, phase: str | None = None
+        self,
+        node: ir.Task,
+        scope: Scope,
+        text: str,
+        *,
+        fresh: bool = False,
+        phase: str | None = None,
+        spawn: bool = False,
     ) -> str:
         """Send `text` to the node's agent and return the reply; TaskFailed when it cannot be sent
         (a budget, the agent failing). `fresh` asks outside the agent's conversation; `phase` names
-        the step of a protocol in the activity's summary instead of the prompt's first line."""
+        the step of a protocol in the activity's summary instead of the prompt's first line; `spawn`
+        lets a node that may start sub-agents do so, the reply being the one after their results."""
         key = str(scope.key)
         uri = self.inp.agent_uri(node.agent)
-        chat = driver_of(uri).chat
+        driver = driver_of(uri)
         reuse = self.inp.plan.lifecycle == "reuse" and not fresh
         transcript = self.transcripts.setdefault(node.agent, []) if reuse else []
+        offered = spawn and node.spawn
+        exchange: list[calls.ChatMessage] = []  # this prompt's tool calls and results, for a chat API
+        summary = f"{node.label}: {phase or first_line(text)}"
+        prompt, spawns = text, 0
+        while True:
+            tools = [calls.SPAWN_AGENTS] if offered and driver.tools else []
+            call = self._call(node, key, uri, prompt, [*transcript, *exchange] if driver.chat else [], tools)
+            reply = await self.send(node, scope, call, summary, f"agent '{node.agent}'")
+            wanted = spawn_text.asks(reply, driver.tools) if offered else []
+            if not wanted:
+                break
+            spawns += len(wanted)
+            if spawns > spawning.MAX_CALLS + 1:
+                raise TaskFailed(key, f"kept asking for sub-agents after {spawning.MAX_CALLS} spawn requests")
+            answers = [await spawning.answer(self, node, scope, a, refuse=spawns > spawning.MAX_CALLS) for a in wanted]
+            exchange, prompt = spawning.go_on(exchange, prompt, text, reply, wanted, answers, driver.tools)
+            summary = f"{node.label}: {phase or first_line(text)} (after sub-agents)"
+        if reuse and driver.chat:
+            asked = [calls.ChatMessage(role="user", content=prompt)] if prompt else []
+            transcript += [*exchange, *asked, calls.ChatMessage(role="assistant", content=reply.text)]
+        return reply.text
+
+    async def send(
+        self, node: ir.Task, scope: Scope, call: calls.AgentCall, summary: str, who: str
+    ) -> calls.AgentReply:
+        """One prompt as an activity, within the node's budgets, its cost counted on the node."""
+        key = str(scope.key)
+        await self._within_budget(key, scope)
+        self.state.iteration_count += 1
+        reply = await activity_calls.perform(
+            call.task_id,
+            calls.RUN_AGENT,
+            call,
+            calls.AgentReply,
+            summary=summary,
+            timeout_s=call.timeout_s,
+            heartbeat_s=self.inp.heartbeat_s,
+            who=who,
+        )
+        self._count(key, scope, reply, call.uri)
+        self._retried(key, node, reply.attempt)
+        return reply
+
+    def _call(
+        self, node: ir.Task, key: str, uri: str, prompt: str, transcript: list[calls.ChatMessage], tools: list[str]
+    ) -> calls.AgentCall:
         turn = self.turns.get(key, 0)
         self.turns[key] = turn + 1
-        arg = calls.AgentCall(
+        return calls.AgentCall(
             run_id=self.state.run_id,
             task_id=key,
             agent_id=node.agent,
             uri=uri,
-            prompt=text,
+            prompt=prompt,
             workdir=self.inp.workdir,
             lifecycle=self.inp.plan.lifecycle,
-            transcript=list(transcript) if chat else [],
+            transcript=list(transcript),
             turn=turn,
             timeout_s=node.timeout_s or DEFAULT_TIMEOUT_S,
+            tools=tools,
         )
-        await self._within_budget(key, scope)
-        self.state.iteration_count += 1
-        reply = await activity_calls.perform(
-            key,
-            calls.RUN_AGENT,
-            arg,
-            calls.AgentReply,
-            summary=f"{node.label}: {phase or first_line(text)}",
-            timeout_s=node.timeout_s or DEFAULT_TIMEOUT_S,
-            heartbeat_s=self.inp.heartbeat_s,
-            who=f"agent '{node.agent}'",
-        )
-        self._count(key, scope, reply, uri)
-        self._retried(key, node, reply.attempt)
-        if reuse and chat:
-            transcript += [
-                calls.ChatMessage(role="user", content=text),
-                calls.ChatMessage(role="assistant", content=reply.text),
-            ]
-        return reply.text
+
+    def spawn_offer(self, node: ir.Task) -> str:
+        """What a node that may start sub-agents is told about it, in its agent's terms; else ''."""
+        return spawn_text.offer(driver_of(self.inp.agent_uri(node.agent)).tools) if node.spawn else ""
 
     def can_judge(self, node: ir.Task) -> bool:
         """Whether the node's agent is a model that can judge a rule of no known form."""
@@ -89,10 +128,14 @@ class Conversation:
             workdir=self.inp.workdir,
             lifecycle="refresh",
         )
+        await self.release_call(arg, f"{node.label}: stop agent")
+
+    async def release_call(self, call: calls.AgentCall, summary: str) -> None:
+        """Stop the private agent server a call of refresh mode started; a failure is a warning."""
         try:
-            await activity_calls.call(calls.RELEASE_AGENT, arg, bool, summary=f"{node.label}: stop agent", timeout_s=60)
+            await activity_calls.call(calls.RELEASE_AGENT, call, bool, summary=summary, timeout_s=60)
         except ActivityError as exc:
-            self.state.warnings.append(f"{scope.key}: could not stop its agent: {activity_calls.reason(exc)}")
+            self.state.warnings.append(f"{call.task_id}: could not stop its agent: {activity_calls.reason(exc)}")
 
     async def _within_budget(self, key: str, scope: Scope) -> None:
         if self.rolling_back:

@@ -52,7 +52,11 @@ class GoalBuilder:
         self.known.update({t.value: f'an output of goal "{title}"' for t in decl.outputs})
         return node
 
-    def _task(self, decl: Decl, node_id: str, title: str, prompt: str, sup: ir.Supervision) -> ir.Task:
+    def _task(
+        self, decl: Decl, node_id: str, title: str, prompt: str, sup: ir.Supervision, spawn: bool = True
+    ) -> ir.Task:
+        """A goal's own task. Its agent may start sub-agents, as every goal's can in the real system;
+        the agents of a USING clause and the task merging their outputs may not."""
         return ir.Task(
             id=node_id,
             title=title,
@@ -64,6 +68,7 @@ class GoalBuilder:
             outputs=[t.value for t in decl.outputs],
             supervision=sup,
             loop_until=self._loop(decl),
+            spawn=spawn,
         )
 
     def _fan_out(
@@ -79,7 +84,7 @@ class GoalBuilder:
         )
         for agent in agents:
             self.known.update({t.value: f'an output of agent "{_name(agent)}"' for t in agent.outputs})
-        merge = self._task(decl, f"{node_id}.synthesize", f"{title}: synthesize", "", sup)
+        merge = self._task(decl, f"{node_id}.synthesize", f"{title}: synthesize", "", sup, spawn=False)
         names = ", ".join(_name(a) for a in agents)
         merge.prompt = f"Merge the outputs of {literal(names)} into one answer to: {prompt}"
         merge.input = '{{ steps["' + together.id + '"].output }}'

@@ -8,6 +8,11 @@
 It validates requests the way the real APIs do (auth, model, messages, roles), answers with the
 real response shapes including token usage (words counted), and records every request.
 
+A reply may be a `ToolUse("spawn_agents", {...})`: the response then carries a function call
+(`tool_calls` for OpenAI, a `tool_use` block for Anthropic). Requests are held to the APIs' tool
+rules: offered tools are well-formed, a call is answered by a tool result naming its id, in the
+turn right after it, before the conversation goes on.
+
 Per-model control, so one server can play several agents of a run:
 
     server = FakeOpenAI(by_model={"planner": "PLAN", "coder": ["one", "two"]}, delay_s={"slow": 2})
@@ -33,7 +38,20 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 Messages = list[dict[str, Any]]
-ReplyFn = Callable[[Messages], str]
+
+
+@dataclass(frozen=True)
+class ToolUse:
+    """A reply that calls a function tool, as a model does: `text` beside it, if any.
+    The request must have offered the tool, as the real APIs only let a model call those."""
+
+    name: str
+    arguments: dict[str, Any]
+    text: str = ""
+
+
+Reply = str | ToolUse
+ReplyFn = Callable[[Messages], Reply]
 
 OPENAI_ROLES = {"system", "developer", "user", "assistant", "tool"}
 ANTHROPIC_ROLES = {"user", "assistant"}
@@ -81,13 +99,13 @@ def echo(messages: Messages) -> str:
 class FakeOpenAI:
     def __init__(
         self,
-        reply: str | Sequence[str] | ReplyFn = echo,
+        reply: Reply | Sequence[Reply] | ReplyFn = echo,
         *,
         api_key: str | None = None,
         served_model: str | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
-        by_model: dict[str, str | Sequence[str] | ReplyFn] | None = None,
+        by_model: dict[str, Reply | Sequence[Reply] | ReplyFn] | None = None,
         delay_s: dict[str, float] | None = None,
     ) -> None:
         """reply: fixed text, a list used in order (the last repeats), or a function of messages.
@@ -100,13 +118,14 @@ class FakeOpenAI:
         self.reply = reply
         self.api_key = api_key
         self.served_model = served_model
-        self.by_model: dict[str, str | Sequence[str] | ReplyFn] = dict(by_model or {})
+        self.by_model: dict[str, Reply | Sequence[Reply] | ReplyFn] = dict(by_model or {})
         self.delay_s: dict[str, float] = dict(delay_s or {})
         self.requests: list[Recorded] = []
         self._failures: list[_Failure] = []
         self._replies_given = 0
         self._given_by_model: dict[str, int] = {}
         self._gates: dict[str, threading.Event] = {}
+        self._prompt_gates: dict[str, threading.Event] = {}
         self._blocked: dict[str, int] = {}
         self._stopped = threading.Event()
         self._lock = threading.Lock()
@@ -151,11 +170,18 @@ class FakeOpenAI:
                 gate = self._gates[model] = threading.Event()
             return gate
 
+    def hold_prompt(self, text: str) -> threading.Event:
+        """Make requests whose last message contains `text` block until the returned gate is set."""
+        with self._lock:
+            gate = self._prompt_gates[text] = threading.Event()
+            return gate
+
     def release(self, model: str | None = None) -> None:
         """Let held requests for `model` (every model when None), and later ones, through."""
         with self._lock:
             gates = [self._gates.pop(model, None)] if model is not None else list(self._gates.values())
             if model is None:
+                gates += list(self._prompt_gates.values())
                 self._gates.clear()
         for gate in gates:
             if gate is not None:
@@ -211,9 +237,27 @@ class FakeOpenAI:
     def _chat(self, headers: dict[str, str], body: Any) -> dict[str, Any]:
         if self.api_key and headers.get("authorization") != f"Bearer {self.api_key}":
             raise ApiError(401, "Incorrect API key provided.", "authentication_error")
-        messages = _require_chat(body, OPENAI_ROLES)
-        text = self._next_reply(messages, body["model"])
-        prompt, completion = _words(messages), len(text.split())
+        messages = _require_chat(body, OPENAI_ROLES, _openai_content)
+        offered = _offered(
+            body, lambda t: (t.get("function") or {}) if t.get("type") == "function" else {}, "parameters"
+        )
+        _openai_tool_turns(messages)
+        reply = self._next_reply(messages, body["model"])
+        message: dict[str, Any] = {
+            "role": "assistant",
+            "content": reply if isinstance(reply, str) else reply.text or None,
+        }
+        if isinstance(reply, ToolUse):
+            _may_call(reply, offered)
+            arguments = json.dumps(reply.arguments)
+            message["tool_calls"] = [
+                {
+                    "id": f"call_{len(self.requests)}",
+                    "type": "function",
+                    "function": {"name": reply.name, "arguments": arguments},
+                }
+            ]
+        prompt, completion = _words(messages), _reply_words(reply)
         return {
             "id": f"chatcmpl-{len(self.requests)}",
             "object": "chat.completion",
@@ -221,8 +265,8 @@ class FakeOpenAI:
             "choices": [
                 {
                     "index": 0,
-                    "message": {"role": "assistant", "content": text},
-                    "finish_reason": "stop",
+                    "message": message,
+                    "finish_reason": "tool_calls" if isinstance(reply, ToolUse) else "stop",
                 }
             ],
             "usage": {
@@ -237,22 +281,31 @@ class FakeOpenAI:
             raise ApiError(401, "invalid x-api-key", "authentication_error")
         if not headers.get("anthropic-version"):
             raise ApiError(400, "anthropic-version header is required")
-        messages = _require_chat(body, ANTHROPIC_ROLES)
+        messages = _require_chat(body, ANTHROPIC_ROLES, _anthropic_content)
         if not isinstance(body.get("max_tokens"), int) or body["max_tokens"] < 1:
             raise ApiError(400, "max_tokens: field required")
         system = body.get("system")
         if system is not None and not isinstance(system, str):
             raise ApiError(400, "system: must be a string")
+        offered = _offered(body, lambda t: t, "input_schema")
+        _anthropic_tool_turns(messages)
         seen = ([{"role": "system", "content": system}] if system else []) + messages
-        text = self._next_reply(seen, body["model"])
+        reply = self._next_reply(seen, body["model"])
+        text = reply if isinstance(reply, str) else reply.text
+        content: list[dict[str, Any]] = [{"type": "text", "text": text}] if text or isinstance(reply, str) else []
+        if isinstance(reply, ToolUse):
+            _may_call(reply, offered)
+            content.append(
+                {"type": "tool_use", "id": f"toolu_{len(self.requests)}", "name": reply.name, "input": reply.arguments}
+            )
         return {
             "id": f"msg_{len(self.requests)}",
             "type": "message",
             "role": "assistant",
             "model": self.served_model or body["model"],
-            "content": [{"type": "text", "text": text}],
-            "stop_reason": "end_turn",
-            "usage": {"input_tokens": _words(seen), "output_tokens": len(text.split())},
+            "content": content,
+            "stop_reason": "tool_use" if isinstance(reply, ToolUse) else "end_turn",
+            "usage": {"input_tokens": _words(seen), "output_tokens": _reply_words(reply)},
         }
 
     def _wait_turn(self, record: Recorded, gone: Callable[[], bool]) -> bool:
@@ -261,7 +314,7 @@ class FakeOpenAI:
         assert model is not None
         deadline = time.monotonic() + self.delay_s.get(model, 0.0)
         with self._lock:
-            gate = self._gates.get(model)
+            gate = self._gate_for(record)
             blocked = deadline > time.monotonic() or (gate is not None and not gate.is_set())
             if blocked:
                 self._blocked[model] = self._blocked.get(model, 0) + 1
@@ -270,7 +323,7 @@ class FakeOpenAI:
         try:
             while True:
                 with self._lock:
-                    gate = self._gates.get(model)
+                    gate = self._gate_for(record)
                 waiting = deadline - time.monotonic()
                 if waiting <= 0 and (gate is None or gate.is_set()):
                     return True
@@ -285,12 +338,22 @@ class FakeOpenAI:
             with self._lock:
                 self._blocked[model] -= 1
 
-    def _next_reply(self, messages: Messages, model: str) -> str:
+    def _gate_for(self, record: Recorded) -> threading.Event | None:
+        """The gate a request waits at: its model's, else one whose text its last message holds."""
+        gate = self._gates.get(record.model or "")
+        if gate is not None:
+            return gate
+        messages = record.body.get("messages") if isinstance(record.body, dict) else None
+        last = messages[-1].get("content") if isinstance(messages, list) and messages else None
+        text = json.dumps(last) if not isinstance(last, str) else last
+        return next((g for t, g in self._prompt_gates.items() if t in text and not g.is_set()), None)
+
+    def _next_reply(self, messages: Messages, model: str) -> Reply:
         if model in self.by_model:
             reply = self.by_model[model]
             if callable(reply):
                 return reply(messages)
-            if isinstance(reply, str):
+            if isinstance(reply, (str, ToolUse)):
                 return reply
             with self._lock:
                 given = self._given_by_model.get(model, 0)
@@ -298,7 +361,7 @@ class FakeOpenAI:
             return reply[min(given, len(reply) - 1)]
         if callable(self.reply):
             return self.reply(messages)
-        if isinstance(self.reply, str):
+        if isinstance(self.reply, (str, ToolUse)):
             return self.reply
         with self._lock:
             index = min(self._replies_given, len(self.reply) - 1)
@@ -306,7 +369,7 @@ class FakeOpenAI:
         return self.reply[index]
 
 
-def _require_chat(body: Any, roles: set[str]) -> Messages:
+def _require_chat(body: Any, roles: set[str], content_ok: Callable[[dict[str, Any]], str]) -> Messages:
     if not isinstance(body, dict):
         raise ApiError(400, "request body must be a JSON object")
     if not isinstance(body.get("model"), str) or not body["model"]:
@@ -317,13 +380,102 @@ def _require_chat(body: Any, roles: set[str]) -> Messages:
     for i, m in enumerate(messages):
         if not isinstance(m, dict) or m.get("role") not in roles:
             raise ApiError(400, f"messages[{i}].role: must be one of {sorted(roles)}")
-        if not isinstance(m.get("content"), str):
-            raise ApiError(400, f"messages[{i}].content: must be a string")
+        wrong = content_ok(m)
+        if wrong:
+            raise ApiError(400, f"messages[{i}].{wrong}")
     return messages
 
 
+def _openai_content(m: dict[str, Any]) -> str:
+    """What is wrong with an OpenAI message's content, or ''."""
+    if m["role"] == "tool" and not isinstance(m.get("tool_call_id"), str):
+        return "tool_call_id: required for role tool"
+    if m["role"] == "assistant" and m.get("tool_calls") and m.get("content") is None:
+        return ""
+    return "" if isinstance(m.get("content"), str) else "content: must be a string"
+
+
+def _anthropic_content(m: dict[str, Any]) -> str:
+    content = m.get("content")
+    if isinstance(content, str):
+        return ""
+    if not isinstance(content, list) or not content:
+        return "content: must be a string or a non-empty array of blocks"
+    kinds = {"user": {"text", "tool_result"}, "assistant": {"text", "tool_use"}}[m["role"]]
+    for j, block in enumerate(content):
+        if not isinstance(block, dict) or block.get("type") not in kinds:
+            return f"content[{j}].type: must be one of {sorted(kinds)}"
+    return ""
+
+
+def _offered(body: dict[str, Any], function: Callable[[dict[str, Any]], Any], schema: str) -> set[str]:
+    """The names of the tools a request offers, each checked to be a named function with a schema."""
+    tools = body.get("tools", [])
+    if not isinstance(tools, list):
+        raise ApiError(400, "tools: must be an array")
+    names = set()
+    for i, tool in enumerate(tools):
+        spec = function(tool) if isinstance(tool, dict) else {}
+        if not isinstance(spec.get("name"), str) or not isinstance(spec.get(schema), dict):
+            raise ApiError(400, f"tools[{i}]: a function needs a name and a {schema} object")
+        if spec[schema].get("type") != "object":
+            raise ApiError(400, f"tools[{i}].{schema}.type: must be 'object'")
+        names.add(spec["name"])
+    return names
+
+
+def _may_call(reply: ToolUse, offered: set[str]) -> None:
+    if reply.name not in offered:
+        raise ApiError(400, f"the test scripted a call to tool {reply.name!r}, which this request did not offer")
+
+
+def _openai_tool_turns(messages: Messages) -> None:
+    """Every tool call answered by a `tool` message with its id right after it; no stray answers."""
+    waiting: list[str] = []
+    for i, m in enumerate(messages):
+        if m["role"] == "tool":
+            if m["tool_call_id"] not in waiting:
+                raise ApiError(400, f"messages[{i}]: a 'tool' message must answer a preceding 'tool_calls' entry")
+            waiting.remove(m["tool_call_id"])
+            continue
+        if waiting:
+            raise ApiError(400, f"tool_call_ids did not have response messages: {', '.join(waiting)}")
+        if m["role"] == "assistant":
+            waiting = [c.get("id") for c in m.get("tool_calls") or []]
+    if waiting:
+        raise ApiError(400, f"tool_call_ids did not have response messages: {', '.join(waiting)}")
+
+
+def _anthropic_tool_turns(messages: Messages) -> None:
+    """Every tool_use block answered by a tool_result block in the user turn that follows."""
+    for i, m in enumerate(messages):
+        if m["role"] != "assistant" or not isinstance(m["content"], list):
+            continue
+        uses = {b.get("id") for b in m["content"] if b.get("type") == "tool_use"}
+        if not uses:
+            continue
+        after = messages[i + 1] if i + 1 < len(messages) else None
+        given = after["content"] if after is not None and isinstance(after["content"], list) else []
+        answered = {b.get("tool_use_id") for b in given if b.get("type") == "tool_result"}
+        if uses - answered:
+            raise ApiError(
+                400, f"messages.{i + 1}: tool_use ids were found without tool_result blocks: {sorted(uses - answered)}"
+            )
+
+
 def _words(messages: Messages) -> int:
-    return sum(len(str(m["content"]).split()) for m in messages)
+    return sum(
+        len(json.dumps(m["content"]).split()) if not isinstance(m["content"], str) else len(m["content"].split())
+        for m in messages
+    )
+
+
+def _reply_words(reply: Reply) -> int:
+    return (
+        len(reply.split())
+        if isinstance(reply, str)
+        else len(reply.text.split()) + len(json.dumps(reply.arguments).split())
+    )
 
 
 def _error(anthropic: bool, err: ApiError) -> dict[str, Any]:

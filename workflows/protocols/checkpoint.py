@@ -19,8 +19,9 @@ from workflows.contract import DEFAULT_MAX_ITERATIONS, GoalSupervision, Supervis
 from workflows.failures import TaskFailed
 from workflows.protocols import reconcile
 from workflows.protocols.checkpoint_read import converged, output_value, read_post, read_pre
-from workflows.protocols.checkpoint_text import Setting, commit_prompt, execute_prompt, reminder, setting, untrusted
+from workflows.protocols.checkpoint_text import Setting, commit_prompt, execute_prompt, reminder, setting
 from workflows.protocols.supervise import MAX_REORIENTS, Goal, decide
+from workflows.taint import untrusted
 
 if TYPE_CHECKING:
     from workflows.interpreter import Interpreter
@@ -78,9 +79,9 @@ async def _execute(goal: Goal, pre: dict[str, Any], correction: str | None) -> d
     post: dict[str, Any] = {}
     for round_ in range(1, limit + 1):
         goal.task.iterations += 1
-        text = execute_prompt(goal.at, node, pre, correction, last)
+        text = execute_prompt(goal.at, node, pre, correction, last, goal.engine.conversation.spawn_offer(node))
         phase = f"EXECUTE round {round_}" if loop else "EXECUTE"
-        reply, post = await _ask_read(goal, text, phase, lambda r: read_post(r, node.outputs))
+        reply, post = await _ask_read(goal, text, phase, lambda r: read_post(r, node.outputs), spawn=True)
         if loop is None or converged(reply, loop.status):
             return post
         last = post["output"]
@@ -104,16 +105,19 @@ def _rounds(goal: Goal) -> int:
     return loop.max_iterations or goal.engine.inp.max_iterations or DEFAULT_MAX_ITERATIONS
 
 
-async def _ask_read(goal: Goal, text: str, phase: str, read: Callable[[str], T]) -> tuple[str, T]:
-    """Ask for a checkpoint and read it; one reminder of the format, then the goal fails."""
+async def _ask_read(
+    goal: Goal, text: str, phase: str, read: Callable[[str], T], *, spawn: bool = False
+) -> tuple[str, T]:
+    """Ask for a checkpoint and read it; one reminder of the format, then the goal fails. With
+    `spawn` (the work itself) the agent may start sub-agents before it replies."""
     conversation = goal.engine.conversation
     workflow.set_current_details(f"Running **{goal.node.label}**: {phase}")
-    reply = await conversation.ask(goal.node, goal.scope, text, phase=phase)
+    reply = await conversation.ask(goal.node, goal.scope, text, phase=phase, spawn=spawn)
     try:
         return reply, read(reply)
     except ValueError as exc:
         why = str(exc)
-    reply = await conversation.ask(goal.node, goal.scope, reminder(why, text), phase=f"{phase} (reminder)")
+    reply = await conversation.ask(goal.node, goal.scope, reminder(why, text), phase=f"{phase} (reminder)", spawn=spawn)
     try:
         return reply, read(reply)
     except ValueError as exc:
