@@ -116,6 +116,8 @@ def test_using_fans_out_to_the_agents_then_merges(tmp_path):
     assert merge.prompt == "Merge the outputs of critic, tester into one answer to: Review {{ summary }}\ncarefully"
     assert merge.input == '{{ steps["main.review.agents"].output }}'
     assert (merge.outputs, merge.supervision, merge.protocol) == (["verdict"], "human", "checkpoint")
+    # The agents of a USING clause are sub-agents already, and the merge only merges: none may spawn.
+    assert (critic.spawn, tester.spawn, merge.spawn) == (False, False, False)
 
 
 def test_converge_loops_within_a_number_or_an_input(tmp_path):
@@ -151,6 +153,34 @@ def test_the_draft_form_runs_goals_in_file_order_with_their_sub_steps(tmp_path):
 
 
 # ---- detection -------------------------------------------------------------------------------
+
+
+SPAWNING = """NAME orchestrator
+
+GOAL "Analyze multiple repos"
+  spawn_agents:
+    - task: "Analyze repo A"
+      agent: code-reviewer
+    - task: "Analyze repo B"
+      agent: code-reviewer
+
+  collect results
+  generate combined report
+"""
+
+
+def test_a_sub_step_list_stays_one_step_and_a_goal_may_spawn_agents(tmp_path):
+    [goal] = load(str(write(tmp_path, SPAWNING))).leaves()
+    assert isinstance(goal, ir.Task) and goal.spawn
+    assert goal.prompt.split("Do these steps in order:\n")[1] == (
+        "1. spawn_agents:\n"
+        '     - task: "Analyze repo A"\n'
+        "       agent: code-reviewer\n"
+        '     - task: "Analyze repo B"\n'
+        "       agent: code-reviewer\n"
+        "2. collect results\n"
+        "3. generate combined report"
+    )
 
 
 @pytest.mark.parametrize(

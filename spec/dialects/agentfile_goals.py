@@ -125,9 +125,22 @@ class GoalBuilder:
         body = self.c.bodies.get(id(decl))
         text = self._text(body).strip() if body is not None else ""
         if decl.substeps:
-            steps = [f"{i}. {self._text(s)}" for i, s in enumerate(decl.substeps, 1)]
+            steps = [f"{i}. {step}" for i, step in enumerate(self._steps(decl.substeps), 1)]
             text += "\n\nDo these steps in order:\n" + "\n".join(steps)
         return text
+
+    def _steps(self, lines: list[Text]) -> list[str]:
+        """The sub-steps; a line indented deeper than the first belongs to the step above it, kept
+        as indented (the seed's `spawn_agents:` list of tasks is one step)."""
+        base = lines[0].at(0)[1]
+        steps: list[str] = []
+        for line in lines:
+            deeper = line.at(0)[1] - base
+            if deeper > 0 and steps:
+                steps[-1] += "\n" + " " * (deeper + 3) + self._text(line)
+            else:
+                steps.append(self._text(line))
+        return steps
 
     def _text(self, text: Text) -> str:
         return template(text, self.known, self.later, self.c.form == "draft", self.c.problems)
