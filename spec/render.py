@@ -7,8 +7,9 @@ are inserted as data and never rendered again.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import lru_cache
 from typing import Any, Literal
 
@@ -38,11 +39,20 @@ class _Env(ImmutableSandboxedEnvironment):
     """Immutable, so a template cannot change the run state it reads (e.g. steps.clear()).
 
     A field of a null value is null: `{{ steps.x.output.score }}` of a skipped step reads as
-    nothing instead of failing the prompt that mentions it. Repeating text or lists (`"a" * n`) and
-    powers are capped, so a template cannot fill the worker's memory.
+    nothing instead of failing the prompt that mentions it. Repeating text or lists (`"a" * n`),
+    powers and the numbers given to functions and filters (`"x".center(n)`, `lipsum(n)`) are
+    capped, so a template cannot fill the worker's memory or keep it busy.
     """
 
     intercepted_binops = frozenset({"*", "**"})
+
+    def __init__(self, **options: Any):
+        super().__init__(**options)
+        self.filters = {name: _guarded(f) for name, f in self.filters.items()}
+
+    def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N805 (jinja's names)
+        _small_numbers(args, kwargs)
+        return super().call(__context, __obj, *args, **kwargs)
 
     def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
         if operator == "*" and _repeats_too_much(left, right):
@@ -60,6 +70,21 @@ class _Env(ImmutableSandboxedEnvironment):
 
 MAX_VALUE_SIZE = 1_000_000
 MAX_EXPONENT = 1000
+
+
+def _small_numbers(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    for value in (*args, *kwargs.values()):
+        if isinstance(value, int) and abs(value) > MAX_VALUE_SIZE:
+            raise SecurityError(f"a template may not give a function or filter a number above {MAX_VALUE_SIZE:,}")
+
+
+def _guarded(function: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(function)  # keeps jinja's pass_context marks
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        _small_numbers(args, kwargs)
+        return function(*args, **kwargs)
+
+    return checked
 
 
 def _repeats_too_much(left: Any, right: Any) -> bool:
@@ -96,11 +121,16 @@ def render(source: str, context: dict[str, Any], undefined: UndefinedNames = "er
     if "{" not in source:
         return source
     pieces, size = [], 0
-    for piece in _compile(source, undefined).generate(context):
-        size += len(piece)
-        if size > MAX_VALUE_SIZE:  # a loop of templates can build what one `*` may not
-            raise SecurityError(f"a template's text may not grow past {MAX_VALUE_SIZE:,} characters")
-        pieces.append(piece)
+    try:
+        for piece in _compile(source, undefined).generate(context):
+            size += len(piece)
+            if size > MAX_VALUE_SIZE:  # a loop of templates can build what one `*` may not
+                raise SecurityError(f"a template's text may not grow past {MAX_VALUE_SIZE:,} characters")
+            pieces.append(piece)
+    except (MemoryError, OverflowError, RecursionError) as exc:
+        # What the caps above cannot foresee (a replace that multiplies, a macro calling itself).
+        detail = str(exc) or "it needs more memory than there is"
+        raise SecurityError(f"the template could not be filled in: {type(exc).__name__}: {detail}") from None
     return "".join(pieces)
 
 

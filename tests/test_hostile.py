@@ -16,6 +16,7 @@ from spec.load import load
 from tests.conftest import ROOT, TEST_QUEUE, run_id, until, write_spec
 from tests.fuzz_specs import HOSTILE
 from tests.runs import finish, run_spec
+from tests.specs import run_cli
 from workflows.contract import RunInput
 
 REFUSED = {
@@ -52,7 +53,13 @@ def test_utf16_with_a_byte_order_mark_is_read(tmp_path):
 @pytest.mark.parametrize(
     ("template", "reason"),
     [
-        ("{{ range(10**9) | list | length }}", "OverflowError: Range too big"),
+        ("{{ range(10**9) | list | length }}", "SecurityError: a template may not give a function or filter a number"),
+        ('{{ "x".center(3000000000) }}', "SecurityError: a template may not give a function or filter a number"),
+        ("{{ lipsum(10**7) }}", "SecurityError: a template may not give a function or filter a number"),
+        (
+            "{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}",
+            "SecurityError: the template could not be filled in: RecursionError",
+        ),
         ('{{ "a" * 10**10 }}', "SecurityError: a template may not build text or lists longer than 1,000,000"),
         (
             '{% for i in range(100000) %}{{ "x" * 100 }}{% endfor %}',
@@ -67,6 +74,15 @@ async def test_a_template_that_cannot_be_filled_in_fails_its_run_with_the_reason
     assert state.errors[0].startswith(f"a: {reason}")
     assert state.tasks["a"].status == "failed" and state.tasks["b"].status == "pending"
     assert not (tmp_path / "prompts").exists()  # no agent was sent anything
+
+
+def test_dry_run_of_a_template_that_would_exhaust_memory_says_so_without_a_traceback(tmp_path):
+    template = "{{ ('x' * 999999) | replace('x', 'y' * 999999) }}"
+    spec = write_spec(tmp_path, f'subtasks:\n  a: {{instructions: "{template}"}}\n')
+    shown = run_cli("dry-run", str(spec), "--agent", "default=command:cat")
+    assert "Traceback" not in shown.stdout + shown.stderr
+    problem = "1: cannot fill in its prompt: the template could not be filled in: MemoryError: it needs more memory"
+    assert problem in shown.stdout
 
 
 @pytest.mark.parametrize("timeout", ["-3", "0", "1.0e+300", "'1000000d'"])
