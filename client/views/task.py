@@ -53,7 +53,8 @@ class TaskView(LeafView[ir.Task]):
         if node.protocol == "plain":
             lines += labelled(more, "input: ", "(none)" if context["input"] is None else to_text(context["input"]))
         if node.protocol == "checkpoint":
-            lines.append(f"{more}phases: {phases(node.supervision)}")
+            spawns = "; EXECUTE may start sub-agents (spawn_agents)" if node.spawn else ""
+            lines.append(f"{more}phases: {phases(node.supervision)}{spawns}")
         lines += preview(more, text)
         lines.append(f"{more}expected output: {_expected(node)}")
         lines += [f"{more}  {line}" for line in checks(node)]
