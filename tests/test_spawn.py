@@ -15,7 +15,7 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle
 
 from client import report
-from spec import calls
+from spec import calls, ir
 from spec.load import load
 from tests.conftest import TEST_QUEUE, run_id, sigkill, start_worker, until, wait_for, watch_with_new_worker, write_spec
 from tests.fakes.openai_server import FakeOpenAI, Messages, Recorded, ToolUse
@@ -260,3 +260,20 @@ def _finished_subs(cli, rid: str) -> int:
     shown = cli("status", rid, "--json")
     spawned = json.loads(shown.out).get("spawned", {}) if shown.code == 0 else {}
     return sum(a["status"] == "completed" for a in spawned.get("main.compare", []))
+
+
+async def test_sub_agents_count_against_the_runs_budget(client, llm: FakeOpenAI, tmp_path):
+    llm.reply = model
+    plan = load(str(write_spec(tmp_path, TIDES, "Agentfile")))
+    plan.budget = ir.Budget(iterations=3)  # COMMIT, EXECUTE and one sub-agent
+    inp = RunInput(plan=plan, workdir=str(tmp_path), default_agent="openai:lead", heartbeat_s=2)
+    handle = await client.start_workflow("AgentRun", inp, id=run_id("spawn-budget"), task_queue=TEST_QUEUE)
+    state = await finish(client, handle)
+
+    assert state.status == "failed"
+    assert [(a.status, a.output.split(":")[0]) for a in state.spawned["main.compare"]] == [
+        ("completed", "Brest"),
+        ("failed", "budget exceeded"),
+    ]
+    assert len(_sub_requests(llm)) == 1
+    assert state.errors[-1].startswith("main.compare: budget exceeded")
