@@ -1,4 +1,6 @@
-"""Which agent URI each agent id uses: --agent flags, then agentrun.yaml, then AGENTRUN_AGENT.
+"""Which agent URI each agent id uses: --agent flags, then agentrun.yaml's `agents:`, then the URI
+its `capabilities:` give the capability an Agentfile agent REQUIRES, then the default (--agent URI,
+agentrun.yaml's `default`, AGENTRUN_AGENT).
 
 agentrun.yaml may also hold `prices:` (US dollars per million tokens by model), for every spec
 next to it; a spec's own `prices:` win.
@@ -22,14 +24,23 @@ _PER_AGENT = re.compile(r"^([A-Za-z_][\w.-]*)=(.+)$")
 
 
 def resolve(
-    flags: list[str], spec_dir: str, needed: set[str] | frozenset[str] = frozenset(), required: bool = True
+    flags: list[str],
+    spec_dir: str,
+    needed: set[str] | frozenset[str] = frozenset(),
+    required: bool = True,
+    requires: dict[str, str] | None = None,
 ) -> tuple[str, dict[str, str]]:
-    """(default URI, per-agent URIs). `--agent URI` sets the default, `--agent ID=URI` one agent.
+    """(default URI, per-agent URIs). `--agent URI` sets the default, `--agent ID=URI` one agent;
+    `requires` maps agent ids to the capability each asks for (an Agentfile's REQUIRES).
 
     No default is needed when every agent id in `needed` has its own URI, nor when not `required`
     (a dry run calls no agent): then the default is "".
     """
     per_agent = _config(spec_dir)
+    capable = _capabilities(spec_dir)
+    for agent, capability in (requires or {}).items():
+        if agent not in per_agent and capability in capable:
+            per_agent[agent] = capable[capability]
     default = per_agent.pop("default", None) or os.environ.get("AGENTRUN_AGENT")
     for flag in flags:
         match = _PER_AGENT.match(flag)
@@ -109,6 +120,15 @@ def _config(spec_dir: str) -> dict[str, str]:
             [Problem(str(path), 1, 1, "'agents' must map agent ids to URIs", "agents:\n    default: command:my-agent")]
         )
     return {str(k): str(v) for k, v in agents.items()}
+
+
+def _capabilities(spec_dir: str) -> dict[str, str]:
+    path, data = _config_file(spec_dir)
+    found = data.get("capabilities") or {}
+    if not isinstance(found, dict) or not all(isinstance(v, str) for v in found.values()):
+        hint = 'capabilities:\n    reasoning-heavy: "openai:o3"\n    fast: "openai:gpt-4o-mini"'
+        raise SpecError([Problem(str(path), 1, 1, "'capabilities' must map capability names to agent URIs", hint)])
+    return {str(k): v for k, v in found.items()}
 
 
 def _config_file(spec_dir: str) -> tuple[Path | None, dict]:

@@ -45,7 +45,9 @@ def load_run(args: argparse.Namespace, agents_required: bool = True) -> Loaded:
     plan = load(args.spec, given_params=given)
     check(plan)
     values = params.bind(plan, ask_missing(plan, given))
-    return Loaded(plan, values, *agents.resolve(args.agent, plan.spec_dir, agent_ids(plan), agents_required))
+    requires = {name: a.requires for name, a in plan.agents.items() if a.requires}
+    resolved = agents.resolve(args.agent, plan.spec_dir, agent_ids(plan), agents_required, requires)
+    return Loaded(plan, values, *resolved)
 
 
 def prepare(args: argparse.Namespace) -> RunInput:

@@ -367,3 +367,35 @@ def test_the_example_validates_and_inspects():
     inspected = run_cli("inspect", str(EXAMPLE))
     assert inspected.returncode == 0, inspected.stderr
     assert "1. RUN main, in order:" in inspected.stdout and "critic: critic — Code critic" in inspected.stdout
+
+
+CAPABLE = """NAME cap
+INPUT change
+AGENT critic "You find bugs." REQUIRES "reasoning-heavy"
+AGENT tester "You test." REQUIRES "fast"
+GOAL review "Review $change" USING critic, tester
+RUN main USING review
+"""
+
+
+def test_requires_picks_the_uri_agentrun_yaml_gives_the_capability(tmp_path):
+    spec = write(tmp_path, CAPABLE)
+    (tmp_path / "agentrun.yaml").write_text(
+        'agents: {default: "openai:small"}\ncapabilities: {reasoning-heavy: "openai:big"}\n'
+    )
+    shown = run_cli("dry-run", str(spec), "-p", "change=x")
+    via = [line.strip() for line in shown.stdout.splitlines() if " via " in line]
+    # tester's capability is not listed: it runs on the default agent.
+    assert via == [
+        "1a1a. critic (critic) via openai:big",
+        "1a1b. tester (tester) via openai:small",
+        "1a2. review: synthesize (default) via openai:small",
+    ]
+    flagged = run_cli("dry-run", str(spec), "-p", "change=x", "--agent", "critic=openai:mine")
+    assert "critic (critic) via openai:mine" in flagged.stdout  # --agent wins
+
+
+def test_a_missing_input_is_the_real_parsers_error_and_exit_2(tmp_path):
+    shown = run_cli("start", str(write(tmp_path, CAPABLE)), "--agent", "openai:m")
+    assert shown.returncode == 2
+    assert shown.stderr.splitlines()[0].endswith("Agentfile:2:1: error: required input missing: change")
