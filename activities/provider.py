@@ -13,6 +13,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities.providers.base import Provider, ProviderError
 from activities.providers.registry import ProviderLoadError, UnknownProvider, get_provider
+from activities.redact import raise_redacted, redact
 from spec.calls import CALL_PROVIDER, ProviderCall, ProviderResult
 
 HEARTBEAT_EVERY_S = 1.0
@@ -25,7 +26,11 @@ async def call_provider(call: ProviderCall) -> ProviderResult:
         provider = get_provider(call.provider)
     except (UnknownProvider, ProviderLoadError) as e:
         raise ApplicationError(str(e), type=type(e).__name__, non_retryable=True) from e
-    text = await _heartbeating(_invoke(provider, call))
+    try:
+        # A failed command's message quotes its output: it is kept in history as much as a result.
+        text = redact(await _heartbeating(_invoke(provider, call)))
+    except ApplicationError as e:
+        raise_redacted(e)
     if call.output_file:
         _write_output(call.workdir, call.output_file, text)
     return ProviderResult(text=text)
