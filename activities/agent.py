@@ -20,6 +20,7 @@ from temporalio.exceptions import ApplicationError
 from activities.agents import agentapi, anthropic, command, openai, scripted
 from activities.agents._common import AGENT_ERROR, AGENT_UNAVAILABLE
 from activities.redact import raise_redacted, redact
+from activities.sizes import check_size
 from spec.calls import RELEASE_AGENT, RUN_AGENT, AgentCall, AgentReply
 
 Driver = Callable[[AgentCall], Awaitable[AgentReply]]
@@ -59,9 +60,11 @@ async def _ask(driver: Driver, call: AgentCall) -> AgentReply:
 
 
 def _outgoing(reply: AgentReply, call: AgentCall) -> AgentReply:
-    """The reply as history may keep it: no secret in it."""
+    """The reply as history may keep it: no secret in it, and not too big to keep (then the step
+    fails without asking the agent again)."""
     calls = [tc.model_copy(update={"arguments": redact(tc.arguments)}) for tc in reply.tool_calls]
     reply = reply.model_copy(update={"text": redact(reply.text), "tool_calls": calls})
+    check_size(f"the reply of agent '{call.agent_id}' to task '{call.task_id}'", len(reply.model_dump_json().encode()))
     return reply
 
 

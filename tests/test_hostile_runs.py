@@ -8,11 +8,12 @@ import asyncio
 import json
 from datetime import timedelta
 
+import pytest
 from temporalio.client import WorkflowHistory
 
 from spec.load import load
 from tests.conftest import run_id, start_worker, until, write_spec
-from tests.runs import finish
+from tests.runs import finish, run_spec
 from workflows.contract import RunInput
 
 QUEUE = "hostile-runs"
@@ -116,3 +117,34 @@ async def test_user_code_that_kills_its_parent_does_not_kill_the_worker(client, 
     assert check.status == "failed" and shell.status == "failed"
     assert "the check was killed by signal 9 without a result" in check.errors[0]
     assert shell.errors[0] == "work: shell.run: 'kill -9 $PPID; sleep 30' was killed by signal 9"
+
+
+def pipeline(*steps: str) -> str:
+    agents = ", ".join(f"{s}: {{prompt: go}}" for s in steps)
+    return f"workflow:\n  name: w\n  agents: {{{agents}}}\n  steps: [{', '.join(f'{{id: {s}, agent: {s}}}' for s in steps)}]\n"
+
+
+@pytest.mark.usefixtures("worker")
+async def test_a_reply_too_large_for_temporal_fails_its_step_at_once_saying_how_big(cli, client, tmp_path, llm):
+    llm.reply = "many words " * 300_000  # 3.3 MB
+    spec = write_spec(tmp_path, pipeline("write", "review"))
+    state = await asyncio.wait_for(run_spec(client, spec, "openai:m"), 240)  # a run left spinning fails here
+    reason = "the reply of agent 'write' to task 'write' is 3.3 MB, over the 1.5 MB a step may return"
+    assert state.status == "failed" and state.errors == [f"write: {reason}"]
+    assert len(llm.requests_for("m")) == 1  # not asked (and paid) again
+    shown = json.loads(cli("status", state.run_id, "--json").out)
+    assert shown["status"] == "failed" and shown["tasks"][0]["error"] == reason
+    assert reason in cli("report", state.run_id).out
+
+
+@pytest.mark.usefixtures("worker")
+async def test_outputs_that_together_grow_past_what_a_run_may_keep_fail_the_step_that_crosses(client, tmp_path, llm):
+    llm.reply = "many words " * 80_000  # 0.9 MB each: fine alone, too much together
+    spec = write_spec(tmp_path, pipeline("one", "two", "three"))
+    state = await asyncio.wait_for(run_spec(client, spec, "openai:m"), 240)
+    assert state.status == "failed", state.errors
+    [error] = state.errors
+    assert error.startswith("two: its output (0.9 MB) makes the run's state 2.0 MB, over the 1.8 MB a run may keep")
+    assert [t.status for t in state.tasks.values()] == ["completed", "failed", "pending"]
+    assert state.steps["two"]["output"] == "(0.9 MB output dropped)"
+    assert len(llm.requests_for("m")) == 2
