@@ -9,10 +9,12 @@ import re
 import sys
 
 import pytest
-from temporalio.client import WorkflowHistory
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import WorkflowHandle, WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
+from spec import calls
 from spec.load import load
 from tests.conftest import HISTORIES, ROOT, SHELL_AGENT, TEST_QUEUE, run_id, write_spec
 from tests.runs import answer, finish, open_gate, run_spec, sh
@@ -126,6 +128,77 @@ async def test_a_run_a_person_rejected_and_that_rolled_back_replays(client, tmp_
     assert result.replay_failure is None, result.replay_failure
 
 
+# Recorded after the checkpoint protocol: an Agentfile whose supervised goal is reoriented once by
+# its supervisor, then let go on; whose -> output a later goal reads; and a CONVERGE goal that takes
+# two rounds. Its agents, the supervisor too, are one script (replies by goal and turn), so that it
+# can be recorded again as it was.
+AGENTFILE = """NAME recorded
+GOAL build "Build the site" -> site SUPERVISED
+CONVERGE polish "Polish $site" WITHIN 3
+RUN main USING build, polish
+"""
+_PRE = json.dumps(
+    {
+        "interpretation": "i",
+        "scope_in": [],
+        "scope_out": [],
+        "approach": "a",
+        "predictions": [],
+        "assumptions": [],
+        "confidence": 0.9,
+    }
+)
+
+
+def _post(output: object, *concerns: str) -> str:
+    return json.dumps({"output": output, "commitment_met": "yes", "scope_changed": False, "concerns": list(concerns)})
+
+
+SCRIPT = {
+    "tasks": {
+        "main.build": [  # COMMIT, EXECUTE, SUPERVISE, EXECUTE, SUPERVISE: a concern each time, so both are judged
+            _PRE,
+            _post({"site": "a site"}, "no tests"),
+            json.dumps({"verdict": "REORIENT", "correction": "Add tests.", "reason": "untested"}),
+            _post({"site": "a tested site"}, "tests are slow"),
+            json.dumps({"verdict": "CONTINUE", "correction": "", "reason": "slow is fine"}),
+        ],
+        "main.polish": [_PRE, _post("polished"), "CONVERGED\n" + _post("done")],
+    }
+}
+
+
+async def test_a_supervised_agentfile_run_replays(client, tmp_path):
+    (tmp_path / "script.yaml").write_text(json.dumps(SCRIPT))  # JSON is YAML
+    agent = "scripted:script.yaml"  # relative to the run's workdir, so no path of ours is recorded
+    state = await run_spec(client, write_spec(tmp_path, AGENTFILE, "Agentfile"), agent, agents={"supervisor": agent})
+    assert state.status == "completed", state.errors
+    # The run is what the recording claims to hold.
+    verdicts = [(v.verdict, v.by) for a in state.supervision["main.build"].attempts for v in a.verdicts]
+    assert verdicts == [("REORIENT", "agent supervisor"), ("CONTINUE", "agent supervisor")]
+    assert state.memory["site"] == "a tested site" and state.tasks["main.polish"].iterations == 2
+    handle = client.get_workflow_handle(state.run_id)
+    prompts = await _prompts(handle)
+    assert any("follow this now:\nAdd tests." in p for p in prompts)
+    assert any("Goal main.polish:\nPolish a tested site" in p for p in prompts)
+    history = await handle.fetch_history()
+    if "agentfile" in _to_record():
+        (HISTORIES / "agentfile.json").write_text(_scrub(history.to_json(), tmp_path))
+    result = await _replayer().replay_workflow(history, raise_on_replay_failure=False)
+    assert result.replay_failure is None, result.replay_failure
+
+
+async def _prompts(handle: WorkflowHandle) -> list[str]:
+    """The prompts the run sent its agents, as its history holds them."""
+    sent = []
+    async for event in handle.fetch_history_events():
+        if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+            attributes = event.activity_task_scheduled_event_attributes
+            if attributes.activity_type.name == calls.RUN_AGENT:
+                sent.append(json.loads(attributes.input.payloads[0].data)["prompt"])
+    return sent
+
+
 def _scrub(text: str, tmp_path) -> str:
     """Recorded histories keep no paths of the machine that recorded them (replay ignores them),
     in the JSON and in the payloads it holds as base64."""
@@ -163,5 +236,5 @@ async def test_committed_histories_still_replay(name):
 
 
 def test_histories_are_committed():
-    expected = sorted(f"{name}.json" for name in [*SPECS, *AFTER_SEAMS, "gated"])
+    expected = sorted(f"{name}.json" for name in [*SPECS, *AFTER_SEAMS, "gated", "agentfile"])
     assert _recorded() == expected, "record new ones with AGENTRUN_RECORD_HISTORIES=name,name"

@@ -7,13 +7,14 @@ run state's `supervision`, by the goal's run key.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from jinja2 import TemplateError
 from temporalio import workflow
 
-from spec import ir
+from spec import expressions, ir
 from spec.render import UndefinedNames, render, to_text
 from workflows.contract import DEFAULT_MAX_ITERATIONS, GoalSupervision, SupervisedAttempt, TaskState
 from workflows.failures import TaskFailed
@@ -34,7 +35,8 @@ _KEPT_OUTPUT = 4000  # characters of a post-checkpoint's output the run state ke
 class CheckpointProtocol:
     def first_prompt(self, node: ir.Task, values: dict[str, Any], undefined: UndefinedNames = "error") -> str:
         system = render(node.system, values, undefined) if node.system else ""
-        return commit_prompt(Setting(node.id, system, render(node.prompt, values, undefined)))
+        at = Setting(node.id, system, render(node.prompt, values, undefined))
+        return commit_prompt(_given(at, node, values.get("input")))
 
     async def perform(
         self, engine: Interpreter, node: ir.Task, scope: Scope, task: TaskState, retry_error: str | None
@@ -65,10 +67,20 @@ def _goal(engine: Interpreter, node: ir.Task, scope: Scope, task: TaskState) -> 
         values.update({name: untrusted(to_text(value)) for name, value in engine.state.memory.items()})
     try:
         at = setting(engine.inp.plan, node, values, engine.inp.plan.undefined)
-    except (TemplateError, TypeError) as exc:
+        given = expressions.step_input(node.input, values, engine.all_prior()) if node.input is not None else None
+    except (TemplateError, expressions.ExpressionError, TypeError) as exc:
         raise TaskFailed(key, f"cannot fill in its prompt: {exc}") from None
+    at = _given(at, node, given)
     record = engine.state.supervision.setdefault(key, GoalSupervision(supervision=node.supervision))
     return Goal(engine, node, scope, task, at, record)
+
+
+def _given(at: Setting, node: ir.Task, value: Any) -> Setting:
+    """A goal with an input (the task merging what a USING clause's agents gave) sees it after its
+    instructions, quoted as every earlier output is; a goal without one is left as it is."""
+    if node.input is None or value is None:
+        return at
+    return dataclasses.replace(at, instructions=f"{at.instructions}\n\nInput:\n{at.quote(value)}")
 
 
 async def _execute(goal: Goal, pre: dict[str, Any], correction: str | None) -> dict[str, Any]:
