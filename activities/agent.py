@@ -19,6 +19,8 @@ from temporalio.exceptions import ApplicationError
 
 from activities.agents import agentapi, anthropic, command, openai, scripted
 from activities.agents._common import AGENT_ERROR, AGENT_UNAVAILABLE
+from activities.redact import raise_redacted, redact
+from activities.sizes import check_size
 from spec.calls import RELEASE_AGENT, RUN_AGENT, AgentCall, AgentReply
 
 Driver = Callable[[AgentCall], Awaitable[AgentReply]]
@@ -37,7 +39,14 @@ RETRYABLE_STATUS = frozenset({408, 409, 429})
 
 @activity.defn(name=RUN_AGENT)
 async def run_agent(call: AgentCall) -> AgentReply:
-    driver = driver_for(call.uri)
+    try:
+        reply = await _ask(driver_for(call.uri), call)
+    except ApplicationError as err:
+        raise_redacted(err)
+    return _outgoing(reply, call)
+
+
+async def _ask(driver: Driver, call: AgentCall) -> AgentReply:
     beating = asyncio.create_task(_heartbeat_forever(_heartbeat_interval()))
     try:
         reply = await driver(call)
@@ -48,6 +57,15 @@ async def run_agent(call: AgentCall) -> AgentReply:
         raise to_application_error(err, call) from err
     finally:
         beating.cancel()
+
+
+def _outgoing(reply: AgentReply, call: AgentCall) -> AgentReply:
+    """The reply as history may keep it: no secret in it, and not too big to keep (then the step
+    fails without asking the agent again)."""
+    calls = [tc.model_copy(update={"arguments": redact(tc.arguments)}) for tc in reply.tool_calls]
+    reply = reply.model_copy(update={"text": redact(reply.text), "tool_calls": calls})
+    check_size(f"the reply of agent '{call.agent_id}' to task '{call.task_id}'", len(reply.model_dump_json().encode()))
+    return reply
 
 
 def driver_for(uri: str) -> Driver:

@@ -22,7 +22,9 @@ from pathlib import Path
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities import children
 from activities.providers.process import Finished, describe_exit, run_process, tail
+from activities.redact import redact
 from spec.calls import CHECK_CRITERIA, CheckResult, CriteriaCall
 
 HEARTBEAT_EVERY_S = 1.0
@@ -83,6 +85,12 @@ with open(result_path, "w", encoding="utf-8") as f:
 
 @activity.defn(name=CHECK_CRITERIA)
 async def check_criteria(call: CriteriaCall) -> CheckResult:
+    result = await _check(call)
+    # What the check printed explains its failure; no secret it printed is kept in history.
+    return result.model_copy(update={"error": redact(result.error), "warnings": [redact(w) for w in result.warnings]})
+
+
+async def _check(call: CriteriaCall) -> CheckResult:
     if (call.python is None) == (call.script is None):
         raise ApplicationError(
             "success_criteria needs exactly one of `python` or `script`",
@@ -154,7 +162,7 @@ async def _run(call: CriteriaCall, argv: list[str]) -> Finished:
     with tempfile.TemporaryDirectory(prefix="agentrun-values-") as tmp:
         values = Path(tmp, "values.json")
         values.write_text(json.dumps(call.values, ensure_ascii=False, default=str), encoding="utf-8")
-        return await _run_with(call, argv, {**os.environ, VALUES_ENV: str(values)})
+        return await _run_with(call, argv, children.environment({VALUES_ENV: str(values)}))
 
 
 async def _run_with(call: CriteriaCall, argv: list[str], env: dict[str, str]) -> Finished:

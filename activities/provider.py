@@ -13,6 +13,8 @@ from temporalio.exceptions import ApplicationError
 
 from activities.providers.base import Provider, ProviderError
 from activities.providers.registry import ProviderLoadError, UnknownProvider, get_provider
+from activities.redact import raise_redacted, redact
+from activities.sizes import check_size
 from spec.calls import CALL_PROVIDER, ProviderCall, ProviderResult
 
 HEARTBEAT_EVERY_S = 1.0
@@ -25,7 +27,12 @@ async def call_provider(call: ProviderCall) -> ProviderResult:
         provider = get_provider(call.provider)
     except (UnknownProvider, ProviderLoadError) as e:
         raise ApplicationError(str(e), type=type(e).__name__, non_retryable=True) from e
-    text = await _heartbeating(_invoke(provider, call))
+    try:
+        # A failed command's message quotes its output: it is kept in history as much as a result.
+        text = redact(await _heartbeating(_invoke(provider, call)))
+    except ApplicationError as e:
+        raise_redacted(e)
+    check_size(f"the result of {call.provider}.{call.method} for task '{call.task_id}'", len(text.encode()))
     if call.output_file:
         _write_output(call.workdir, call.output_file, text)
     return ProviderResult(text=text)

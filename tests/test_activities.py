@@ -548,3 +548,25 @@ async def test_a_missing_sync_target_is_a_warning(dirs: tuple[Path, Path]) -> No
 async def test_sync_target_may_not_escape_spec_dir(dirs: tuple[Path, Path]) -> None:
     res = await preconditions(dirs, sync_targets=["../work"])
     assert not res.ok and "inside the spec folder" in res.error
+
+
+async def test_a_provider_result_too_large_for_history_fails_at_once_saying_how_big(
+    dirs: tuple[Path, Path], http_url: str
+) -> None:
+    _, workdir = dirs
+    err = await provider_error(workdir, "http", "post", params={"url": http_url, "data": "x" * 2_000_000})
+    assert err.non_retryable and err.type == "ResultTooLarge"
+    assert err.message == "the result of http.post for task 't' is 2.0 MB, over the 1.5 MB a step may return"
+
+
+async def test_secrets_of_the_worker_are_redacted_from_failures_and_check_output(
+    dirs: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DEPLOY_TOKEN", "tok-0123456789")
+    monkeypatch.setenv("SHORT_KEY", "abc")  # too short to tell from ordinary text: left alone
+    _, workdir = dirs
+    (workdir / "notes").write_text("token tok-0123456789, abc\n")
+    err = await provider_error(workdir, "shell", "run", params={"command": "cat notes; exit 3"})
+    assert "token [redacted DEPLOY_TOKEN], abc" in err.message and "tok-0123456789" not in err.message
+    checked = await criteria(dirs, python="raise RuntimeError(open('notes').read())")
+    assert not checked.ok and "RuntimeError: token [redacted DEPLOY_TOKEN], abc" in checked.error

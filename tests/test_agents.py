@@ -135,6 +135,7 @@ def agentapi_bin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     wrapper.chmod(0o755)
     log = tmp_path / "agentapi.log"
     monkeypatch.setenv("AGENTRUN_AGENTAPI_BIN", str(wrapper))
+    monkeypatch.setenv("AGENTRUN_PASS_ENV", "FAKE_AGENTAPI_*")  # the fake's knobs reach the server it runs as
     monkeypatch.setenv("FAKE_AGENTAPI_LOG", str(log))
     monkeypatch.setenv("FAKE_AGENTAPI_STARTUP_S", "0.5")
     monkeypatch.setenv("FAKE_AGENTAPI_BUSY_S", "0.2")

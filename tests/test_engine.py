@@ -278,6 +278,7 @@ async def test_refresh_gives_each_task_a_fresh_agentapi_server(client, tmp_path,
     wrapper.chmod(0o755)
     log = tmp_path / "agentapi.log"
     monkeypatch.setenv("AGENTRUN_AGENTAPI_BIN", str(wrapper))
+    monkeypatch.setenv("AGENTRUN_PASS_ENV", "FAKE_AGENTAPI_*")  # the fake's knobs reach the server it runs as
     monkeypatch.setenv("FAKE_AGENTAPI_LOG", str(log))
     monkeypatch.setenv("FAKE_AGENTAPI_BUSY_S", "0.1")
     block = (

@@ -10,6 +10,7 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, CancelledError, TimeoutError
 
+from workflows import sizes
 from workflows.failures import TaskFailed
 
 T = TypeVar("T")
@@ -65,7 +66,15 @@ async def perform(
     who: str = "",
 ) -> T:
     """`call`, with a failure as the node's TaskFailed and a cancellation as the branch's. A
-    timeout names its limit and, given `who` ("agent 'writer'"), what did not answer."""
+    timeout names its limit and, given `who` ("agent 'writer'"), what did not answer. An input Temporal
+    could not carry (a conversation's transcript grown past 2 MB) fails the node instead of the run's
+    workflow task."""
+    size = sizes.payload_bytes(arg)
+    if size > sizes.PAYLOAD_LIMIT:
+        limit = sizes.megabytes(sizes.PAYLOAD_LIMIT)
+        raise TaskFailed(
+            key, f"what {name} would be sent is {sizes.megabytes(size)}, over the {limit} Temporal carries"
+        )
     try:
         return await call(name, arg, result_type, summary=summary, timeout_s=timeout_s, heartbeat_s=heartbeat_s)
     except ActivityError as exc:

@@ -15,7 +15,7 @@ from spec import ir
 from spec.drivers import agent_type
 from spec.render import render
 from spec.scope import template_values
-from workflows import taint
+from workflows import sizes, taint
 from workflows.budgets import Budgets
 from workflows.contract import Answer, RunInput, RunState
 from workflows.conversation import Conversation
@@ -102,6 +102,26 @@ class Interpreter:
             taint.copy_to(name, key, self.state)
         if done and node.compensation and scope.key is not None:
             self.saga.push(node, scope.key, value)
+        self._check_state_size(node, key, value)
+
+    def _check_state_size(self, node: ir.NodeBase, key: str, value: Any) -> None:
+        """Fail the node whose value makes the run's state too big for Temporal to carry, keeping a
+        note in its place so the state that reports the failure still fits."""
+        size = sizes.payload_bytes(self.state)
+        if size <= sizes.MAX_STATE_BYTES:
+            return
+        own = sizes.megabytes(sizes.payload_bytes(value))
+        self.state.keep(node.id, f"({own} output dropped)", step=node.step, store_as=node.store_as)
+        fields = node.outputs if isinstance(node, ir.Task) else []
+        self.state.memory.update(dict.fromkeys(fields))
+        message = (
+            f"its output ({own}) makes the run's state {sizes.megabytes(size)}, "
+            f"over the {sizes.megabytes(sizes.MAX_STATE_BYTES)} a run may keep"
+        )
+        task = self.state.tasks.get(key)
+        if task is not None:
+            task.status, task.error = "failed", message
+        raise TaskFailed(key, message)
 
     def _budgeted(self, node: ir.NodeBase, scope: Scope) -> Scope:
         """A node with a budget counts what everything under it spends."""

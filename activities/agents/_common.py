@@ -10,6 +10,8 @@ import signal
 import httpx
 from temporalio.exceptions import ApplicationError
 
+from activities import children
+
 # Non-retryable agent failures carry this type; retryable ones AGENT_UNAVAILABLE, so a workflow may
 # list AGENT_ERROR in non_retryable_error_types without making transient failures fatal.
 AGENT_ERROR = "AgentError"
@@ -63,13 +65,18 @@ def _signal_group(pgid: int, sig: signal.Signals) -> None:
         os.killpg(pgid, sig)
 
 
-async def spawn(argv: list[str], task_id: str, workdir: str, what: str, **streams) -> asyncio.subprocess.Process:
-    """Start an agent process in its own process group (so it can be stopped whole), in workdir.
+async def spawn(
+    argv: list[str], task_id: str, workdir: str, what: str, *, credentials: bool = False, **streams
+) -> asyncio.subprocess.Process:
+    """Start an agent process in its own process group (so it can be stopped whole), in workdir,
+    behind a guard process and with the allow-listed environment (activities.children); with
+    `credentials`, the agent's own sign-in variables too (children.AGENT_CREDENTIALS).
 
     A missing program or workdir is a configuration mistake, not a transient failure.
     """
-    env = {**os.environ, "AGENTRUN_TASK_ID": task_id}
+    env = children.environment({"AGENTRUN_TASK_ID": task_id}, also=children.AGENT_CREDENTIALS if credentials else ())
     try:
-        return await asyncio.create_subprocess_exec(*argv, cwd=workdir, env=env, start_new_session=True, **streams)
+        guarded = children.guarded(argv, env, workdir)
+        return await asyncio.create_subprocess_exec(*guarded, cwd=workdir, env=env, start_new_session=True, **streams)
     except (FileNotFoundError, PermissionError, NotADirectoryError) as err:
         raise agent_error(f"{what}: cannot start {argv[0]!r} in {workdir!r}: {err}") from None

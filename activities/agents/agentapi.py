@@ -121,6 +121,7 @@ async def _start_task_server(target: Target, call: AgentCall) -> _TaskServer:
         call.task_id,
         call.workdir,
         "agentapi (set AGENTRUN_AGENTAPI_BIN)",
+        credentials=True,  # the coding agent it starts signs in to its model with them
         stdin=asyncio.subprocess.DEVNULL,
         stdout=log,
         stderr=log,

@@ -15,6 +15,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO
 
+from activities import children
+
 TAIL_CHARS = 2000
 MAX_KEPT_BYTES = 1_000_000
 
@@ -56,13 +58,15 @@ async def run_process(
     Output goes to temporary files rather than pipes: a background grandchild that inherits a
     pipe would otherwise keep us waiting for EOF long after the command itself ended.
     On timeout, cancellation or normal exit the whole process group is killed, so nothing the
-    user code started outlives the call.
+    user code started outlives the call. argv runs behind a guard process (so it cannot signal the
+    worker as its parent) with `env`, by default the allow-listed environment: see activities.children.
     """
+    env = dict(env) if env is not None else children.environment()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         proc = await asyncio.create_subprocess_exec(
-            *argv,
+            *children.guarded(argv, env, cwd),
             cwd=cwd,
-            env=dict(env) if env is not None else None,
+            env=env,
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=err,

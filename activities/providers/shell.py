@@ -4,15 +4,15 @@ provider: shell
 method: run
 params: {command: "make test"}          # run by sh
     or  {argv: ["pytest", "-q"]}        # run directly, no shell quoting
-    optional: env (map, added to the worker's environment), timeout_s (default 600)
+    optional: env (map, added to the environment activities.children allows), timeout_s (default 600)
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
+from activities import children
 from activities.providers.base import BadParams, ProviderError, check_keys, get_timeout
 from activities.providers.process import describe_exit, run_process, tail
 
@@ -79,8 +79,8 @@ def _env(params: dict[str, Any]) -> dict[str, str]:
     bad = [k for k, v in extra.items() if isinstance(v, dict | list) or v is None]
     if bad:
         raise BadParams(f"shell.run: `env` values must be scalars; check {bad}")
-    # Added to, not replacing, the worker's environment: commands still need PATH, HOME, ...
-    return {**os.environ, **{str(k): _scalar(v) for k, v in extra.items()}}
+    # Added to the allow-listed environment (PATH, HOME, ...), not to the worker's: its API keys stay there.
+    return children.environment({str(k): _scalar(v) for k, v in extra.items()})
 
 
 def _scalar(value: Any) -> str:
