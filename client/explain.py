@@ -7,6 +7,7 @@ Steps are numbered as in the graph (`client.graph`), so 2a in a listing is 2a in
 from __future__ import annotations
 
 import argparse
+import json
 from collections.abc import Iterable
 from typing import Any
 
@@ -26,6 +27,7 @@ from spec.load import load
 from spec.render import render, to_text
 from spec.scope import template_values
 from workflows.contract import limits_text
+from workflows.protocols.supervise import SUPERVISOR
 
 INPUT_LINES = 20  # of each run input
 
@@ -63,7 +65,7 @@ def inspect_text(plan: ir.Plan) -> str:
     for i, node in enumerate(top_steps(plan)):
         lines += described.step(node, str(i + 1), "  ", "nothing but its prompt")
     lines += ["", "Graph"] + ["  " + line if line else "" for line in draw(plan).splitlines()]
-    lines += ["", "Agents"] + _agents(plan)
+    lines += ["", "Agents"] + _agents(plan) + _supervisor(plan)
     return "\n".join(lines)
 
 
@@ -80,12 +82,25 @@ def _header(plan: ir.Plan) -> list[str]:
         lines.append("Constraints: " + "; ".join(plan.constraints))
     if plan.budget:
         lines.append(f"Budget for the whole run: {_budget(plan.budget)}")
+    lines += _security(plan)
     if plan.prices:
         lines.append(
             "Prices per million tokens: "
             + ", ".join(f"{model} ${price.input:g} in, ${price.output:g} out" for model, price in plan.prices.items())
         )
     return lines
+
+
+def _security(plan: ir.Plan) -> list[str]:
+    """An Agentfile's SECURITY mode, in what it changes about the prompts a run sends."""
+    if plan.security == "paranoid":
+        return [
+            "Security: paranoid — every agent and provider output is untrusted data, fenced off where a prompt quotes it"
+        ]
+    if plan.security == "research":
+        scope = json.dumps(plan.research_scope, ensure_ascii=False)
+        return [f"Security: research, scope {scope} — it goes into every system prompt"]
+    return []
 
 
 def _budget(budget: ir.Budget) -> str:
@@ -120,6 +135,17 @@ def _agents(plan: ir.Plan) -> list[str]:
         if node.compensation is not None:
             users.setdefault(getattr(node.compensation, "agent", None) or "(provider)", []).append(node.compensation.id)
     return [f"  {agent}: runs {', '.join(ids)}" for agent, ids in users.items()]
+
+
+def _supervisor(plan: ir.Plan) -> list[str]:
+    """The agent that judges supervised goals: one only a run's --agent flags (or agentrun.yaml) name."""
+    goals = [leaf.id for leaf in plan.leaves() if isinstance(leaf, ir.Task) and leaf.supervision != "none"]
+    if not goals:
+        return []
+    return [
+        f"  {SUPERVISOR}: judges {', '.join(goals)} when --agent {SUPERVISOR}=URI names it; "
+        "else each goal's own agent does"
+    ]
 
 
 class Describer:

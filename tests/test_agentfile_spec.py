@@ -341,6 +341,8 @@ def test_dry_run_of_a_small_agentfile_lists_each_goals_phases_and_prompt(tmp_pat
     assert [line for line in lines if "| Phase COMMIT." not in line and '| {"interpretation"' not in line] == [
         "  1. RUN main, in order",
         "     1a. notes (default) via openai:m",
+        "         supervision: human — its own agent (default; --agent supervisor=URI names another) judges every "
+        "attempt, then a person answers at gate main.notes.supervise",
         "         phases: COMMIT → EXECUTE → RECONCILE → SUPERVISE → a person; EXECUTE may start sub-agents (spawn_agents)",
         "         prompt (5 lines):",
         "           | Goal main.notes:",
@@ -348,6 +350,7 @@ def test_dry_run_of_a_small_agentfile_lists_each_goals_phases_and_prompt(tmp_pat
         "           |",
         "         expected output: a pre-checkpoint, then a JSON object with notes and a post-checkpoint",
         "     1b. essay (default) via openai:m",
+        "         supervision: none",
         "         phases: COMMIT → EXECUTE; EXECUTE may start sub-agents (spawn_agents)",
         "         prompt (5 lines):",
         "           | Goal main.essay:",

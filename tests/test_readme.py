@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from spec import ir
 from spec.load import load
 from tests.conftest import ROOT, write_spec
 
@@ -41,3 +42,19 @@ def test_readme_humans_section_shows_the_release_example_and_every_command():
     usage = README.split("## The command line", 1)[1]
     for command in ("pending", "answer", "approve", "reject", "budget", "cancel"):
         assert f"python -m client {command} " in usage
+
+
+def agentfile_section() -> str:
+    return README.split("\n## Agentfile\n", 1)[1].split("\n## Agents\n", 1)[0]
+
+
+def test_readme_agentfile_section_shows_the_example_verbatim_and_a_draft_form_that_loads(tmp_path):
+    section = agentfile_section()
+    blocks = [code for _, code in re.findall(r"^```(\w*)\n(.*?)^```$", section, re.DOTALL | re.MULTILINE)]
+    example = ROOT / "examples" / "agentfile" / "supervised" / "Agentfile"
+    assert blocks[0] == example.read_text()
+    assert "    python -m client start examples/agentfile/supervised/Agentfile \\\n" in section
+    draft = next(block for block in blocks if block.startswith("NAME deploy-service\n"))
+    plan = load(str(write_spec(tmp_path, draft, "Agentfile")))
+    goals = {leaf.id: leaf.supervision for leaf in plan.leaves() if isinstance(leaf, ir.Task)}
+    assert goals == {"build-and-test": "supervised", "deploy-to-environment": "human"}

@@ -14,6 +14,7 @@ from client.views.words import agent_name, kept, labelled, policy_text, preview,
 from spec import expressions, ir
 from spec.render import UndefinedNames, to_text
 from workflows.protocols import PROTOCOLS
+from workflows.protocols.supervise import SUPERVISOR
 
 NOT_CONFIGURED = "(not configured: pass --agent ID=URI)"
 
@@ -54,6 +55,7 @@ class TaskView(LeafView[ir.Task]):
             lines += labelled(more, "input: ", "(none)" if context["input"] is None else to_text(context["input"]))
         if node.protocol == "checkpoint":
             spawns = "; EXECUTE may start sub-agents (spawn_agents)" if node.spawn else ""
+            lines.append(f"{more}supervision: {supervisor(node, dry.uris)}")
             lines.append(f"{more}phases: {phases(node.supervision)}{spawns}")
         lines += preview(more, text)
         lines.append(f"{more}expected output: {_expected(node)}")
@@ -78,6 +80,20 @@ def phases(supervision: ir.Supervision) -> str:
     if supervision == "supervised":
         return "COMMIT → EXECUTE → RECONCILE → SUPERVISE when reconcile raises flags"
     return "COMMIT → EXECUTE → RECONCILE → SUPERVISE → a person"
+
+
+def supervisor(node: ir.Task, uris: dict[str, str]) -> str:
+    """A goal's supervision mode and who judges its attempts, as SUPERVISE picks the agent in a run
+    with these per-agent URIs."""
+    if node.supervision == "none":
+        return "none"
+    if SUPERVISOR in uris:
+        judge = f"agent {SUPERVISOR} via {uris[SUPERVISOR]}"
+    else:
+        judge = f"its own agent ({node.agent}; --agent {SUPERVISOR}=URI names another)"
+    if node.supervision == "human":
+        return f"human — {judge} judges every attempt, then a person answers at gate {node.id}.supervise"
+    return f"supervised — {judge} judges an attempt that raised flags"
 
 
 def _first_prompt(node: ir.Task, context: dict[str, Any], undefined: UndefinedNames) -> str:
