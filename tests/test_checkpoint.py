@@ -249,6 +249,13 @@ async def test_paranoid_quotes_earlier_outputs_as_untrusted_and_research_scopes_
     the_plan = plan(goal("scoped", "Look."), security="research", research_scope="public papers only")
     assert (await run(client, the_plan)).status == "completed"
     assert all("Research scope (stay within it): public papers only" in p for p in llm.prompts_for("scoped"))
+    # An Agentfile's goals carry the scope in their own system text already: it is said once.
+    llm.by_model["told"] = agent([post("z")])
+    told = goal("told", "Look.", system="Authorized in this scope only: public papers only.")
+    assert (
+        await run(client, plan(told, security="research", research_scope="public papers only"))
+    ).status == "completed"
+    assert all(p.count("public papers only") == 1 for p in llm.prompts_for("told"))
 
 
 def test_reconcile_flags_by_rule():

@@ -47,7 +47,9 @@ class Setting:
 def setting(plan: ir.Plan, node: ir.Task, values: dict[str, Any], undefined: UndefinedNames = "error") -> Setting:
     """The goal's templates rendered; a research run's scope goes into its system text."""
     system = render(node.system, values, undefined) if node.system else ""
-    if plan.security == "research" and plan.research_scope:
+    # A dialect may already have put the scope in the goal's system text (an Agentfile does, so that
+    # inspect and dry-run show it); it is said once.
+    if plan.security == "research" and plan.research_scope and plan.research_scope not in system:
         system = "\n\n".join(p for p in (system, f"Research scope (stay within it): {plan.research_scope}") if p)
     instructions = render(node.prompt, values, undefined)
     message = render(node.loop_until.message, values, undefined) if node.loop_until else ""
