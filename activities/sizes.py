@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from temporalio.exceptions import ApplicationError
 
+from spec.sizes import megabytes
+
 MAX_RESULT_BYTES = 1_500_000
 TOO_LARGE = "ResultTooLarge"
 
@@ -23,7 +25,3 @@ def check_size(what: str, size: int) -> None:
             type=TOO_LARGE,
             non_retryable=True,
         )
-
-
-def megabytes(size: int) -> str:
-    return f"{size / 1_000_000:.1f} MB"

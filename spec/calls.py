@@ -39,6 +39,9 @@ class ChatMessage(BaseModel):
     tool_call_id: str = ""  # a tool turn: the call it answers
 
 
+DEFAULT_AGENT_TIMEOUT_S = 1800.0  # a prompt's timeout when its node names none
+
+
 class AgentCall(BaseModel):
     """One prompt to one agent."""
 
@@ -54,7 +57,7 @@ class AgentCall(BaseModel):
     transcript: list[ChatMessage] = []
     # How many prompts this task has sent before this one (scripted replies are indexed by it).
     turn: int = 0
-    timeout_s: float = 1800.0
+    timeout_s: float = DEFAULT_AGENT_TIMEOUT_S
     tools: list[str] = []  # function tools offered to a chat model, by name (SPAWN_AGENTS)
 
 

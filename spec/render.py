@@ -29,6 +29,11 @@ def to_text(value: Any) -> str:
     return str(value)
 
 
+def clip(text: str, limit: int) -> str:
+    """At most `limit` characters of text, and an ellipsis when some were cut."""
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
 def _finalize(value: Any) -> Any:
     if value is None:
         return ""  # a skipped step's null output reads as nothing
@@ -152,4 +157,4 @@ def names_used(source: str) -> frozenset[str]:
         return frozenset(meta.find_undeclared_variables(_ENV.parse(source)))
 
 
-__all__ = ["render", "render_value", "names_used", "to_text", "TemplateSyntaxError", "UndefinedNames"]
+__all__ = ["clip", "render", "render_value", "names_used", "to_text", "TemplateSyntaxError", "UndefinedNames"]

@@ -13,8 +13,6 @@ from workflows.contract import RunInput, RunState
 from workflows.failures import TaskFailed
 from workflows.scope import Scope
 
-DEFAULT_TIMEOUT_S = 1800
-
 
 class Conversation:
     def __init__(self, inp: RunInput, state: RunState, budgets: Budgets):
@@ -101,7 +99,7 @@ class Conversation:
             lifecycle=self.inp.plan.lifecycle,
             transcript=list(transcript),
             turn=turn,
-            timeout_s=node.timeout_s or DEFAULT_TIMEOUT_S,
+            timeout_s=node.timeout_s or calls.DEFAULT_AGENT_TIMEOUT_S,
             tools=tools,
         )
 

@@ -10,6 +10,10 @@ from typing import Any
 
 from temporalio import workflow
 
+from spec.sizes import megabytes
+
+__all__ = ["MAX_STATE_BYTES", "PAYLOAD_LIMIT", "megabytes", "payload_bytes"]
+
 PAYLOAD_LIMIT = 2 * 1024 * 1024  # Temporal's error limit per payload (it warns from 512 KB)
 # The state goes out whole several times (result or failure details, memo, queries); below this it
 # still fits with the reason of a failure added to it.
@@ -19,7 +23,3 @@ MAX_STATE_BYTES = 1_800_000
 def payload_bytes(value: Any) -> int:
     """How big `value` is as Temporal would carry it: the run's own converter, so the same as sent."""
     return workflow.payload_converter().to_payloads([value])[0].ByteSize()
-
-
-def megabytes(size: int) -> str:
-    return f"{size / 1_000_000:.1f} MB"

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from spec import calls, ir
 from spec.drivers import driver_of
+from spec.render import clip
 from workflows.contract import SpawnedAgent
 from workflows.failures import TaskFailed
 from workflows.scope import Scope
@@ -31,9 +32,10 @@ async def answer(conv: Conversation, node: ir.Task, scope: Scope, ask: Ask, *, r
     if ask.error:
         return f"{calls.SPAWN_AGENTS} failed: {ask.error}"
     siblings = conv.state.spawned.setdefault(str(scope.key), [])
-    records = [_record(str(scope.key), len(siblings) + i, r) for i, r in enumerate(ask.agents, 1)]
+    numbered = list(enumerate(ask.agents, len(siblings) + 1))  # numbers go on across a step's requests
+    records = [_record(str(scope.key), n, r) for n, r in numbered]
     siblings += records
-    outcomes = await asyncio.gather(*(_run(conv, node, scope, r, q) for r, q in zip(records, ask.agents)))
+    outcomes = await asyncio.gather(*(_run(conv, node, scope, n, r, q) for (n, q), r in zip(numbered, records)))
     fence = untrusted if conv.inp.plan.security == "paranoid" else str
     return results([(r.role, fence(o)) for r, o in zip(records, outcomes)])
 
@@ -61,7 +63,7 @@ def _record(parent: str, n: int, request: Request) -> SpawnedAgent:
     return SpawnedAgent(key=f"{parent}/agent-{n}", role=request.role, task=request.task)
 
 
-async def _run(conv: Conversation, node: ir.Task, scope: Scope, record: SpawnedAgent, request: Request) -> str:
+async def _run(conv: Conversation, node: ir.Task, scope: Scope, n: int, record: SpawnedAgent, request: Request) -> str:
     """Run one sub-agent and keep how it went in its record; what the parent is told of it."""
     uri = conv.inp.agent_uri(node.agent)
     driver = driver_of(uri)
@@ -76,9 +78,8 @@ async def _run(conv: Conversation, node: ir.Task, scope: Scope, record: SpawnedA
         # Its own context: a private agent where agents are servers, a conversation of its own elsewhere.
         lifecycle="refresh" if driver.restarts else "reuse",
         transcript=[calls.ChatMessage(role="system", content=system)] if driver.chat else [],
-        timeout_s=node.timeout_s or 1800,
+        timeout_s=node.timeout_s or calls.DEFAULT_AGENT_TIMEOUT_S,
     )
-    n = record.key.rsplit("-", 1)[1]
     try:
         reply = await conv.send(node, scope, call, f"{node.label}: sub-agent {n} ({record.role})", f"sub-agent {n}")
     except TaskFailed as exc:
@@ -92,5 +93,5 @@ async def _run(conv: Conversation, node: ir.Task, scope: Scope, record: SpawnedA
         record.status, record.output = "refused", DEPTH
         return f"error: {DEPTH}"
     text = reply.text
-    record.status, record.output = "completed", text if len(text) <= _KEPT_OUTPUT else text[:_KEPT_OUTPUT] + "…"
+    record.status, record.output = "completed", clip(text, _KEPT_OUTPUT)
     return text

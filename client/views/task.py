@@ -14,7 +14,7 @@ from client.views.words import agent_name, kept, labelled, policy_text, preview,
 from spec import expressions, ir
 from spec.render import UndefinedNames, to_text
 from workflows.protocols import PROTOCOLS
-from workflows.protocols.supervise import SUPERVISOR
+from workflows.protocols.supervise import SUPERVISOR, gate_id
 
 NOT_CONFIGURED = "(not configured: pass --agent ID=URI)"
 
@@ -92,7 +92,7 @@ def supervisor(node: ir.Task, uris: dict[str, str]) -> str:
     else:
         judge = f"its own agent ({node.agent}; --agent {SUPERVISOR}=URI names another)"
     if node.supervision == "human":
-        return f"human — {judge} judges every attempt, then a person answers at gate {node.id}.supervise"
+        return f"human — {judge} judges every attempt, then a person answers at gate {gate_id(node)}"
     return f"supervised — {judge} judges an attempt that raised flags"
 
 

@@ -15,7 +15,7 @@ from jinja2 import TemplateError
 from temporalio import workflow
 
 from spec import expressions, ir
-from spec.render import UndefinedNames, render, to_text
+from spec.render import UndefinedNames, clip, render, to_text
 from workflows.contract import DEFAULT_MAX_ITERATIONS, GoalSupervision, SupervisedAttempt, TaskState
 from workflows.failures import TaskFailed
 from workflows.protocols import reconcile
@@ -139,4 +139,4 @@ async def _ask_read(
 def _kept(post: dict[str, Any]) -> dict[str, Any]:
     """The post-checkpoint as the run state keeps it: a long output cut, the rest as reported."""
     text = to_text(post.get("output"))
-    return {**post, "output": text[:_KEPT_OUTPUT] + "…"} if len(text) > _KEPT_OUTPUT else post
+    return {**post, "output": clip(text, _KEPT_OUTPUT)} if len(text) > _KEPT_OUTPUT else post

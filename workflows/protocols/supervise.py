@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from spec import ir
-from spec.render import to_text
+from spec.render import clip, to_text
 from workflows.contract import GoalSupervision, SupervisedAttempt, TaskState, Verdict
 from workflows.conversation import first_line
 from workflows.failures import TaskFailed
@@ -82,7 +82,7 @@ async def _person(goal: Goal, verdict: Verdict, post: dict[str, Any]) -> Verdict
     correction. A timeout fails a human-supervised goal and lets any other go on, with a warning."""
     node = goal.node
     gate = ir.Human(
-        id=f"{node.id}.supervise",
+        id=gate_id(node),
         prompt=f"Supervise goal {node.id}",
         approval=True,
         timeout_s=node.timeout_s,
@@ -99,11 +99,14 @@ async def _person(goal: Goal, verdict: Verdict, post: dict[str, Any]) -> Verdict
     return Verdict(by=answer.by, verdict="REORIENT", correction=answer.value or "", reason=answer.comment, gate=asked)
 
 
+def gate_id(node: ir.Task) -> str:
+    """The gate a person answers for a supervised goal."""
+    return f"{node.id}.supervise"
+
+
 def _question(node: ir.Task, verdict: Verdict, post: dict[str, Any]) -> str:
     said = f"the supervisor says {verdict.verdict}" + (f" ({verdict.reason})" if verdict.reason else "")
-    output = to_text(post.get("output"))
-    if len(output) > _SHOWN_TO_PEOPLE:
-        output = output[:_SHOWN_TO_PEOPLE] + "…"
+    output = clip(to_text(post.get("output")), _SHOWN_TO_PEOPLE)
     return (
         f"Goal {node.id}: {said}. Its output: {output}\n"
         "Approve to accept the work, reject to fail the goal, or answer with a correction for the agent "
