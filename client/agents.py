@@ -36,8 +36,9 @@ def resolve(
     No default is needed when every agent id in `needed` has its own URI, nor when not `required`
     (a dry run calls no agent): then the default is "".
     """
-    per_agent = _config(spec_dir)
-    capable = _capabilities(spec_dir)
+    path, data = _config_file(spec_dir)
+    per_agent = _config(path, data)
+    capable = _capabilities(path, data)
     for agent, capability in (requires or {}).items():
         if agent not in per_agent and capability in capable:
             per_agent[agent] = capable[capability]
@@ -112,8 +113,7 @@ def prices(spec_dir: str) -> dict[str, ir.Price]:
 _PRICES = TypeAdapter(dict[str, ir.Price])
 
 
-def _config(spec_dir: str) -> dict[str, str]:
-    path, data = _config_file(spec_dir)
+def _config(path: Path | None, data: dict) -> dict[str, str]:
     agents = data.get("agents") or {}
     if not isinstance(agents, dict):
         raise SpecError(
@@ -122,8 +122,7 @@ def _config(spec_dir: str) -> dict[str, str]:
     return {str(k): str(v) for k, v in agents.items()}
 
 
-def _capabilities(spec_dir: str) -> dict[str, str]:
-    path, data = _config_file(spec_dir)
+def _capabilities(path: Path | None, data: dict) -> dict[str, str]:
     found = data.get("capabilities") or {}
     if not isinstance(found, dict) or not all(isinstance(v, str) for v in found.values()):
         hint = 'capabilities:\n    reasoning-heavy: "openai:o3"\n    fast: "openai:gpt-4o-mini"'
