@@ -271,29 +271,23 @@ def test_reconcile_flags_by_rule():
     assert reconcile.flags({**PRE, "confidence": 45}, {"commitment_met": "yes"}) == ["low_confidence"]
 
 
-class _PlanJson:
-    """A language that reads a Plan written as JSON, so the CLI can be given a plan built as IR."""
-
-    NAME = "plan-json"
-
-    @staticmethod
-    def detect(path: str, text: str) -> bool:
-        return path.endswith(".plan.json")
-
-    @staticmethod
-    def compile(path: str, text: str, params: set[str]) -> ir.Plan:
-        return ir.Plan.model_validate_json(text)
+# Draft form: each goal's id is its title, and the modifier on the line before it is its own.
+HUMAN_GOALS = """NAME goals
+SUPERVISED HUMAN
+GOAL "a"
+  do A
+SUPERVISED
+GOAL "mid"
+  do M
+SUPERVISED HUMAN
+GOAL "b"
+  do B
+"""
 
 
 def test_start_no_human_refuses_a_plan_with_human_supervised_goals(tmp_path: Path, monkeypatch, capsys):
-    the_plan = plan(
-        goal("a", "A.", supervision="human"),
-        goal("mid", "M.", supervision="supervised"),
-        goal("b", "B.", supervision="human"),
-    )
-    spec = tmp_path / "goals.plan.json"
-    spec.write_text(the_plan.model_dump_json())
-    monkeypatch.setattr("spec.load.DIALECTS", (_PlanJson,))
+    spec = tmp_path / "Agentfile"
+    spec.write_text(HUMAN_GOALS)
     monkeypatch.setenv("TEMPORAL_ADDRESS", "127.0.0.1:9")  # nothing may be started, or even reached
     code = main(["start", str(spec), "--no-human", "--agent", "openai:m"])
     assert code == 2
