@@ -6,13 +6,16 @@ The Plan is the workflow input and never changes during a run, so everything her
 
 from __future__ import annotations
 
+import json
+
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 OnFailure = Literal["abort", "skip", "fallback"]
 OutputFormat = Literal["text", "json", "markdown"]
-Protocol = Literal["status", "plain", "checkpoint"]
+# evaluate / instruct: a behaviour tree's steps, answered with a JSON verdict or status (workflows.protocols.tree).
+Protocol = Literal["status", "plain", "checkpoint", "evaluate", "instruct"]
 # How much a goal of an Agentfile is watched: its phases are COMMIT → EXECUTE, then for a supervised
 # goal RECONCILE and, when that raised flags, SUPERVISE; for `human`, SUPERVISE always and a person.
 Supervision = Literal["none", "supervised", "human"]
@@ -58,6 +61,30 @@ class LoopUntil(Model):
     message: str = ""
     max_iterations: int | None = None
     max_iterations_param: str | None = None  # the param that gives the limit at run time (WITHIN $n)
+
+
+class TreeStep(Model):
+    """Where a behaviour tree's step sits: its action's name, the child indexes from the root to the
+    action, the step's index in the action (from 0) and whether it is the action's last step."""
+
+    action: str
+    path: list[int] = []
+    index: int = 0
+    last: bool = True
+
+    @property
+    def cursor(self) -> str:
+        """The step's place as a behaviour tree's trace writes it."""
+        return json.dumps({"path": self.path, "step": self.index}, separators=(",", ":"))
+
+
+class Running(Model):
+    """How an instruct step answered `running` is asked again: after `wait_s`, the wait doubling up
+    to `max_wait_s`, and failed once it has been asked `max_asks` times in all."""
+
+    wait_s: float = 30.0
+    max_wait_s: float = 600.0
+    max_asks: int = 20
 
 
 class Budget(Model):
@@ -130,6 +157,7 @@ class Task(NodeBase):
     outputs: list[str] = []
     supervision: Supervision = "none"
     spawn: bool = False  # the agent may start sub-agents (spawn_agents), one level deep
+    tree_step: TreeStep | None = None  # a behaviour tree's evaluate or instruct step
 
 
 class Provider(NodeBase):
@@ -316,6 +344,11 @@ class Plan(Model):
     # untrusted data; research puts `research_scope` in every system prompt.
     security: Literal["default", "paranoid", "research"] = "default"
     research_scope: str = ""
+    # A behaviour tree's blackboard: `memory` seeds the run's memory ($VAR, $LOCAL); `constants` are
+    # read-only ($CONST, $GLOBAL); `running` paces the asks of a step the agent says is still running.
+    memory: dict[str, Any] = {}
+    constants: dict[str, Any] = {}
+    running: Running = Running()
     # cyberian keys the engine shows but does not act on.
     requires_workdir: Any = None
     requirements: Any = None

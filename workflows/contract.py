@@ -226,6 +226,19 @@ class SpawnedAgent(BaseModel):
     usage: Usage = Usage()
 
 
+class TraceEntry(BaseModel):
+    """One answer to a behaviour tree's step, as its trace records it: the kind of step, where it
+    was (the cursor the agent acted on), the action's name, what was submitted and what it did."""
+
+    ts: datetime
+    kind: str  # evaluate, instruct, protocol
+    cursor: str
+    name: str
+    submitted: str  # true / false, success / failure / running, accept / reject
+    outcome: str  # evaluation_passed, step_complete, action_failed, protocol_accepted, …
+    note: str = ""
+
+
 class InvalidTransition(RuntimeError):
     pass
 
@@ -264,6 +277,8 @@ class RunState(BaseModel):
     memory: dict[str, Any] = {}
     supervision: dict[str, GoalSupervision] = {}  # checkpoint goals by run key
     spawned: dict[str, list[SpawnedAgent]] = {}  # sub-agents by their parent's run key, in order
+    constants: dict[str, Any] = {}  # a behaviour tree's $CONST; its $VAR is `memory`
+    trace: list[TraceEntry] = []  # a behaviour tree's answers, in order
     final_output: str = ""
     warnings: list[str] = []
     queued_refusals: list[QueuedRefusal] = []

@@ -19,6 +19,7 @@ from workflows import sizes, taint
 from workflows.budgets import Budgets
 from workflows.contract import Answer, RunInput, RunState
 from workflows.conversation import Conversation
+from workflows.driven import Driven
 from workflows.failures import TaskFailed, unexpected
 from workflows.humans import GateTimedOut, Humans, rejected
 from workflows.nodes import HANDLERS
@@ -41,6 +42,7 @@ class Interpreter:
         self.inp, self.state, self.skip = inp, state, skip
         self.humans, self.saga, self.budgets, self.conversation = humans, saga, budgets, conversation
         self.ran: dict[str, list[str]] = {}  # run key -> the run keys of the nodes it ran, for taint
+        self.driven: Driven | None = None  # in a driven run, the agent asks for a tree's steps itself
 
     async def run(self, node: ir.NodeBase, scope: Scope | None = None, key: RunKey | None = None) -> Any:
         """Run `node` with its gate, retries and failure policy. `key` names this run of it when it

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from spec import ir
 from spec.render import UndefinedNames
-from workflows.protocols import checkpoint, plain, status
+from workflows.protocols import checkpoint, plain, status, tree
 
 if TYPE_CHECKING:
     from workflows.contract import TaskState
@@ -36,4 +36,6 @@ PROTOCOLS: dict[str, ReplyProtocol] = {
     "status": status.STATUS,
     "plain": plain.PLAIN,
     "checkpoint": checkpoint.CHECKPOINT,
+    "evaluate": tree.TREE,
+    "instruct": tree.TREE,
 }

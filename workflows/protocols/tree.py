@@ -1,0 +1,148 @@
+"""A behaviour tree's steps: an `evaluate` the agent judges true or false, an `instruct` it does and
+reports as success, failure or running. The engine asks its agent; in a driven run the agent asks
+the run instead (`workflows.driven`) and its answers arrive as updates. Either way each answer is
+recorded in the run's trace and its $VAR writes go to the blackboard (the run's memory)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from temporalio import workflow
+
+from spec import ir
+from spec.render import UndefinedNames, clip
+from workflows.contract import TraceEntry
+from workflows.failures import TaskFailed
+from workflows.protocols import tree_text
+from workflows.protocols.tree_text import BadAnswer, Outcome, Verdict
+
+if TYPE_CHECKING:
+    from workflows.contract import TaskState
+    from workflows.interpreter import Interpreter
+    from workflows.scope import Scope
+
+NOTE_CHARS = 2_000
+
+
+class TreeProtocol:
+    def first_prompt(self, node: ir.Task, values: dict[str, Any], undefined: UndefinedNames = "error") -> str:
+        return tree_text.step_prompt(node, values, values.get(tree_text.CONSTANTS, {}))
+
+    async def perform(
+        self, engine: Interpreter, node: ir.Task, scope: Scope, task: TaskState, retry_error: str | None
+    ) -> Any:
+        step = node.tree_step
+        assert step is not None
+        workflow.set_current_details(f"**{step.action}**: {node.protocol} step {step.index + 1}")
+        if engine.driven is not None:
+            answer = await engine.driven.ask(node, str(scope.key))
+        else:
+            answer = await _asked(engine, node, scope, task)
+        if isinstance(answer, Verdict):
+            return _judged(node, str(scope.key), answer)
+        return answer.status
+
+
+async def _asked(engine: Interpreter, node: ir.Task, scope: Scope, task: TaskState) -> Verdict | Outcome:
+    """The agent's answer to the step; an instruct answered `running` is asked again after a
+    durable wait, the wait doubling up to the plan's limit, until it is finished or out of asks."""
+    pace, key = engine.inp.plan.running, str(scope.key)
+    for ask in range(1, pace.max_asks + 1):
+        task.iterations = ask
+        answer = await _one_answer(engine, node, scope, ask)
+        entry = record(engine.state.trace, node, "true" if _passed(answer) else _submitted(answer), _outcome(answer))
+        entry.note = clip(answer.note, NOTE_CHARS)
+        if isinstance(answer, Verdict):
+            return answer
+        write_vars(engine, node, key, answer.var)
+        if answer.status == "failure":
+            raise TaskFailed(key, "the agent reported failure" + (f": {answer.note}" if answer.note else ""))
+        if answer.status == "success":
+            return answer
+        if ask < pace.max_asks:
+            wait = min(pace.wait_s * 2 ** (ask - 1), pace.max_wait_s)
+            workflow.set_current_details(f"**{node.label}**: running; asking again in {wait:g}s")
+            await workflow.sleep(timedelta(seconds=wait), summary=f"{node.label}: running, ask again")
+    raise TaskFailed(key, f"still running after {pace.max_asks} asks")
+
+
+async def _one_answer(engine: Interpreter, node: ir.Task, scope: Scope, ask: int) -> Verdict | Outcome:
+    """One reading of the agent's reply; a reply that is not the step's JSON gets one reminder."""
+    values = {**engine.state.memory}
+    text = tree_text.step_prompt(node, values, engine.inp.plan.constants, ask)
+    reply = await engine.conversation.ask(node, scope, text, phase=f"{node.protocol} (ask {ask})" if ask > 1 else None)
+    try:
+        return _read(node, reply)
+    except BadAnswer as exc:
+        again = await engine.conversation.ask(node, scope, tree_text.reminder(node.protocol, str(exc)), phase="format")
+    try:
+        return _read(node, again)
+    except BadAnswer as exc:
+        raise TaskFailed(str(scope.key), f"the reply is not the step's JSON answer, twice: {exc}") from None
+
+
+def _read(node: ir.Task, reply: str) -> Verdict | Outcome:
+    if node.protocol == "evaluate":
+        return tree_text.read_verdict(reply)
+    return tree_text.read_outcome(reply)
+
+
+def _judged(node: ir.Task, key: str, verdict: Verdict) -> bool:
+    if not verdict.result:
+        raise TaskFailed(key, "precondition not met" + (f": {verdict.note}" if verdict.note else ""))
+    return True
+
+
+def _passed(answer: Verdict | Outcome) -> bool:
+    return isinstance(answer, Verdict) and answer.result
+
+
+def _submitted(answer: Verdict | Outcome) -> str:
+    return "false" if isinstance(answer, Verdict) else answer.status
+
+
+def _outcome(answer: Verdict | Outcome) -> str:
+    if isinstance(answer, Verdict):
+        return "evaluation_passed" if answer.result else "evaluation_failed"
+    return outcome_of(answer.status, True)
+
+
+def outcome_of(status: str, last: bool) -> str:
+    """What a submitted status does, in the words a behaviour tree's trace uses."""
+    if status == "running":
+        return "running"
+    if status == "failure":
+        return "action_failed"
+    return "action_complete" if last else "step_complete"
+
+
+def record(trace: list[TraceEntry], node: ir.Task, submitted: str, outcome: str) -> TraceEntry:
+    """Append one answer to the run's trace."""
+    step = node.tree_step
+    assert step is not None
+    entry = TraceEntry(
+        ts=workflow.now(),
+        kind=node.protocol,
+        cursor=step.cursor,
+        name=step.action,
+        submitted=submitted,
+        outcome=outcome if outcome != "action_complete" or step.last else "step_complete",
+    )
+    trace.append(entry)
+    return entry
+
+
+def write_vars(engine: Interpreter, node: ir.Task, key: str, writes: dict[str, Any]) -> None:
+    """Put an answer's $VAR writes on the blackboard; a write to a constant fails the step, and
+    then none of its writes are made."""
+    constants = engine.inp.plan.constants
+    for name in writes:
+        refusal = tree_text.const_refusal(name, constants)
+        if refusal:
+            raise TaskFailed(key, f"write refused: {refusal}")
+    for name, value in writes.items():
+        tree_text.write(engine.state.memory, tree_text.var_path(name), value)
+
+
+TREE = TreeProtocol()
