@@ -68,6 +68,10 @@ def parser() -> argparse.ArgumentParser:
     d = sub.add_parser("dry-run", help="show the agent calls a run would make, calling none")
     _spec_and_inputs(d)
     _human_commands(sub)
+    m = sub.add_parser("mcp", help="serve behaviour-tree executions to an agent over MCP (stdio)")
+    m.add_argument("--http", type=positive, metavar="PORT", help="serve streamable HTTP on 127.0.0.1:PORT instead")
+    m.add_argument("--task-queue", default=TASK_QUEUE, help="the task queue the executions run on")
+    m.add_argument("--no-worker", action="store_true", help="do not run a worker in this process")
     return p
 
 
@@ -300,6 +304,13 @@ async def _report(client, args, console: Console) -> int:
     return EXIT_OK
 
 
+async def _mcp(client, args, console: Console) -> int:
+    from client.mcp_server import serve  # the MCP SDK loads only for this command
+
+    await serve(client, args.task_queue, args.http, worker=not args.no_worker)
+    return EXIT_OK
+
+
 async def _watch(client, args, console: Console) -> int:
     await describe(client, args.run_id)
     return await watch(client, args.run_id, console, _prompter(console))
@@ -316,6 +327,7 @@ COMMANDS = {
     "approve": humans.answer_command,
     "reject": humans.answer_command,
     "budget": humans.budget_command,
+    "mcp": _mcp,
 }
 
 if __name__ == "__main__":

@@ -137,7 +137,7 @@ async def start(
         if not polling:
             console.print("no worker is polling yet: start one with `python -m worker`", markup=False)
         return 0
-    async with _local_worker(client, args.task_queue, needed=not polling):
+    async with local_worker(client, args.task_queue, needed=not polling):
         return await watch(client, handle.id, console, prompter)
 
 
@@ -150,23 +150,28 @@ async def watch(client: Client, run_id: str, console: Console, prompter: Prompte
 
 
 async def _start(client: Client, inp: RunInput, run_id: str, task_queue: str) -> WorkflowHandle:
-    attrs = None
-    if inp.search_attributes:
-        attrs = TypedSearchAttributes(
-            [SearchAttributePair(contract.SPEC, inp.plan.name), SearchAttributePair(contract.STATUS, "pending")]
-        )
     try:
         return await client.start_workflow(
             "AgentRun",
             inp,
             id=run_id,
             task_queue=task_queue,
-            search_attributes=attrs,
-            static_summary=_summary(inp.plan),
             id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+            **start_options(inp),
         )
     except WorkflowAlreadyStartedError:
         raise UsageError(f"a run with id '{run_id}' already exists; pick another --id") from None
+
+
+def start_options(inp: RunInput) -> dict[str, Any]:
+    """What every run starts with besides its input: its search attributes and the summary
+    Temporal Web lists it with."""
+    attrs = None
+    if inp.search_attributes:
+        attrs = TypedSearchAttributes(
+            [SearchAttributePair(contract.SPEC, inp.plan.name), SearchAttributePair(contract.STATUS, "pending")]
+        )
+    return {"search_attributes": attrs, "static_summary": _summary(inp.plan)}
 
 
 def _summary(plan: ir.Plan) -> str:
@@ -174,7 +179,7 @@ def _summary(plan: ir.Plan) -> str:
 
 
 @contextlib.asynccontextmanager
-async def _local_worker(client: Client, task_queue: str, needed: bool):
+async def local_worker(client: Client, task_queue: str, needed: bool):
     if not needed:
         yield
         return

@@ -10,6 +10,8 @@ failing the sender.
 from __future__ import annotations
 
 import asyncio
+import copy
+from typing import Any
 
 from temporalio import workflow
 from temporalio.exceptions import ApplicationError
@@ -22,14 +24,19 @@ with workflow.unsafe.imports_passed_through():
         Answer,
         AnswerInput,
         BudgetInput,
+        EvalInput,
         QueuedRefusal,
         RunInput,
         RunState,
         RunStatus,
+        SubmitInput,
         TaskState,
+        ThinkInput,
+        VarWriteInput,
         limits_text,
     )
     from workflows.conversation import Conversation
+    from workflows.driven import PROTOCOL_STEP, Driven
     from workflows.failures import TaskFailed
     from workflows.humans import Humans
     from workflows.interpreter import Interpreter
@@ -50,6 +57,8 @@ class AgentRun:
             constraints=plan.constraints,
             budget=plan.budget,
             tasks={n.id: _task_state(n) for n in plan.leaves()},
+            memory=copy.deepcopy(plan.memory),
+            constants=plan.constants,
         )
         self.humans = Humans(self.run_state, self._changed)
         self.budgets = Budgets(self.run_state, self.humans.pause)
@@ -58,6 +67,7 @@ class AgentRun:
         self.rollback = False  # set by rollback_on_cancel
         self.saga_ran = False
         self.published: tuple[str, str] | None = None
+        self.driven = Driven(self.run_state, plan.constants, self._changed) if inp.driven else None
 
     @workflow.run
     async def run(self, inp: RunInput) -> RunState:
@@ -68,7 +78,7 @@ class AgentRun:
             inp, self.run_state, _skipped(inp), self.humans, self.saga, self.budgets, self.conversation
         )
         try:
-            await asyncio.wait_for(interpreter.run(inp.plan.root), timeout=inp.plan.timeout_s)
+            await asyncio.wait_for(self._walk(interpreter, inp.plan.root), timeout=inp.plan.timeout_s)
         except TaskFailed as exc:
             await self._failed(interpreter, exc)
         except TimeoutError:
@@ -89,7 +99,16 @@ class AgentRun:
             self._end("cancelled")
             raise
         self._end("completed")
+        await workflow.wait_condition(workflow.all_handlers_finished)
         return self.run_state
+
+    async def _walk(self, interpreter: Interpreter, root: ir.Node) -> None:
+        """The plan's tree; a driven run's agent first accepts the protocol it is given."""
+        if self.driven is not None:
+            interpreter.driven = self.driven
+            if not await self.driven.accepted():
+                raise TaskFailed(PROTOCOL_STEP, "the agent did not accept the protocol")
+        await interpreter.run(root)
 
     async def _failed(self, interpreter: Interpreter, exc: TaskFailed) -> None:
         state = self.run_state
@@ -101,6 +120,7 @@ class AgentRun:
         failed = await self._compensate(interpreter)
         status = "compensated" if self.saga_ran and not failed else "failed"
         self._end(status)
+        await workflow.wait_condition(workflow.all_handlers_finished)
         message = f"task {exc.task_id} failed: {exc.message}"
         if self.saga_ran:
             message += f"; compensations failed: {', '.join(failed)}" if failed else "; its compensations ran"
@@ -176,6 +196,51 @@ class AgentRun:
         self.rollback = True
         return self.saga.pending
 
+    @workflow.update(name=contract.NEXT_STEP)
+    async def next_step(self) -> dict[str, Any]:
+        return await self._driven().next_step()
+
+    @next_step.validator
+    def _check_next_step(self) -> None:
+        self._driven()
+
+    @workflow.update(name=contract.EVAL)
+    def eval(self, given: EvalInput) -> dict[str, Any]:
+        return self._driven().eval(given)
+
+    @eval.validator
+    def _check_eval(self, given: EvalInput) -> None:
+        _refuse(self._driven().eval_refusal())
+
+    @workflow.update(name=contract.SUBMIT)
+    def submit(self, given: SubmitInput) -> dict[str, Any]:
+        return self._driven().submit(given)
+
+    @submit.validator
+    def _check_submit(self, given: SubmitInput) -> None:
+        _refuse(self._driven().submit_refusal())
+
+    @workflow.update(name=contract.THINK)
+    def think(self, given: ThinkInput) -> dict[str, Any]:
+        return self._driven().think(given.thought)
+
+    @think.validator
+    def _check_think(self, given: ThinkInput) -> None:
+        self._driven()
+
+    @workflow.update(name=contract.VAR_WRITE)
+    def var_write(self, given: VarWriteInput) -> dict[str, Any]:
+        return self._driven().var_write(given.path, given.value)
+
+    @var_write.validator
+    def _check_var_write(self, given: VarWriteInput) -> None:
+        _refuse(self._driven().var_refusal(given.path))
+
+    def _driven(self) -> Driven:
+        if self.driven is None:
+            raise ApplicationError("this run is not driven by an agent over MCP", type="Refused", non_retryable=True)
+        return self.driven
+
     def _changed(self) -> None:
         self.run_state.settle()
         self._publish()
@@ -183,6 +248,8 @@ class AgentRun:
     def _end(self, status: RunStatus) -> None:
         state = self.run_state
         state.move(status)
+        if self.driven is not None:
+            self.driven.finish(status)
         state.ended_at, state.current_task = workflow.now(), None
         state.waiting_for = state.waiting_since = state.waiting_timeout_at = None
         for task in state.tasks.values():

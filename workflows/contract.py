@@ -29,6 +29,12 @@ STATE = "state"  # the query: RunState
 # and the run checks them as the updates' validators do once a worker takes it.
 QUEUE_ANSWER = "queue_answer"  # AnswerInput
 QUEUE_BUDGET = "queue_budget"  # BudgetInput
+# A driven run (a behaviour tree the agent walks over MCP): the agent asks for each step and answers it.
+NEXT_STEP = "next_step"  # no argument -> the step to do, or {status: done | failure | waiting}
+EVAL = "eval"  # EvalInput -> {status: evaluation_passed | evaluation_failed, message}
+SUBMIT = "submit"  # SubmitInput -> {status: step_complete | action_complete | action_failed | running, …}
+THINK = "think"  # ThinkInput -> {status: recorded}
+VAR_WRITE = "var_write"  # VarWriteInput -> {path, value}
 
 RUN_BUDGET_GATE = "budget"  # the gate a paused run budget opens; a step budget opens budget:<step id>
 
@@ -54,6 +60,9 @@ class RunInput(BaseModel):
     heartbeat_s: float = 30.0
     search_attributes: bool = True
     prices: dict[str, ir.Price] = {}  # a price table from the command line; the spec's own wins
+    # A behaviour tree the agent walks itself over MCP: no agent is asked, the run waits for updates.
+    driven: bool = False
+    trace_output: str = ""  # a driven run's address as the agent knows it
 
     def agent_uri(self, agent_id: str) -> str:
         return self.agents.get(agent_id, self.default_agent)
@@ -64,6 +73,40 @@ class AnswerInput(BaseModel):
     value: str
     comment: str = ""
     by: str = ""
+
+
+class EvalInput(BaseModel):
+    result: bool
+    note: str = ""
+
+
+class SubmitInput(BaseModel):
+    status: Literal["success", "failure", "running"]
+    note: str = ""
+
+
+class ThinkInput(BaseModel):
+    thought: str
+
+
+class VarWriteInput(BaseModel):
+    path: str
+    value: Any = None
+
+
+Phase = Literal["idle", "protocol", "evaluating", "performing"]
+
+
+class Drive(BaseModel):
+    """Where the agent driving a run is: the phase machine of a behaviour tree's loop, and the step
+    it was handed (its run key and cursor) while it works on it."""
+
+    phase: Phase = "idle"
+    protocol_accepted: bool = False
+    protocol_rejected: bool = False
+    current: str | None = None
+    cursor: str = "null"
+    finished: Literal["done", "failure"] | None = None
 
 
 class BudgetInput(BaseModel):
@@ -279,6 +322,7 @@ class RunState(BaseModel):
     spawned: dict[str, list[SpawnedAgent]] = {}  # sub-agents by their parent's run key, in order
     constants: dict[str, Any] = {}  # a behaviour tree's $CONST; its $VAR is `memory`
     trace: list[TraceEntry] = []  # a behaviour tree's answers, in order
+    drive: Drive | None = None  # a driven run's phase machine
     final_output: str = ""
     warnings: list[str] = []
     queued_refusals: list[QueuedRefusal] = []

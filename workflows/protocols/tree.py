@@ -39,9 +39,7 @@ class TreeProtocol:
             answer = await engine.driven.ask(node, str(scope.key))
         else:
             answer = await _asked(engine, node, scope, task)
-        if isinstance(answer, Verdict):
-            return _judged(node, str(scope.key), answer)
-        return answer.status
+        return settled(str(scope.key), answer)
 
 
 async def _asked(engine: Interpreter, node: ir.Task, scope: Scope, task: TaskState) -> Verdict | Outcome:
@@ -51,14 +49,11 @@ async def _asked(engine: Interpreter, node: ir.Task, scope: Scope, task: TaskSta
     for ask in range(1, pace.max_asks + 1):
         task.iterations = ask
         answer = await _one_answer(engine, node, scope, ask)
-        entry = record(engine.state.trace, node, "true" if _passed(answer) else _submitted(answer), _outcome(answer))
-        entry.note = clip(answer.note, NOTE_CHARS)
-        if isinstance(answer, Verdict):
-            return answer
-        write_vars(engine, node, key, answer.var)
-        if answer.status == "failure":
-            raise TaskFailed(key, "the agent reported failure" + (f": {answer.note}" if answer.note else ""))
-        if answer.status == "success":
+        refusal = _write_vars(engine, answer.var) if isinstance(answer, Outcome) else None
+        record(engine.state.trace, node, answer, "write_refused" if refusal else None)
+        if refusal:
+            raise TaskFailed(key, f"write refused: {refusal}")
+        if isinstance(answer, Verdict) or answer.status != "running":
             return answer
         if ask < pace.max_asks:
             wait = min(pace.wait_s * 2 ** (ask - 1), pace.max_wait_s)
@@ -88,24 +83,17 @@ def _read(node: ir.Task, reply: str) -> Verdict | Outcome:
     return tree_text.read_outcome(reply)
 
 
-def _judged(node: ir.Task, key: str, verdict: Verdict) -> bool:
-    if not verdict.result:
-        raise TaskFailed(key, "precondition not met" + (f": {verdict.note}" if verdict.note else ""))
-    return True
-
-
-def _passed(answer: Verdict | Outcome) -> bool:
-    return isinstance(answer, Verdict) and answer.result
-
-
-def _submitted(answer: Verdict | Outcome) -> str:
-    return "false" if isinstance(answer, Verdict) else answer.status
-
-
-def _outcome(answer: Verdict | Outcome) -> str:
+def settled(key: str, answer: Verdict | Outcome) -> bool | str:
+    """The step's value once answered: True for a precondition met, "success" for work done;
+    a precondition not met or work failed fails the step, and so its action."""
+    because = f": {answer.note}" if answer.note else ""
     if isinstance(answer, Verdict):
-        return "evaluation_passed" if answer.result else "evaluation_failed"
-    return outcome_of(answer.status, True)
+        if not answer.result:
+            raise TaskFailed(key, "precondition not met" + because)
+        return True
+    if answer.status == "failure":
+        raise TaskFailed(key, "the agent reported failure" + because)
+    return answer.status
 
 
 def outcome_of(status: str, last: bool) -> str:
@@ -117,32 +105,38 @@ def outcome_of(status: str, last: bool) -> str:
     return "action_complete" if last else "step_complete"
 
 
-def record(trace: list[TraceEntry], node: ir.Task, submitted: str, outcome: str) -> TraceEntry:
-    """Append one answer to the run's trace."""
+def record(trace: list[TraceEntry], node: ir.Task, answer: Verdict | Outcome, outcome: str | None = None) -> None:
+    """Append the agent's answer to a step to the run's trace."""
     step = node.tree_step
     assert step is not None
+    if isinstance(answer, Verdict):
+        submitted = str(answer.result).lower()
+        outcome = "evaluation_passed" if answer.result else "evaluation_failed"
+    else:
+        submitted, outcome = answer.status, outcome or outcome_of(answer.status, step.last)
     entry = TraceEntry(
         ts=workflow.now(),
         kind=node.protocol,
         cursor=step.cursor,
         name=step.action,
         submitted=submitted,
-        outcome=outcome if outcome != "action_complete" or step.last else "step_complete",
+        outcome=outcome,
+        note=clip(answer.note, NOTE_CHARS),
     )
     trace.append(entry)
-    return entry
 
 
-def write_vars(engine: Interpreter, node: ir.Task, key: str, writes: dict[str, Any]) -> None:
-    """Put an answer's $VAR writes on the blackboard; a write to a constant fails the step, and
-    then none of its writes are made."""
+def _write_vars(engine: Interpreter, writes: dict[str, Any]) -> str | None:
+    """Put an answer's $VAR writes on the blackboard; why not, if one names a constant (then none
+    of them is made)."""
     constants = engine.inp.plan.constants
     for name in writes:
         refusal = tree_text.const_refusal(name, constants)
         if refusal:
-            raise TaskFailed(key, f"write refused: {refusal}")
+            return refusal
     for name, value in writes.items():
         tree_text.write(engine.state.memory, tree_text.var_path(name), value)
+    return None
 
 
 TREE = TreeProtocol()
