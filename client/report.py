@@ -99,7 +99,37 @@ def to_markdown(state: RunState) -> str:
     issues = [f"- ERROR {e}" for e in state.errors] + [f"- WARNING {w}" for w in state.warnings]
     lines += issues or ["- none"]
     lines += _human_input(state) + _supervision(state) + _sub_agents(state) + _compensations(state) + _taint(state)
+    lines += _blackboard(state) + _trace(state)
     return "\n".join(lines) + "\n"
+
+
+def _blackboard(state: RunState) -> list[str]:
+    """A behaviour tree's $VAR and $CONST as the run left them."""
+    if state.dialect != "behavior_tree":
+        return []
+    lines = ["", "## Blackboard", "", "| Scope | Name | Value |", "|---|---|---|"]
+    for scope, values in (("$VAR", state.memory), ("$CONST", state.constants)):
+        for name, value in values.items():
+            lines.append(f"| {scope} | {_cell(name)} | {_cell(json.dumps(value, ensure_ascii=False, default=str))} |")
+    return lines
+
+
+def _trace(state: RunState) -> list[str]:
+    """Each answer to a behaviour tree's steps, in order."""
+    if not state.trace:
+        return []
+    lines = [
+        "",
+        "## Trace",
+        "",
+        "| # | Time | Kind | Action | Submitted | Outcome | Note |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for n, e in enumerate(state.trace, 1):
+        lines.append(
+            f"| {n} | {e.ts:%H:%M:%S} | {e.kind} | {_cell(e.name)} | {_cell(e.submitted)} | {e.outcome} | {_cell(e.note)} |"
+        )
+    return lines
 
 
 def _spending(state: RunState) -> list[str]:
