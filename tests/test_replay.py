@@ -14,10 +14,12 @@ from temporalio.client import WorkflowHandle, WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
+from client import executions
 from spec import calls
 from spec.load import load
 from tests.conftest import HISTORIES, ROOT, SHELL_AGENT, TEST_QUEUE, run_id, write_spec
 from tests.runs import answer, finish, open_gate, run_spec, sh
+from tests.trees import action, composite
 from worker.build import WORKFLOWS, runner
 from workflows.contract import RunInput
 
@@ -199,6 +201,91 @@ async def _prompts(handle: WorkflowHandle) -> list[str]:
     return sent
 
 
+# Recorded after behaviour trees, one per way a tree runs: walked by the engine, asking the local tree
+# agent (retries on an action, a selector falling through, a parallel, $VAR writes), and driven by
+# the agent over the run's updates (the protocol, running, var_write, a failed precondition in a
+# selector, a think, a parallel).
+TREE_AGENT = f"command:{sys.executable} {ROOT / 'examples' / 'agents' / 'tree_agent.py'}"
+TREE = {
+    "name": "recorded",
+    "version": "1.0.0",
+    "state": {"local": {"n": 0}, "global": {"limit": 2}},
+    "tree": composite(
+        "sequence",
+        "Root",
+        action(
+            "Count",
+            'instruct: Add one to $VAR.n.\n```sh\necho "\\$VAR.n = $((VAR_n + 1))"\n```',
+            "evaluate: $VAR.n reached $CONST.limit.\n```sh\ntest $VAR_n -ge $CONST_limit\n```",
+            retries=2,
+        ),
+        composite(
+            "selector",
+            "Pick",
+            action("Never", "evaluate: never\n```sh\nfalse\n```"),
+            action("Fallback", "instruct: ok\n```sh\necho ok\n```"),
+        ),
+        composite(
+            "parallel",
+            "Both",
+            action("Left", "instruct: l\n```sh\necho l\n```"),
+            action("Right", "instruct: r\n```sh\necho r\n```"),
+        ),
+    ),
+}
+
+
+async def test_behaviour_tree_runs_of_both_modes_replay(client, tmp_path):
+    tree = tmp_path / "tree.json"
+    tree.write_text(json.dumps(TREE))
+    walked = await run_spec(client, tree, TREE_AGENT)
+    assert walked.status == "completed" and walked.memory == {"n": 2}, walked.errors
+    assert [e.outcome for e in walked.trace][:4] == [
+        "step_complete",
+        "evaluation_failed",
+        "step_complete",
+        "evaluation_passed",
+    ]
+    address = f"traces/{run_id('recorded')}.json"
+    await executions.start_execution(client, str(tree), address, TEST_QUEUE)
+    for call in DRIVEN:
+        await call(client, address)
+    assert (await executions.resume_execution(client, address))["status"] == "complete"
+    for name, run in (("tree", walked.run_id), ("tree-mcp", executions.execution_id(address))):
+        history = await client.get_workflow_handle(run).fetch_history()
+        if name in _to_record():
+            (HISTORIES / f"{name}.json").write_text(_scrub(history.to_json(), tmp_path))
+        result = await _replayer().replay_workflow(history, raise_on_replay_failure=False)
+        assert result.replay_failure is None, (name, result.replay_failure)
+
+
+def _driven() -> list:
+    x = executions
+    return [
+        x.next_step,
+        lambda c, a: x.submit(c, a, "success", "read it"),
+        x.next_step,
+        lambda c, a: x.var_write(c, a, "n", 2),
+        lambda c, a: x.submit(c, a, "running"),
+        lambda c, a: x.submit(c, a, "success"),
+        x.next_step,
+        lambda c, a: x.think(c, a, "2 >= 2"),
+        lambda c, a: x.eval_step(c, a, True),
+        x.next_step,
+        lambda c, a: x.eval_step(c, a, False, "never"),
+        x.next_step,
+        lambda c, a: x.submit(c, a, "success"),
+        x.next_step,
+        lambda c, a: x.submit(c, a, "success"),
+        x.next_step,
+        lambda c, a: x.submit(c, a, "success"),
+        x.next_step,
+    ]
+
+
+DRIVEN = _driven()
+
+
 def _scrub(text: str, tmp_path) -> str:
     """Recorded histories keep no paths of the machine that recorded them (replay ignores them),
     in the JSON and in the payloads it holds as base64."""
@@ -236,5 +323,5 @@ async def test_committed_histories_still_replay(name):
 
 
 def test_histories_are_committed():
-    expected = sorted(f"{name}.json" for name in [*SPECS, *AFTER_SEAMS, "gated", "agentfile"])
+    expected = sorted(f"{name}.json" for name in [*SPECS, *AFTER_SEAMS, "gated", "agentfile", "tree", "tree-mcp"])
     assert _recorded() == expected, "record new ones with AGENTRUN_RECORD_HISTORIES=name,name"

@@ -58,14 +58,14 @@ class Agent:
 
     async def call(self, tool: str, **args: Any) -> dict[str, Any]:
         result = await self.session.call_tool(tool, {"trace_output": self.address, **args})
-        assert not result.is_error, result.content[0].text
+        assert not result.is_error, getattr(result.content[0], "text", "")
         assert result.structured_content is not None
         return result.structured_content
 
     async def refused(self, tool: str, **args: Any) -> str:
         result = await self.session.call_tool(tool, {"trace_output": self.address, **args})
         assert result.is_error
-        return result.content[0].text
+        return getattr(result.content[0], "text", "")
 
     async def step(self, kind: str, name: str) -> dict[str, Any]:
         step = await self.call("next_step")

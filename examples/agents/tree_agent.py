@@ -42,7 +42,7 @@ def environment(prompt: str) -> dict[str, str]:
     """The shown values as variables: text as it is, anything else as its JSON."""
     env = dict(os.environ)
     for scope, path, shown in SHOWN.findall(prompt):
-        name = {"LOCAL": "VAR", "GLOBAL": "CONST"}.get(scope, scope) + "_" + re.sub(r"\W", "_", path)
+        name = ({"LOCAL": "VAR", "GLOBAL": "CONST"}.get(scope) or scope) + "_" + re.sub(r"\W", "_", path)
         try:
             value = json.loads(shown)
         except ValueError:

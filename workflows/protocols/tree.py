@@ -5,6 +5,7 @@ recorded in the run's trace and its $VAR writes go to the blackboard (the run's 
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     from workflows.scope import Scope
 
 NOTE_CHARS = 2_000
+DETAILS_CHARS = 1_500
 
 
 class TreeProtocol:
@@ -34,12 +36,20 @@ class TreeProtocol:
     ) -> Any:
         step = node.tree_step
         assert step is not None
-        workflow.set_current_details(f"**{step.action}**: {node.protocol} step {step.index + 1}")
+        workflow.set_current_details(details(engine, node))
         if engine.driven is not None:
             answer = await engine.driven.ask(node, str(scope.key))
         else:
             answer = await _asked(engine, node, scope, task)
         return settled(str(scope.key), answer)
+
+
+def details(engine: Interpreter, node: ir.Task) -> str:
+    """What Temporal Web shows while a step runs: where the tree is, and its blackboard."""
+    step = node.tree_step
+    assert step is not None
+    board = json.dumps(engine.state.memory, ensure_ascii=False, default=str)
+    return f"**{step.action}**: {node.protocol} step {step.index + 1}\n\n$VAR: `{clip(board, DETAILS_CHARS)}`"
 
 
 async def _asked(engine: Interpreter, node: ir.Task, scope: Scope, task: TaskState) -> Verdict | Outcome:
