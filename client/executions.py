@@ -109,9 +109,14 @@ async def reset_execution(client: Client, trace_output: str) -> dict[str, Any]:
 
 async def next_step(client: Client, trace_output: str) -> dict[str, Any]:
     handle, ended = await _handle(client, trace_output)
-    if ended is not None:
-        return {"status": "done" if ended == WorkflowExecutionStatus.COMPLETED else "failure"}
-    return await _update(handle, contract.NEXT_STEP, None)
+    if ended is None:
+        try:
+            return await _update(handle, contract.NEXT_STEP, None)
+        except ExecutionError:
+            _, ended = await _handle(client, trace_output)  # it may have ended as the call reached it
+            if ended is None:
+                raise
+    return {"status": "done" if ended == WorkflowExecutionStatus.COMPLETED else "failure"}
 
 
 async def eval_step(client: Client, trace_output: str, result: bool, note: str = "") -> dict[str, Any]:

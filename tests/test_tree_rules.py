@@ -4,6 +4,7 @@ the run's updates as the MCP tools do (client.executions, the code behind each t
 
 from __future__ import annotations
 
+import json
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +29,8 @@ class Case:
     done: bool
     var: dict[str, Any] = field(default_factory=dict)
     final_var: dict[str, Any] | None = None
+    fragments: dict[str, dict[str, Any]] = field(default_factory=dict)  # files a $ref names
+    engine: bool = True  # walked by the engine too (its parallel branches race: tested on their own)
 
 
 def counter_action(name: str, retries: int | None = None) -> dict[str, Any]:
@@ -135,6 +138,23 @@ CASES: dict[str, Case] = {
         var={"attempts": 0},
         final_var={"attempts": 2},
     ),
+    "parallel one fails": Case(
+        composite("parallel", "Root", action("A", "instruct: a"), action("B", "instruct: b")),
+        [("instruct", "A", "failure")],
+        done=False,
+        engine=False,
+    ),
+    "$ref pastes in a fragment, which may $ref another": Case(
+        composite("sequence", "Root", {"$ref": "./parts/checks.json"}, action("After", "instruct: x")),
+        [("instruct", "Lint", "success"), ("instruct", "Unit", "success"), ("instruct", "After", "success")],
+        done=True,
+        fragments={
+            "parts/checks.json": composite(
+                "sequence", "Checks", action("Lint", "instruct: lint"), {"$ref": "unit.json"}
+            ),
+            "parts/unit.json": action("Unit", "instruct: unit"),
+        },
+    ),
     "parallel all succeed": Case(
         composite(
             "parallel", "Root", action("A", "instruct: a"), action("B", "instruct: b"), action("C", "instruct: c")
@@ -146,10 +166,13 @@ CASES: dict[str, Case] = {
 
 
 def _tree(tmp_path: Path, case: Case) -> Path:
+    for name, node in case.fragments.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(json.dumps(node))
     return tree_file(tmp_path, case.root, var=case.var)
 
 
-@pytest.mark.parametrize("name", list(CASES))
+@pytest.mark.parametrize("name", [name for name, case in CASES.items() if case.engine])
 async def test_engine_walks_the_tree(client, llm, tmp_path, name):
     case = CASES[name]
     brain = Brain(list(case.answers))
@@ -175,6 +198,14 @@ async def test_agent_drives_the_tree(client, tmp_path, name):
     assert await executions.next_step(client, address) == {"status": "done" if case.done else "failure"}
     if case.final_var is not None:
         assert await executions.var_read(client, address) == case.final_var
+
+
+async def test_a_cyclic_ref_is_refused_before_anything_runs(client, tmp_path):
+    (tmp_path / "a.json").write_text(json.dumps({"$ref": "b.json"}))
+    (tmp_path / "b.json").write_text(json.dumps(composite("sequence", "B", {"$ref": "a.json"})))
+    tree = tree_file(tmp_path, composite("sequence", "Root", {"$ref": "./a.json"}))
+    with pytest.raises(executions.ExecutionError, match="cycl"):
+        await executions.start_execution(client, str(tree), f"traces/{uuid.uuid4().hex[:8]}.json", TEST_QUEUE)
 
 
 async def accept_protocol(client, address: str) -> None:
