@@ -22,11 +22,11 @@ from temporalio.service import RPCError
 from client.runs import NoSuchRun, describe, fetch_state
 from client.start import ensure_search_attributes, start_options
 from spec import ir
+from spec.blackboard import MISSING, lookup, var_path
 from spec.errors import SpecError
 from spec.load import load
 from workflows import contract
 from workflows.contract import EvalInput, RunInput, RunState, SubmitInput, ThinkInput, VarWriteInput
-from workflows.protocols.tree_text import MISSING, lookup, var_path
 
 PREFIX = "bt-"
 _UNSAFE = re.compile(r"[^A-Za-z0-9._/:-]+")

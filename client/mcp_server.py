@@ -79,7 +79,7 @@ def build(client: Client, task_queue: str) -> MCPServer:
         return await call(executions.think(client, trace_output, thought))
 
     @server.tool(description="Read $VAR, the blackboard: all of it, or one dotted path.")
-    async def var_read(trace_output: TraceOutput, path: Path = None) -> Any:
+    async def var_read(trace_output: TraceOutput, path: Path = None) -> dict[str, Any]:
         return _object(await call(executions.var_read(client, trace_output, path)))
 
     @server.tool(description="Write a $VAR value; the value is JSON-parsed when it parses, else kept as text.")
@@ -87,7 +87,7 @@ def build(client: Client, task_queue: str) -> MCPServer:
         return await call(executions.var_write(client, trace_output, path, parsed(value)))
 
     @server.tool(description="Read $CONST, the read-only values: all of them, or one dotted path.")
-    async def const_read(trace_output: TraceOutput, path: Path = None) -> Any:
+    async def const_read(trace_output: TraceOutput, path: Path = None) -> dict[str, Any]:
         return _object(await call(executions.const_read(client, trace_output, path)))
 
     @server.tool(description="The whole execution document: status, phase, cursor, blackboard and trace.")

@@ -89,7 +89,7 @@ async def test_an_agent_drives_trees_to_done_and_to_failure_over_stdio(address, 
         assert {tool.name for tool in (await session.list_tools()).tools} == TOOLS
         agent = Agent(session, f"traces/{uuid.uuid4().hex[:8]}.json")
         started = await agent.call("start_execution", tree_uri=str(tree))
-        assert started["ok"] and started["var"] == {"coverage": None} and started["constants"] == {"threshold": 80}
+        assert started["ok"] and started["var"] == {"coverage": None} and started["const"] == {"threshold": 80}
         assert "already exists" in await agent.refused("start_execution", tree_uri=str(tree))
 
         first = await agent.call("next_step")

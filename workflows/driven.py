@@ -17,10 +17,11 @@ from typing import Any
 from temporalio import workflow
 
 from spec import ir
+from spec.blackboard import const_refusal, var_path, write
 from spec.render import clip
 from workflows.contract import Drive, EvalInput, RunState, SubmitInput, TraceEntry, open_gates
 from workflows.protocols.tree import NOTE_CHARS, outcome_of
-from workflows.protocols.tree_text import Outcome, Verdict, const_refusal, var_path, write
+from workflows.protocols.tree_text import Outcome, Verdict
 
 PROTOCOL_STEP = "Acknowledge_Protocol"
 PROTOCOL_TEXT = """\
@@ -94,7 +95,9 @@ class Driven:
             return {"type": "instruct", "name": PROTOCOL_STEP, "instruction": PROTOCOL_TEXT}
         if drive.current is not None:
             return request(self.waiting[drive.current].node)  # asked again before an answer
-        await workflow.wait_condition(lambda: bool(self.waiting) or bool(drive.finished) or bool(open_gates(self.state)))
+        await workflow.wait_condition(
+            lambda: bool(self.waiting) or bool(drive.finished) or bool(open_gates(self.state))
+        )
         if drive.finished:
             return {"status": drive.finished}
         if not self.waiting:

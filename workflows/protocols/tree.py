@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from temporalio import workflow
 
-from spec import ir
+from spec import blackboard, ir
 from spec.render import UndefinedNames, clip
 from workflows.contract import TraceEntry
 from workflows.failures import TaskFailed
@@ -141,11 +141,11 @@ def _write_vars(engine: Interpreter, writes: dict[str, Any]) -> str | None:
     of them is made)."""
     constants = engine.inp.plan.constants
     for name in writes:
-        refusal = tree_text.const_refusal(name, constants)
+        refusal = blackboard.const_refusal(name, constants)
         if refusal:
             return refusal
     for name, value in writes.items():
-        tree_text.write(engine.state.memory, tree_text.var_path(name), value)
+        blackboard.write(engine.state.memory, blackboard.var_path(name), value)
     return None
 
 

@@ -7,18 +7,15 @@ values of the `$VAR` and `$CONST` names it mentions are shown after it, as the b
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from spec import ir
+from spec.blackboard import MISSING, NAMED, is_constant, lookup
 from spec.render import clip
 from spec.rules import extract_json
 
 CONSTANTS = "$CONST"  # the template-values key under which a run's constants reach first_prompt
-# $LOCAL and $GLOBAL are abtree's names for $VAR and $CONST.
-NAMED = re.compile(r"\$(VAR|LOCAL|CONST|GLOBAL)\.([A-Za-z_][\w-]*(?:\.[\w-]+)*)")
-MISSING = object()
 VALUE_CHARS = 2_000
 
 StepStatus = Literal["success", "failure", "running"]
@@ -69,20 +66,10 @@ def shown_values(text: str, var: dict[str, Any], const: dict[str, Any]) -> list[
     lines: list[str] = []
     for match in NAMED.finditer(text):
         scope, path = match.group(1), match.group(2)
-        line = f"- ${scope}.{path} = {_json(lookup(const if scope in ('CONST', 'GLOBAL') else var, path))}"
+        line = f"- ${scope}.{path} = {_json(lookup(const if is_constant(scope) else var, path))}"
         if line not in lines:
             lines.append(line)
     return lines
-
-
-def lookup(values: dict[str, Any], path: str) -> Any:
-    """The value at a dotted path, or MISSING."""
-    value: Any = values
-    for part in path.split("."):
-        if not isinstance(value, dict) or part not in value:
-            return MISSING
-        value = value[part]
-    return value
 
 
 def _json(value: Any) -> str:
@@ -139,33 +126,3 @@ def _object(reply: str) -> dict[str, Any]:
 def _note(value: dict[str, Any]) -> str:
     note = value.get("note")
     return note if isinstance(note, str) else ""
-
-
-def var_path(name: str) -> str:
-    """A write's path without the scope a reply may have put in front of it ($VAR.x, $LOCAL.x)."""
-    for prefix in ("$VAR.", "$LOCAL."):
-        if name.startswith(prefix):
-            return name[len(prefix) :]
-    return name
-
-
-def const_refusal(name: str, const: dict[str, Any]) -> str | None:
-    """Why a $VAR write may not go ahead: it names a constant."""
-    if name.startswith(("$CONST.", "$GLOBAL.")):
-        return f"{name} is read-only: $CONST values cannot be written"
-    root = var_path(name).split(".")[0]
-    if root in const:
-        return f"'{root}' is a $CONST value and read-only; store results under another $VAR name"
-    return None
-
-
-def write(values: dict[str, Any], path: str, value: Any) -> None:
-    """Set a dotted path in `values`, making the mappings on the way."""
-    *parents, last = path.split(".")
-    target = values
-    for part in parents:
-        child = target.get(part)
-        if not isinstance(child, dict):
-            child = target[part] = {}
-        target = child
-    target[last] = value
