@@ -31,7 +31,7 @@ INSTRUCTIONS = (
 
 
 def build(client: Client, task_queue: str) -> MCPServer:
-    server = MCPServer(name="agentrun-behaviour-trees", instructions=INSTRUCTIONS)
+    server = MCPServer(name="agentrun-behaviour-trees", instructions=INSTRUCTIONS, log_level="WARNING")
 
     async def call(work: Any) -> Any:
         try:
