@@ -14,6 +14,7 @@ from typing import Any
 from jinja2 import TemplateError
 from rich.console import Console
 
+from client import tree_view
 from client.graph import draw, is_empty, scopes, top_steps
 from client.start import load_run, say_warnings
 from client.views import view_of
@@ -28,6 +29,7 @@ from spec.render import render, to_text
 from spec.scope import template_values
 from workflows.contract import limits_text
 from workflows.protocols.supervise import SUPERVISOR
+from workflows.protocols.tree_text import CONSTANTS
 
 INPUT_LINES = 20  # of each run input
 
@@ -60,6 +62,8 @@ def _print(console: Console, text: str) -> None:
 
 
 def inspect_text(plan: ir.Plan) -> str:
+    if plan.dialect == "behavior_tree":
+        return _tree_text(plan)
     described = Describer(plan)
     lines = _header(plan) + ["", "Inputs"] + _inputs(plan) + ["", "Steps"]
     for i, node in enumerate(top_steps(plan)):
@@ -67,6 +71,15 @@ def inspect_text(plan: ir.Plan) -> str:
     lines += ["", "Graph"] + ["  " + line if line else "" for line in draw(plan).splitlines()]
     lines += ["", "Agents"] + _agents(plan) + _supervisor(plan)
     return "\n".join(lines)
+
+
+def _tree_text(plan: ir.Plan) -> str:
+    """A behaviour tree drawn as a tree, with the blackboard it starts with."""
+    pace = plan.running
+    running = f"  an instruct answered running is asked again after {duration(pace.wait_s)}, the wait "
+    running += f"doubling up to {duration(pace.max_wait_s)}, at most {pace.max_asks} asks"
+    lines = _header(plan) + ["", "Blackboard"] + tree_view.blackboard(plan) + ["", "Tree"] + tree_view.tree(plan)
+    return "\n".join([*lines, "", "Running steps", running, "", "Agents", *_agents(plan)])
 
 
 def _header(plan: ir.Plan) -> list[str]:
@@ -277,10 +290,11 @@ class DryRun(Describer):
             run_id="<run id>",
             agent_type=agent_type(self.default_uri),
             params=values,
-            memory={**_outputs(plan), **{n.store_as: shown[n.id] for n in steps if n.store_as}},
+            memory={**plan.memory, **_outputs(plan), **{n.store_as: shown[n.id] for n in steps if n.store_as}},
             steps={sid: {"output": s, "outputs": s} for sid, s in shown.items()},
             human={g.id: Shown(f"<answer to {g.id}>") for g in plan.gates()},
         )
+        self.context[CONSTANTS] = plan.constants  # a behaviour tree's $CONST, which its steps show
         self.done: list[str] = []  # top-level steps before the current one, for "all prior context"
         self.problems: list[str] = []
 

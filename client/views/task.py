@@ -17,6 +17,7 @@ from workflows.protocols import PROTOCOLS
 from workflows.protocols.supervise import SUPERVISOR, gate_id
 
 NOT_CONFIGURED = "(not configured: pass --agent ID=URI)"
+TREE_PROMPT_LINES = 40
 
 if TYPE_CHECKING:
     from client.explain import Describer, DryRun
@@ -57,6 +58,8 @@ class TaskView(LeafView[ir.Task]):
             spawns = "; EXECUTE may start sub-agents (spawn_agents)" if node.spawn else ""
             lines.append(f"{more}supervision: {supervisor(node, dry.uris)}")
             lines.append(f"{more}phases: {phases(node.supervision)}{spawns}")
+        if node.tree_step is not None:  # short, and its last lines are the values it shows
+            return lines + preview(more, text, limit=TREE_PROMPT_LINES)
         lines += preview(more, text)
         lines.append(f"{more}expected output: {_expected(node)}")
         lines += [f"{more}  {line}" for line in checks(node)]
