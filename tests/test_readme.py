@@ -45,7 +45,7 @@ def test_readme_humans_section_shows_the_release_example_and_every_command():
 
 
 def agentfile_section() -> str:
-    return README.split("\n## Agentfile\n", 1)[1].split("\n## Agents\n", 1)[0]
+    return README.split("\n## Agentfile\n", 1)[1].split("\n## Behaviour trees\n", 1)[0]
 
 
 def test_readme_agentfile_section_shows_the_example_verbatim_and_a_draft_form_that_loads(tmp_path):

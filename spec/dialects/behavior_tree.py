@@ -9,6 +9,7 @@ are pasted in at load. The engine's own keys work on any node: `approval`, `budg
 
 from __future__ import annotations
 
+import difflib
 import os
 from collections import Counter
 from typing import Any
@@ -70,6 +71,7 @@ class _Compiler:
         self.problems: list[Problem] = []
         self.warnings: list[Problem] = []
         self.texts: list[tuple[str, str, tuple[int, int]]] = []  # each step's text, file and place
+        self.meant: set[tuple[int, str]] = set()  # (mapping, key) a misspelled key stands for: said once
 
     def plan(self) -> ir.Plan:
         data = self.data
@@ -236,6 +238,8 @@ class _Compiler:
 
     def _list(self, raw: PosDict, file: str, key: str, hint: str) -> list[Any]:
         value = raw.get(key)
+        if value is None and (id(raw), key) in self.meant:
+            return []  # the misspelled key is the problem, already said
         if not isinstance(value, list) or not value:
             what = "missing" if value is None else "empty" if value == [] else "not a list"
             self._problem(file, _at(raw, key), f"{key}: is {what}; it needs at least one entry", hint)
@@ -245,6 +249,8 @@ class _Compiler:
     def _keys(self, raw: PosDict, file: str, allowed: set[str]) -> None:
         for key in raw:
             if key not in allowed:
+                close = difflib.get_close_matches(str(key), sorted(allowed), n=1)
+                self.meant.update((id(raw), meant) for meant in close)
                 hint = did_you_mean(str(key), allowed) or "known keys: " + ", ".join(sorted(allowed))
                 self._problem(file, _at(raw, key), f"unknown key '{key}'", hint)
 
