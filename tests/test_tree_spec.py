@@ -108,7 +108,11 @@ def test_a_cyclic_ref_is_an_error_naming_the_cycle_not_a_hang(tmp_path):
     message = one_problem(tree)
     assert time.monotonic() - began < 5
     assert "b.yaml:4:5: error: cyclic $ref: a.yaml -> b.yaml -> a.yaml" in message
-    self_ref = write_spec(tmp_path, "name: s\nversion: '1'\ntree:\n  type: sequence\n  name: S\n  children:\n    - $ref: '#/tree'\n", "self.yaml")
+    self_ref = write_spec(
+        tmp_path,
+        "name: s\nversion: '1'\ntree:\n  type: sequence\n  name: S\n  children:\n    - $ref: '#/tree'\n",
+        "self.yaml",
+    )
     assert "cyclic $ref: self.yaml#/tree -> self.yaml#/tree" in one_problem(self_ref)
 
 
@@ -118,14 +122,49 @@ TREE_HEAD = "name: t\nversion: '1'\ntree:\n  type: sequence\n  name: Root\n  chi
 @pytest.mark.parametrize(
     ("child", "where", "message", "hint"),
     [
-        ("    - type: selecter\n      name: A\n      children: [x]\n", "7:7", "unknown node type 'selecter'", "did you mean 'selector'?"),
-        ("    - type: action\n      name: A\n      retries: 0\n      steps: [{instruct: a}]\n", "9:7", "retries must be an integer of at least 1, not 0", "N more attempts"),
-        ("    - type: action\n      name: A\n      retries: true\n      steps: [{instruct: a}]\n", "9:7", "not True", "whole number"),
-        ("    - type: action\n      name: a/b\n      steps: [{instruct: a}]\n", "8:7", "the name 'a/b' contains '/' or '@'", "use _ or -"),
+        (
+            "    - type: selecter\n      name: A\n      children: [x]\n",
+            "7:7",
+            "unknown node type 'selecter'",
+            "did you mean 'selector'?",
+        ),
+        (
+            "    - type: action\n      name: A\n      retries: 0\n      steps: [{instruct: a}]\n",
+            "9:7",
+            "retries must be an integer of at least 1, not 0",
+            "N more attempts",
+        ),
+        (
+            "    - type: action\n      name: A\n      retries: true\n      steps: [{instruct: a}]\n",
+            "9:7",
+            "not True",
+            "whole number",
+        ),
+        (
+            "    - type: action\n      name: a/b\n      steps: [{instruct: a}]\n",
+            "8:7",
+            "the name 'a/b' contains '/' or '@'",
+            "use _ or -",
+        ),
         ("    - type: action\n      name: A\n      steps: []\n", "9:7", "steps: is empty", "{instruct: ...}"),
-        ("    - type: sequence\n      name: A\n      childern: []\n", "9:7", "unknown key 'childern'", "did you mean 'children'?"),
-        ("    - type: action\n      name: A\n      steps: [{instrukt: a}]\n", "9:15", "a step is exactly one of evaluate: or instruct:", "did you mean 'instruct'?"),
-        ("    - type: action\n      name: A\n      steps: [{instruct: a}]\n     - type: action\n", "10:6", "YAML syntax", "indentation"),
+        (
+            "    - type: sequence\n      name: A\n      childern: []\n",
+            "9:7",
+            "unknown key 'childern'",
+            "did you mean 'children'?",
+        ),
+        (
+            "    - type: action\n      name: A\n      steps: [{instrukt: a}]\n",
+            "9:15",
+            "a step is exactly one of evaluate: or instruct:",
+            "did you mean 'instruct'?",
+        ),
+        (
+            "    - type: action\n      name: A\n      steps: [{instruct: a}]\n     - type: action\n",
+            "10:6",
+            "YAML syntax",
+            "indentation",
+        ),
     ],
     ids=["type", "retries-0", "retries-bool", "name", "steps", "key", "step", "indent"],
 )
