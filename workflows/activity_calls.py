@@ -10,7 +10,7 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, CancelledError, TimeoutError
 
-from workflows import sizes
+from workflows import metrics, sizes, tracing
 from workflows.failures import TaskFailed
 
 T = TypeVar("T")
@@ -75,15 +75,32 @@ async def perform(
         raise TaskFailed(
             key, f"what {name} would be sent is {sizes.megabytes(size)}, over the {limit} Temporal carries"
         )
-    try:
-        return await call(name, arg, result_type, summary=summary, timeout_s=timeout_s, heartbeat_s=heartbeat_s)
-    except ActivityError as exc:
-        if isinstance(exc.cause, CancelledError):
-            raise asyncio.CancelledError() from None  # the run or this branch was cancelled
-        if _timed_out(exc):
-            late = f"no reply from {who} within {timeout_s:g}s" if who else f"no result within {timeout_s:g}s"
-            raise TaskFailed(key, f"{reason(exc)}: {late}") from None
-        raise TaskFailed(key, reason(exc)) from None
+    with tracing.activity(name, key):
+        try:
+            return await call(name, arg, result_type, summary=summary, timeout_s=timeout_s, heartbeat_s=heartbeat_s)
+        except ActivityError as exc:
+            if isinstance(exc.cause, CancelledError):
+                raise asyncio.CancelledError() from None  # the run or this branch was cancelled
+            metrics.failed(_failure_kind(exc))
+            if _timed_out(exc):
+                late = f"no reply from {who} within {timeout_s:g}s" if who else f"no result within {timeout_s:g}s"
+                raise TaskFailed(key, f"{reason(exc)}: {late}") from None
+            raise TaskFailed(key, reason(exc)) from None
+
+
+# The error types the agent driver raises, as failure kinds people count.
+_KINDS = {"AgentUnavailable": "transport", "AgentError": "agent"}
+
+
+def _failure_kind(exc: ActivityError) -> str:
+    """timeout, transport (retried until the policy gave up), agent, or activity (anything else)."""
+    if _timed_out(exc):
+        return "timeout"
+    cause = exc.cause
+    while isinstance(cause, ActivityError):
+        cause = cause.cause
+    kind = cause.type if isinstance(cause, ApplicationError) else None
+    return _KINDS.get(kind or "", "activity")
 
 
 def _timed_out(exc: ActivityError) -> bool:

@@ -7,7 +7,7 @@ from temporalio.exceptions import ActivityError
 
 from spec import calls, ir
 from spec.drivers import driver_of, model_of
-from workflows import activity_calls, spawn_text, spawning
+from workflows import activity_calls, metrics, spawn_text, spawning, tracing
 from workflows.budgets import BudgetExceeded, Budgets, cost_usd
 from workflows.contract import RunInput, RunState
 from workflows.failures import TaskFailed
@@ -70,17 +70,18 @@ class Conversation:
         key = str(scope.key)
         await self._within_budget(key, scope)
         self.state.iteration_count += 1
-        reply = await activity_calls.perform(
-            call.task_id,
-            calls.RUN_AGENT,
-            call,
-            calls.AgentReply,
-            summary=summary,
-            timeout_s=call.timeout_s,
-            heartbeat_s=self.inp.heartbeat_s,
-            who=who,
-        )
-        self._count(key, scope, reply, call.uri)
+        with tracing.agent_call(call) as traced:
+            reply = await activity_calls.perform(
+                call.task_id,
+                calls.RUN_AGENT,
+                call,
+                calls.AgentReply,
+                summary=summary,
+                timeout_s=call.timeout_s,
+                heartbeat_s=self.inp.heartbeat_s,
+                who=who,
+            )
+            traced.replied(reply, self._count(key, scope, reply, call.uri))
         self._retried(key, node, reply.attempt)
         return reply
 
@@ -141,10 +142,11 @@ class Conversation:
         try:
             await self.budgets.check(list(scope.budgets))
         except BudgetExceeded as exc:
+            metrics.failed("budget")
             raise TaskFailed(key, exc.message) from None
 
-    def _count(self, key: str, scope: Scope, reply: calls.AgentReply, uri: str) -> None:
-        """Tokens and cost of a reply, by task, model, run and budgeted step."""
+    def _count(self, key: str, scope: Scope, reply: calls.AgentReply, uri: str) -> float:
+        """Tokens and cost of a reply, by task, model, run and budgeted step; the cost."""
         model = reply.model or model_of(uri)
         prices = {**self.inp.prices, **self.inp.plan.prices}
         cost = cost_usd(prices, model, reply.usage)
@@ -153,11 +155,14 @@ class Conversation:
             if prices or self._usd_budget():
                 self.state.warnings.append(f"{key}: no price for model '{model}'; its cost is not counted")
         self.state.add_usage(key, reply.usage, model, cost or 0.0, list(scope.budgets))
+        return cost or 0.0
 
     def _retried(self, key: str, node: ir.Task, attempt: int) -> None:
         """Transport retries (a 5xx, a dropped connection) count as retries people see."""
         if attempt <= 1:
             return
+        metrics.retried("transport", attempt - 1)
+        metrics.failed("transport", attempt - 1)
         self.state.retry_count += attempt - 1
         task = self.state.tasks.get(key)
         if task is not None:

@@ -11,6 +11,7 @@ from datetime import timedelta
 from temporalio import workflow
 
 from spec import ir
+from workflows import metrics, tracing
 from workflows.contract import Answer, AnswerInput, Gate, GateKind, RunState
 
 
@@ -28,24 +29,26 @@ class Humans:
         """Open the gate, wait for its answer or its timeout; `on_timeout` decides what a timeout means."""
         kind: GateKind = "approval" if node.approval else "question"
         gate = self._open(node.id, kind, prompt, node.choices, guards, node.timeout_s)
-        try:
-            await workflow.wait_condition(
-                lambda: gate.status != "open", timeout=node.timeout_s, timeout_summary=f"{gate.id}: answer timeout"
-            )
-        except TimeoutError:
-            self._timed_out(gate, node)
-        finally:
-            self.changed()
+        with tracing.gate_wait(gate):
+            try:
+                await workflow.wait_condition(
+                    lambda: gate.status != "open", timeout=node.timeout_s, timeout_summary=f"{gate.id}: answer timeout"
+                )
+            except TimeoutError:
+                self._timed_out(gate, node)
+            finally:
+                self.changed()
         assert gate.answer is not None  # an answer, or the timeout's, closed it
         return gate.answer
 
     async def pause(self, gate_id: str, message: str) -> bool:
         """A budget ran out: wait until a person raises it (True) or rejects going on (False)."""
         gate = self._open(gate_id, "budget", message, [], gate_id, None)
-        try:
-            await workflow.wait_condition(lambda: gate.status != "open")
-        finally:
-            self.changed()
+        with tracing.gate_wait(gate):
+            try:
+                await workflow.wait_condition(lambda: gate.status != "open")
+            finally:
+                self.changed()
         return gate.answer is not None and gate.answer.value != ir.REJECT
 
     def answer(self, given: AnswerInput) -> Answer:
@@ -83,6 +86,7 @@ class Humans:
     def _timed_out(self, gate: Gate, node: ir.Human) -> None:
         waited = f"no answer to gate '{gate.id}' within {node.timeout_s:g}s"
         if node.on_timeout == "fail":
+            metrics.failed("gate_timeout")
             gate.status, gate.answer = "timed_out", Answer(value=None, at=workflow.now(), timed_out=True)
             raise GateTimedOut(gate.id, waited)
         value = None if node.on_timeout == "continue" else node.on_timeout

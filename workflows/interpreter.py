@@ -15,7 +15,7 @@ from spec import ir
 from spec.drivers import agent_type
 from spec.render import render
 from spec.scope import template_values
-from workflows import sizes, taint
+from workflows import sizes, taint, tracing
 from workflows.budgets import Budgets
 from workflows.contract import Answer, RunInput, RunState
 from workflows.conversation import Conversation
@@ -44,6 +44,7 @@ class Interpreter:
         self.ran: dict[str, list[str]] = {}  # run key -> the run keys of the nodes it ran, for taint
         self.driven: Driven | None = None  # in a driven run, the agent asks for a tree's steps itself
 
+    @tracing.node_spans
     async def run(self, node: ir.NodeBase, scope: Scope | None = None, key: RunKey | None = None) -> Any:
         """Run `node` with its gate, retries and failure policy. `key` names this run of it when it
         is not the node's own id (a map element is run as `<map id>[i]`)."""
@@ -183,6 +184,7 @@ class Interpreter:
         self.state.retry_count += 1
         self.state.last_error = f"{exc.task_id}: {exc.message}"
         self.warn(scope, f"attempt {attempt} failed ({exc.message}); retrying in {delay:g}s")
+        tracing.retrying(str(scope.key), attempt, delay, exc.message)
         if not delay:
             return
         self.state.backing_off(+1)

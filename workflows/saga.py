@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from spec import ir
+from workflows import tracing
 from workflows.contract import CompensationEntry, CompensationResult, RunState, TaskState
 from workflows.failures import TaskFailed
 from workflows.scope import RunKey, Scope
@@ -43,7 +44,8 @@ class Saga:
             )
             self.state.tasks[str(key)] = TaskState(id=str(key), title=comp.label, kind="compensation", agent=agent)
             try:
-                await run(comp, Scope().with_values(output=output), key)
+                with tracing.compensation(entry.action_id, key):
+                    await run(comp, Scope().with_values(output=output), key)
             except TaskFailed as exc:
                 failed.append(str(key))
                 self.state.compensations.append(

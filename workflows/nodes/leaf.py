@@ -11,7 +11,7 @@ from temporalio import workflow
 
 from spec import calls, ir
 from spec.render import render, to_text
-from workflows import activity_calls, taint
+from workflows import activity_calls, metrics, taint
 from workflows.contract import TaskState
 from workflows.failures import TaskFailed, unexpected
 
@@ -74,6 +74,7 @@ async def checked(
         if check.ok:
             return value
         error = check.error
+        metrics.failed("success_check")
         engine.warn(scope, f"success criteria failed (attempt {attempt}): {error}")
     raise TaskFailed(str(scope.key), f"success criteria failed after {retries + 1} attempt(s): {error}")
 

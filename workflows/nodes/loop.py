@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from spec import expressions, ir
 from spec.rules import extract_json
+from workflows import tracing
 from workflows.nodes.base import Handler
 
 if TYPE_CHECKING:
@@ -20,8 +21,9 @@ async def execute(engine: Interpreter, node: ir.Loop, scope: Scope) -> Any:
     feedback = scope.values.get("feedback")
     output = None
     for iteration in range(1, node.max_iterations + 1):
-        output = await engine.run(node.body, scope.with_values(feedback=feedback, iteration=iteration))
-        passed, feedback = await _judge(engine, node, scope, output)
+        with tracing.loop_round(node, scope, iteration):
+            output = await engine.run(node.body, scope.with_values(feedback=feedback, iteration=iteration))
+            passed, feedback = await _judge(engine, node, scope, output)
         if passed:
             return output
     engine.warn(scope, f"max iterations ({node.max_iterations}) reached without passing; kept the last output")
