@@ -18,6 +18,7 @@ from spec import ir
 from spec.check import check
 from spec.errors import SpecError
 from spec.load import load
+from worker import telemetry
 from worker.connection import Unreachable, connect
 from workflows.contract import TASK_QUEUE, dollars, open_gates, unsettled_refusals
 
@@ -168,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     except SpecError as exc:
         print(str(exc), file=sys.stderr)
         return EXIT_USAGE
-    except (UsageError, NoSuchRun) as exc:
+    except (UsageError, NoSuchRun, telemetry.TelemetryError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except (Unreachable, NoWorker) as exc:
@@ -187,8 +188,9 @@ def _prompter(console: Console) -> humans.Prompter | None:
 
 
 async def _with_client(action) -> int:
-    client = await connect()
-    return await action(client)
+    async with telemetry.running("agentrun-client"):
+        client = await connect()
+        return await action(client)
 
 
 def validate(path: str, console: Console) -> int:

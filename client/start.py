@@ -18,7 +18,7 @@ from temporalio.common import SearchAttributePair, TypedSearchAttributes, Workfl
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
-from client import agents, report
+from client import agents, report, telemetry
 from client.follow import follow
 from client.humans import Prompter
 from client.runs import UsageError, worker_polling
@@ -127,7 +127,8 @@ async def start(
 ) -> int:
     inp.search_attributes = await ensure_search_attributes(client)
     run_id = args.id or f"{inp.plan.name}-{uuid.uuid4().hex[:8]}"
-    handle = await _start(client, inp, run_id, args.task_queue)
+    with telemetry.starting(inp.plan, run_id):
+        handle = await _start(client, inp, run_id, args.task_queue)
     console.print(f"run {run_id} started", markup=False, highlight=False)
     link = web_url(client, run_id)
     if link:

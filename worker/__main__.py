@@ -9,31 +9,53 @@ import signal
 import sys
 
 from activities.agents.agentapi import release_all
+from worker import logs, telemetry
 from worker.build import TASK_QUEUE, build_worker
 from worker.connection import Unreachable, connect
 
 
-async def main(task_queue: str, max_concurrent_activities: int) -> None:
-    client = await connect()
-    worker = build_worker(client, task_queue, max_concurrent_activities)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    async with worker:
-        print(f"worker polling task queue '{task_queue}' (Ctrl-C to stop)", flush=True)
-        await stop.wait()
-        print("worker stopping: finishing running activities", flush=True)
-    await release_all()  # refresh-mode agent servers this worker started
+async def main(
+    task_queue: str, max_concurrent_activities: int, metrics_port: int | None = None, log_format: str = "text"
+) -> None:
+    logs.configure(log_format)
+    async with telemetry.running("agentrun-worker", metrics_port, forward_logs=log_format == "json"):
+        client = await connect()
+        worker = build_worker(client, task_queue, max_concurrent_activities)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        async with worker:
+            logs.announce(
+                f"worker polling task queue '{task_queue}' (Ctrl-C to stop)", "worker.started", task_queue=task_queue
+            )
+            await stop.wait()
+            logs.announce("worker stopping: finishing running activities", "worker.stopping", task_queue=task_queue)
+        await release_all()  # refresh-mode agent servers this worker started
+
+
+def port(text: str) -> int:
+    if not text.isdigit() or not 0 < int(text) < 65536:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number (1-65535)")
+    return int(text)
 
 
 def cli(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m worker", description="Run an agentrun worker.")
     parser.add_argument("--task-queue", default=TASK_QUEUE)
     parser.add_argument("--max-concurrent-activities", type=int, default=100)
+    parser.add_argument(
+        "--metrics-port", type=port, metavar="PORT", help="serve Prometheus metrics at http://0.0.0.0:PORT/metrics"
+    )
+    parser.add_argument(
+        "--log-format", choices=logs.FORMATS, default="text", help="json: one JSON object per line on stdout"
+    )
     args = parser.parse_args(argv)
     try:
-        asyncio.run(main(args.task_queue, args.max_concurrent_activities))
+        asyncio.run(main(args.task_queue, args.max_concurrent_activities, args.metrics_port, args.log_format))
+    except telemetry.TelemetryError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     except Unreachable as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 3

@@ -20,7 +20,7 @@ ACTIVITIES = [run_agent, release_agent, check_criteria, call_provider, check_pre
 WORKFLOWS = [AgentRun]
 
 # Our pure modules and their libraries are loaded once, not re-imported per workflow run.
-_PASSTHROUGH = ("spec", "workflows", "pydantic", "pydantic_core", "jinja2", "markupsafe", "yaml")
+_PASSTHROUGH = ("spec", "workflows", "pydantic", "pydantic_core", "jinja2", "markupsafe", "yaml", "opentelemetry")
 
 
 def runner() -> SandboxedWorkflowRunner:

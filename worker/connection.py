@@ -10,7 +10,7 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.envconfig import ClientConfig
 
-from worker import embedded
+from worker import embedded, telemetry
 
 
 class Unreachable(Exception):
@@ -35,7 +35,7 @@ async def connect() -> Client:
     deadline = time.monotonic() + patience_s
     while True:
         try:
-            return await Client.connect(**config, data_converter=pydantic_data_converter)
+            return await Client.connect(**config, data_converter=pydantic_data_converter, **telemetry.connect_options())
         except ValueError as exc:  # an address that is no address: waiting will not mend it
             raise Unreachable(
                 f"TEMPORAL_ADDRESS {config['target_host']!r} is not an address ({exc})\n"
