@@ -63,6 +63,7 @@ class Recorded:
     headers: dict[str, str]  # lower-cased names
     body: Any
     abandoned: bool = False  # the client went away while the request was held or delayed
+    reported: tuple[int, int] | None = None  # the (input, output) tokens its reply reported
 
     @property
     def model(self) -> str | None:
@@ -227,9 +228,13 @@ class FakeOpenAI:
             )
         try:
             if path == "/v1/chat/completions":
-                return 200, {}, self._chat(headers, body)
+                reply = self._chat(headers, body)
+                record.reported = (reply["usage"]["prompt_tokens"], reply["usage"]["completion_tokens"])
+                return 200, {}, reply
             if anthropic:
-                return 200, {}, self._messages(headers, body)
+                reply = self._messages(headers, body)
+                record.reported = (reply["usage"]["input_tokens"], reply["usage"]["output_tokens"])
+                return 200, {}, reply
             raise ApiError(404, f"no route {path}", "not_found_error")
         except ApiError as err:
             return err.status, {}, _error(anthropic, err)
