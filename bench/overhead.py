@@ -11,6 +11,10 @@ Then `python -m client start` runs a 1-task spec against the same, warm server, 
 agent that writes the time it was invoked to a file: start-to-first-prompt is the time from just
 before the CLI process starts to that moment. The bench worker polls its own queue, so the CLI
 finds no worker on the default queue and starts its own, as it does for a user.
+
+Last, tracing: two `python -m worker` processes, one with no OTEL_* variable and one exporting
+traces and metrics (OTEL_EXPORTER_OTLP_ENDPOINT) to an OTLP/HTTP receiver on loopback, run the
+same chain alternately; `tracing ratio` is on / off, for wall time and for the workers' CPU.
 """
 
 from __future__ import annotations
@@ -21,17 +25,21 @@ import contextlib
 import json
 import os
 import shlex
+import signal
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from datetime import timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from temporalio import workflow
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
@@ -52,6 +60,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.protocols import status
 
 BENCH_QUEUE = "agentrun-bench"
+TRACING_QUEUES = {"off": "agentrun-bench-plain", "on": "agentrun-bench-traced"}
 HEARTBEAT_S = 30.0
 WARM_UP_TASKS = 20
 REPLY = "done\nCOMPLETION_STATUS: COMPLETE"
@@ -241,6 +250,108 @@ async def bench(tasks: int, repeat: int) -> None:
             engine_wall = statistics.median(s.wall_s for s in engine)
             raw_wall = statistics.median(s.wall_s for s in raw)
             print(f"ratio {engine_wall / raw_wall:.2f}")
+            await tracing_overhead(env.client, warm_plan, plan, tmp, uri, repeat)
+
+
+class Receiver:
+    """An OTLP/HTTP receiver on loopback that counts the spans it is sent and answers as a
+    collector does; metrics are taken and dropped."""
+
+    def __init__(self) -> None:
+        self.spans = 0
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: object) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("content-length") or 0))
+                if self.path == "/v1/traces":
+                    request = ExportTraceServiceRequest.FromString(body)
+                    receiver.spans += sum(len(s.spans) for r in request.resource_spans for s in r.scope_spans)
+                self.send_response(200)
+                self.send_header("Content-Type", "application/x-protobuf")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
+
+    def __enter__(self) -> Receiver:
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def worker_process(address: str, queue: str, telemetry: dict[str, str]) -> subprocess.Popen:
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    environ.update({"TEMPORAL_ADDRESS": address, **telemetry})
+    environ.pop("TEMPORAL_PROFILE", None)
+    root = Path(__file__).resolve().parent.parent
+    proc = subprocess.Popen(
+        [sys.executable, "-u", "-m", "worker", "--task-queue", queue], env=environ, cwd=root, stdout=subprocess.PIPE
+    )
+    assert proc.stdout is not None and b"worker polling" in proc.stdout.readline(), "the worker did not start"
+    return proc
+
+
+def cpu_s(pid: int) -> float:
+    """User and system CPU seconds of process `pid`, all its threads (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def run_on(client: Client, plan: ir.Plan, workdir: str, uri: str, queue: str, pid: int) -> Sample:
+    """An engine run on the worker process polling `queue`; CPU is that process's."""
+    inp = RunInput(plan=plan, params={}, workdir=workdir, default_agent=uri, heartbeat_s=HEARTBEAT_S)
+    run = client.execute_workflow(
+        "AgentRun", inp, id=f"engine-{uuid.uuid4().hex[:8]}", task_queue=queue, result_type=RunState
+    )
+    wall, cpu = time.perf_counter(), cpu_s(pid)
+    state = await run
+    sample = Sample(time.perf_counter() - wall, cpu_s(pid) - cpu)
+    if state.status != "completed":
+        raise RuntimeError(f"unexpected result: {state!r}")
+    return sample
+
+
+async def tracing_overhead(
+    client: Client, warm_plan: ir.Plan, plan: ir.Plan, workdir: str, uri: str, repeat: int
+) -> None:
+    """The same chain on a worker with no OTEL_* variable and on one exporting to a loopback
+    receiver (traces and metrics), alternately; the workers' own CPU is counted."""
+    address = client.service_client.config.target_host
+    samples: dict[str, list[Sample]] = {"off": [], "on": []}
+    with Receiver() as receiver:
+        exporting = {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.url}
+        workers = {
+            side: worker_process(address, q, exporting if side == "on" else {}) for side, q in TRACING_QUEUES.items()
+        }
+        try:
+            for side, proc in workers.items():
+                await run_on(client, warm_plan, workdir, uri, TRACING_QUEUES[side], proc.pid)  # warm-ups
+            for _ in range(repeat):
+                for side, proc in workers.items():
+                    samples[side].append(await run_on(client, plan, workdir, uri, TRACING_QUEUES[side], proc.pid))
+        finally:
+            for proc in workers.values():
+                proc.send_signal(signal.SIGTERM)
+            for proc in workers.values():
+                proc.wait(timeout=60)  # the traced one flushes what it still holds
+        spans = receiver.spans
+    tasks = len(plan.leaves())
+    print(f"tracing off: {per_task(samples['off'], tasks)} (worker process cpu)")
+    print(f"tracing on:  {per_task(samples['on'], tasks)} (worker process cpu; {spans} spans exported)")
+    wall = [statistics.median(s.wall_s for s in samples[side]) for side in ("on", "off")]
+    cpu = [statistics.median(s.cpu_s for s in samples[side]) for side in ("on", "off")]
+    print(f"tracing ratio {wall[0] / wall[1]:.2f} wall, {cpu[0] / cpu[1]:.2f} cpu")
 
 
 def main() -> None:
