@@ -80,6 +80,18 @@ async def started(client: Client, rid: str, starter: subprocess.Popen) -> Workfl
     raise AssertionError(f"run {rid} never started")
 
 
+async def scrape(port: int, awaited: str) -> str:
+    """The worker's Prometheus page, once it shows `awaited` (the SDK's metrics are drained each second)."""
+    for _ in range(100):
+        page = await asyncio.to_thread(
+            lambda: urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read()
+        )
+        if awaited in page.decode():
+            return page.decode()
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"{awaited} never showed on the metrics page")
+
+
 def _environ() -> dict[str, str]:
     import os
 
@@ -225,7 +237,7 @@ async def test_content_prometheus_json_logs_and_a_trace_carried_across_workers(c
         starter = client_start(address, spec, rid, queue, env, "openai:m")
         handle = await started(client, rid, starter)
         await open_gate(handle, "ok")
-        scraped = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+        scraped = await scrape(port, "temporal_worker_start_total{")
         logged = stop(first)
         second = start_worker(address, "--task-queue", queue, env=env)
         await answer(handle, "ok", "yes")

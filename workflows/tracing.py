@@ -31,6 +31,7 @@ from spec import calls, ir
 from spec import telemetry as names
 from spec.drivers import driver_of, model_of
 from workflows import metrics
+from workflows.contract import TERMINAL
 from workflows.failures import TaskFailed
 from workflows.scope import RunKey, Scope
 
@@ -255,8 +256,8 @@ def _ended(span: Span | None) -> None:
     if workflow.unsafe.is_replaying_history_events():
         return  # a worker evicting the run, or replaying one that ended: its end was counted live
     state: RunState | None = getattr(workflow.instance(), "run_state", None)
-    if state is None:
-        return
+    if state is None or state.status not in TERMINAL:
+        return  # a workflow task that failed on a bug: it is retried, the run has not ended
     metrics.run_ended(state.status)
     totals = {"tokens": state.total_tokens_used, "cost_usd": state.total_cost_usd, "retries": state.retry_count}
     if span is not None:
@@ -279,7 +280,7 @@ def _span(name: str, attributes: Mapping[str, Any], kind: SpanKind = SpanKind.IN
             span.set_attribute(names.OUTCOME, "cancelled")
             raise
         except Exception as exc:  # the run's own failure (RunFailed), a gate that timed out
-            _failed(span, str(exc))
+            _failed(span, getattr(exc, "message", None) or str(exc))
             raise
 
 
