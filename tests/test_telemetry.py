@@ -47,6 +47,17 @@ workflow:
 """
 
 
+@pytest.fixture
+def spawned():
+    """Processes a test starts; any still running when it ends (a failed assertion) is killed."""
+    started: list[subprocess.Popen] = []
+    yield started
+    for proc in started:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+
+
 def otel_env(otlp: OtlpReceiver, llm: FakeOpenAI, **more: str) -> dict[str, str]:
     return {
         "OTEL_EXPORTER_OTLP_ENDPOINT": otlp.url,
@@ -127,7 +138,7 @@ def one(spans: list[Span], name: str) -> Span:
     return found[0]
 
 
-async def test_a_run_is_one_trace_with_genai_spans_and_metrics(client, address, tmp_path):
+async def test_a_run_is_one_trace_with_genai_spans_and_metrics(client, address, tmp_path, spawned):
     queue, rid = f"otel-{run_id()}", run_id("traced")
     spec = write_spec(tmp_path, PIPELINE)
     with OtlpReceiver() as otlp, FakeOpenAI(api_key=API_KEY, by_model={"a": "A: 7", "b": "B: 5", "w": "done"}) as llm:
@@ -135,6 +146,7 @@ async def test_a_run_is_one_trace_with_genai_spans_and_metrics(client, address, 
         worker = start_worker(address, "--task-queue", queue, env=env)
         llm.fail_next(1, 503)  # one branch's first request: the activity retries it
         starter = client_start(address, spec, rid, queue, env, "openai:w", "a=openai:a", "b=openai:b")
+        spawned += [worker, starter]
         handle = await started(client, rid, starter)
         await open_gate(handle, "write")
         await answer(handle, "write", "approve")
@@ -218,7 +230,7 @@ async def test_a_run_is_one_trace_with_genai_spans_and_metrics(client, address, 
     assert total("temporal_workflow_completed") >= 1 and "temporal_activity_execution_latency" in metrics
 
 
-async def test_content_prometheus_json_logs_and_a_trace_carried_across_workers(client, address, tmp_path):
+async def test_content_prometheus_json_logs_and_a_trace_carried_across_workers(client, address, tmp_path, spawned):
     """A worker that logs JSON, serves Prometheus and records content stops while the run waits on
     a person; the next one replays the run and finishes it: still one trace, nothing twice."""
     queue, rid = f"otel-{run_id()}", run_id("carried")
@@ -235,11 +247,13 @@ async def test_content_prometheus_json_logs_and_a_trace_carried_across_workers(c
             address, "--task-queue", queue, "--metrics-port", str(port), "--log-format", "json", env=env
         )
         starter = client_start(address, spec, rid, queue, env, "openai:m")
+        spawned += [first, starter]
         handle = await started(client, rid, starter)
         await open_gate(handle, "ok")
         scraped = await scrape(port, "temporal_worker_start_total{")
         logged = stop(first)
         second = start_worker(address, "--task-queue", queue, env=env)
+        spawned.append(second)
         await answer(handle, "ok", "yes")
         out, err = starter.communicate(timeout=60)
         assert starter.returncode == 0, out + err
