@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import logging
+import threading
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -47,7 +48,7 @@ from worker.telemetry import Settings, TelemetryError
 from workflows import tracing
 from workflows.tracing import RunTelemetry, TracedRun
 
-FLUSH_TIMEOUT_MS = 5000  # a collector that is down must not hold a CLI command for long
+FLUSH_TIMEOUT_S = 5.0  # a collector that is down must not hold a CLI command for long
 METRIC_BUFFER = 100_000  # Temporal core metric updates between two drains (every second)
 # Temporal core's histograms are latencies, drained in seconds; OpenTelemetry's default buckets
 # (0 to 10000) are made for milliseconds.
@@ -125,13 +126,19 @@ class Telemetry:
         return {"interceptors": interceptors, **({"runtime": self.runtime} if self.runtime else {})}
 
     def close(self) -> None:
-        if self.tracer_provider is not None:
-            self.tracer_provider.force_flush(FLUSH_TIMEOUT_MS)
-            self.tracer_provider.shutdown()
-        if self.meter_provider is not None:
-            self.meter_provider.shutdown(timeout_millis=FLUSH_TIMEOUT_MS)
+        """Export what is still held and stop, for FLUSH_TIMEOUT_S at most: the exporters retry a
+        collector that is down for longer, and the process leaves with os._exit, which ends them."""
+        closing = threading.Thread(target=self._shutdown, name="telemetry-close", daemon=True)
+        closing.start()
+        closing.join(FLUSH_TIMEOUT_S)
+
+    def _shutdown(self) -> None:
         if self._prometheus is not None:
             self._prometheus.shutdown()
+        if self.tracer_provider is not None:
+            self.tracer_provider.shutdown()  # the span processor exports what it holds first
+        if self.meter_provider is not None:
+            self.meter_provider.shutdown()  # and the metric readers collect and export once more
 
 
 def _resource(service: str) -> Resource:
