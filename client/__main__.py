@@ -188,7 +188,7 @@ def _prompter(console: Console) -> humans.Prompter | None:
 
 
 async def _with_client(action) -> int:
-    async with telemetry.running("agentrun-client"):
+    async with telemetry.running("agentrun-client", serves=False):
         client = await connect()
         return await action(client)
 

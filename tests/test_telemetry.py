@@ -289,6 +289,8 @@ def test_no_variable_no_telemetry_and_mistakes_are_one_line():
     assert chosen.traces == ("otlp",) and chosen.metrics == ()
     assert settings({"OTEL_SDK_DISABLED": "true", "OTEL_TRACES_EXPORTER": "console"}) == Settings()
     assert settings({}, metrics_port=9000).prometheus == ("0.0.0.0", 9000)
+    assert settings({"OTEL_METRICS_EXPORTER": "prometheus"}).prometheus == ("localhost", 9464)
+    assert settings({"OTEL_METRICS_EXPORTER": "prometheus"}, serves=False) == Settings()  # a CLI command
     with pytest.raises(TelemetryError, match="OTEL_EXPORTER_OTLP_PROTOCOL=http/json: OTLP goes out as"):
         settings({"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"})
     done = subprocess.run(

@@ -47,8 +47,9 @@ class Settings:
         return bool(self.traces or self.metrics)
 
 
-def settings(environ: Mapping[str, str], metrics_port: int | None = None) -> Settings:
-    """What the environment (and `--metrics-port`) ask for. Raises TelemetryError."""
+def settings(environ: Mapping[str, str], metrics_port: int | None = None, serves: bool = True) -> Settings:
+    """What the environment (and `--metrics-port`) ask for. A process that does not `serve` (a CLI
+    command, gone before anything could scrape it) has no Prometheus endpoint. Raises TelemetryError."""
     if environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
         return Settings()
     traces = _exporters(environ, "TRACES", TRACE_EXPORTERS)
@@ -56,7 +57,7 @@ def settings(environ: Mapping[str, str], metrics_port: int | None = None) -> Set
     prometheus = None
     if metrics_port is not None:
         prometheus = ("0.0.0.0", metrics_port)
-    elif "prometheus" in chosen:
+    elif "prometheus" in chosen and serves:
         port = environ.get("OTEL_EXPORTER_PROMETHEUS_PORT") or "9464"
         prometheus = (environ.get("OTEL_EXPORTER_PROMETHEUS_HOST") or "localhost", _port(port))
     readers = tuple(e for e in chosen if e != "prometheus") + (("prometheus",) if prometheus else ())
@@ -107,13 +108,15 @@ def connect_options() -> dict[str, Any]:
 
 
 @contextlib.asynccontextmanager
-async def running(service: str, metrics_port: int | None = None, forward_logs: bool = False) -> AsyncIterator[None]:
+async def running(
+    service: str, metrics_port: int | None = None, forward_logs: bool = False, serves: bool = True
+) -> AsyncIterator[None]:
     """This process's telemetry, for the duration of the block, flushed at its end (the CLI and
     the worker leave with os._exit, which skips atexit hooks). `service` names the process when
     OTEL_SERVICE_NAME does not; `forward_logs` sends the Temporal core's own log lines through
-    Python logging. Raises TelemetryError for a setting that cannot work."""
+    Python logging; `serves` (see `settings`). Raises TelemetryError for a setting that cannot work."""
     global _current
-    chosen = settings(os.environ, metrics_port)
+    chosen = settings(os.environ, metrics_port, serves)
     if not chosen.on and not forward_logs:
         yield
         return
