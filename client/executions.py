@@ -19,6 +19,7 @@ from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
+from client import telemetry
 from client.runs import NoSuchRun, describe, fetch_state
 from client.start import ensure_search_attributes, start_options
 from spec import ir
@@ -51,14 +52,15 @@ async def start_execution(client: Client, tree_uri: str, trace_output: str, task
     inp.search_attributes = await ensure_search_attributes(client)
     run_id = execution_id(trace_output)
     try:
-        await client.start_workflow(
-            contract.WORKFLOW,
-            inp,
-            id=run_id,
-            task_queue=task_queue,
-            id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
-            **start_options(inp),
-        )
+        with telemetry.starting(plan, run_id):
+            await client.start_workflow(
+                contract.WORKFLOW,
+                inp,
+                id=run_id,
+                task_queue=task_queue,
+                id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+                **start_options(inp),
+            )
     except WorkflowAlreadyStartedError:
         raise ExecutionError(
             f"an execution already exists at {trace_output}; call resume_execution to continue it "
