@@ -22,12 +22,14 @@ from client.views.human import question
 from client.views.words import bare, duration, first_line, labelled, sub_tag, undo_who
 from spec import ir
 from spec.check import agent_ids, check
+from spec.dialects import behavior_tree
 from spec.drivers import agent_type
 from spec.load import load
 from spec.render import render, to_text
 from spec.scope import template_values
 from workflows.contract import limits_text
 from workflows.protocols.supervise import SUPERVISOR
+from workflows.protocols.tree_text import CONSTANTS
 
 INPUT_LINES = 20  # of each run input
 
@@ -61,7 +63,7 @@ def _print(console: Console, text: str) -> None:
 
 def inspect_text(plan: ir.Plan) -> str:
     described = Describer(plan)
-    lines = _header(plan) + ["", "Inputs"] + _inputs(plan) + ["", "Steps"]
+    lines = _header(plan) + ["", "Inputs"] + _inputs(plan) + _state(plan) + ["", "Steps"]
     for i, node in enumerate(top_steps(plan)):
         lines += described.step(node, str(i + 1), "  ", "nothing but its prompt")
     lines += ["", "Graph"] + ["  " + line if line else "" for line in draw(plan).splitlines()]
@@ -118,6 +120,24 @@ def _inputs(plan: ir.Plan) -> list[str]:
     return lines
 
 
+def _state(plan: ir.Plan) -> list[str]:
+    """A behaviour tree's blackboard as a run starts with it, and how a running step is asked again."""
+    if plan.dialect != behavior_tree.NAME:
+        return []
+    values = [f"  $VAR.{name} = {_json(value)}" for name, value in plan.memory.items()]
+    values += [f"  $CONST.{name} = {_json(value)} (read-only)" for name, value in plan.constants.items()]
+    pace = plan.running
+    asked = (
+        f"  a step still running is asked again after {duration(pace.wait_s)}, the wait doubling up to "
+        f"{duration(pace.max_wait_s)}; {pace.max_asks} asks at most"
+    )
+    return ["", "State"] + (values or ["  (none declared)"]) + [asked]
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
 def _agents(plan: ir.Plan) -> list[str]:
     declared = plan.agents
     if declared:
@@ -164,7 +184,10 @@ class Describer:
         if node is None or is_empty(node):
             return [head + "nothing runs"]
         at = Entry(tag, head + (f"{node.id} — " if node.step else ""), indent)
-        return with_notes(self.lines(view_of(node), node, at, gets), self.notes(node), indent)
+        return with_notes(self.lines(self.view(node), node, at, gets), self.notes(node), indent)
+
+    def view(self, node: ir.Node) -> View[Any]:
+        return view_of(node, self.plan.dialect)
 
     def lines(self, view: View[Any], node: ir.Node, at: Entry, gets: Any) -> list[str]:
         return view.describe(node, at, gets, self)
@@ -180,10 +203,10 @@ class Describer:
 
     def who(self, node: ir.Node) -> str:
         """How a step names another (a loop's checker, a map's body, a fallback)."""
-        return view_of(node).who(node, self.agents)
+        return self.view(node).who(node, self.agents)
 
     def details(self, node: ir.Node) -> list[str]:
-        return view_of(node).details(node, self.who)
+        return self.view(node).details(node, self.who)
 
     def notes(self, node: ir.NodeBase) -> list[str]:
         """Gates, compensation and budget of a node, and of the task groups it starts."""
@@ -223,7 +246,7 @@ def _value(value: Any) -> str:
 def dry_run_text(plan: ir.Plan, params: dict[str, Any], agents: tuple[str, dict[str, str]]) -> str:
     """The run's inputs, then every agent call in execution order with what it would be sent."""
     dry = DryRun(plan, params, agents)
-    lines = _header(plan) + ["", "Inputs"] + _bound(plan, params) + ["", "Plan"]
+    lines = _header(plan) + ["", "Inputs"] + _bound(plan, params) + _state(plan) + ["", "Plan"]
     for i, node in enumerate(top_steps(plan)):
         lines += dry.step(node, str(i + 1), "  ", {})
         if node.step:
@@ -277,10 +300,12 @@ class DryRun(Describer):
             run_id="<run id>",
             agent_type=agent_type(self.default_uri),
             params=values,
-            memory={**_outputs(plan), **{n.store_as: shown[n.id] for n in steps if n.store_as}},
+            memory={**plan.memory, **_outputs(plan), **{n.store_as: shown[n.id] for n in steps if n.store_as}},
             steps={sid: {"output": s, "outputs": s} for sid, s in shown.items()},
             human={g.id: Shown(f"<answer to {g.id}>") for g in plan.gates()},
         )
+        # A behaviour tree's steps show the values of the $CONST names they read, as a run does.
+        self.context[CONSTANTS] = plan.constants
         self.done: list[str] = []  # top-level steps before the current one, for "all prior context"
         self.problems: list[str] = []
 

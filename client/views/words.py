@@ -99,13 +99,13 @@ def duration(seconds: float) -> str:
     return text or "0s"
 
 
-def preview(pad: str, text: str) -> list[str]:
+def preview(pad: str, text: str, limit: int = PREVIEW_LINES) -> list[str]:
     """The first lines of a prompt as a dry run shows it."""
     lines = text.strip("\n").splitlines()
     shown = [f"{pad}prompt ({len(lines)} line{'s' if len(lines) != 1 else ''}):"]
-    shown += [f"{pad}  | {line}".rstrip() for line in lines[:PREVIEW_LINES]]
-    if len(lines) > PREVIEW_LINES:
-        shown.append(f"{pad}  | … {len(lines) - PREVIEW_LINES} more lines")
+    shown += [f"{pad}  | {line}".rstrip() for line in lines[:limit]]
+    if len(lines) > limit:
+        shown.append(f"{pad}  | … {len(lines) - limit} more lines")
     return shown
 
 
