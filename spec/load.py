@@ -8,12 +8,12 @@ from spec import ir
 from spec.dialects import DIALECTS
 from spec.errors import Problem, SpecError
 from spec.source import read_text
-from spec.yamlpos import load_mapping
+from spec.yamlpos import load_mapping, yaml_text
 
 
 def load(path: str, given_params: Iterable[str] = ()) -> ir.Plan:
     """The Plan for the spec at `path`; SpecError with file:line problems if it is not valid."""
-    text = read_text(path)
+    text = yaml_text(path, read_text(path))
     for dialect in DIALECTS:
         if dialect.detect(path, text):
             return dialect.compile(path, text, set(given_params))

@@ -673,3 +673,11 @@ def test_a_tree_deeper_than_the_limit_is_refused(tmp_path):
     assert one_problem(str(tmp_path / "d0.yaml")).startswith(
         f"{tmp_path / 'd64.yaml'}:4:5: error: the tree is nested more than 64 levels deep\n"
     )
+
+
+def test_a_json_tree_with_a_missing_comma(tmp_path):
+    path = write(tmp_path, "tree.json", '{\n\t"type": "action",\n\t"name": "A"\n\t"steps": [{"instruct": "x"}]\n}\n')
+    assert one_problem(path) == (
+        f"{path}:4:2: error: YAML syntax: while parsing a flow mapping expected ',' or '}}', but got '<scalar>'\n"
+        "  hint: a ',' is missing between two entries before here, or a '{' or '[' is not closed"
+    )

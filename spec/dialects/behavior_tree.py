@@ -22,11 +22,11 @@ from pydantic import ValidationError
 from spec import ir
 from spec.dialects.behavior_tree_keys import HINTS, RawTop, RawWrapper, explained, known_keys
 from spec.dialects.behavior_tree_nodes import NodeCompiler, Slot, Walk
-from spec.dialects.behavior_tree_refs import REF, Located, Refs, is_ref, parse, yaml_text
+from spec.dialects.behavior_tree_refs import REF, Located, Refs, is_ref, parse
 from spec.dialects.common_keys import budget_of
 from spec.errors import Problem, SpecError
 from spec.schema_errors import problems_from
-from spec.yamlpos import PosDict, mapping_or_none, position
+from spec.yamlpos import PosDict, mapping_or_none, position, yaml_text
 
 NAME = "behavior_tree"
 

@@ -16,17 +16,11 @@ from urllib.parse import unquote
 
 from spec.errors import Problem, SpecError, did_you_mean
 from spec.source import read_text
-from spec.yamlpos import PosDict, load_yaml, position
+from spec.yamlpos import PosDict, load_yaml, position, yaml_text
 
 REF = "$ref"
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:(//|[^\\/])")  # http://…, file://…, urn:…; not C:\ or C:/
 MAX_HOPS = 100  # refs to refs, one after another
-
-
-def yaml_text(path: str, text: str) -> str:
-    """Text for the YAML reader. JSON allows tabs between tokens, where YAML refuses them, and a
-    valid JSON file has no raw tab anywhere else, so each becomes a space (lines and columns stay)."""
-    return text.replace("\t", " ") if path.lower().endswith(".json") else text
 
 
 def parse(path: str, text: str) -> Any:
