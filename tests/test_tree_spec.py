@@ -25,6 +25,7 @@ RELEASE = ROOT / "examples" / "trees" / "release.json"
 
 # The abtree layout: a wrapper around the tree, its state in local/global.
 WRAPPED = """\
+$schema: https://abtree.sh/schemas/tree.schema.json
 name: ship
 version: 1.0.0
 description: Check, then ship one way or another.

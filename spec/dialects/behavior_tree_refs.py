@@ -110,7 +110,8 @@ class Refs:
             self._missing(here, ref, file)
             return None
         try:
-            self.docs[key] = parse(file, read_text(file))
+            hint = f"a $ref path is relative to the folder of {os.path.basename(here.file)}"
+            self.docs[key] = parse(file, read_text(file, hint))
         except SpecError as exc:
             self.problems += exc.problems
             self.failed.add(key)
@@ -118,6 +119,9 @@ class Refs:
         return self.docs[key]
 
     def _missing(self, here: Located, ref: str, file: str) -> None:
+        if os.path.isdir(file):
+            self._at(here, f"$ref '{ref}' names a folder, not a tree file", "name the fragment file in it")
+            return
         folder = os.path.dirname(file) or "."
         siblings = os.listdir(folder) if os.path.isdir(folder) else []
         close = did_you_mean(os.path.basename(file), siblings)
