@@ -350,6 +350,11 @@ def test_refs_that_cannot_be_followed(tmp_path):
     assert one_problem(ref("parts/checks.yaml#/stesp")) == (
         f"{where}$ref 'parts/checks.yaml#/stesp' points at nothing: there is no 'stesp'\n  hint: did you mean 'steps'?"
     )
+    write(tmp_path, "parts/empty.yaml", "")
+    assert one_problem(ref("parts/empty.yaml")) == (
+        f"{where}$ref 'parts/empty.yaml' points at nothing, not at a node\n"
+        "  hint: point it at a mapping with type: and name:"
+    )
     assert one_problem(ref("parts/checks.yaml#/steps")) == (
         f"{where}$ref 'parts/checks.yaml#/steps' points at a list, not at a node\n"
         "  hint: point it at a mapping with type: and name:"
@@ -432,6 +437,14 @@ tree:
             "      steps:\n        - instruct: Build it.\n        - evaluate: It built.\n",
             "      steps: []\n",
             "steps: []",
+            None,
+            "action 'Build' has no steps: the list is empty",
+            "list at least one step: - evaluate: <what must hold> or - instruct: <what to do>",
+        ),
+        (
+            "      steps:\n        - instruct: Build it.\n        - evaluate: It built.\n",
+            "      steps:\n",
+            "steps:",
             None,
             "action 'Build' has no steps: the list is empty",
             "list at least one step: - evaluate: <what must hold> or - instruct: <what to do>",

@@ -225,7 +225,7 @@ class NodeCompiler:
             if other not in here.value and not explained(key, here.value, known_keys(model)):
                 self._at(here, (), f"{what} has no {key}:", _items_hint(key))
             return None
-        if isinstance(items, list) and not items:
+        if items is None or isinstance(items, list) and not items:  # `steps:` with nothing under it is None
             self._at(here, (key,), f"{what} has no {key}: the list is empty", _items_hint(key))
             return None
         return items if isinstance(items, PosList) else None  # another value is said by the model

@@ -21,6 +21,8 @@ from spec.yamlpos import PosDict, load_yaml, position, yaml_text
 REF = "$ref"
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:(//|[^\\/])")  # http://…, file://…, urn:…; not C:\ or C:/
 MAX_HOPS = 100  # refs to refs, one after another
+# What could not be read or pointed at (said where it was met): an empty file is None, and a value.
+_UNREAD = object()
 
 
 def parse(path: str, text: str) -> Any:
@@ -95,27 +97,25 @@ class Refs:
         name, _, pointer = ref.strip().partition("#")
         file = os.path.normpath(os.path.join(os.path.dirname(here.file), unquote(name))) if name else here.file
         doc = self._document(here, ref, file)
-        if doc is None:
-            return None
-        value = self._point(here, ref, doc, unquote(pointer))
-        return (Located(value, file), self.label(file, pointer)) if value is not None else None
+        value = _UNREAD if doc is _UNREAD else self._point(here, ref, doc, unquote(pointer))
+        return None if value is _UNREAD else (Located(value, file), self.label(file, pointer))
 
     def _document(self, here: Located, ref: str, file: str) -> Any:
         key = os.path.abspath(file)
         if key in self.docs:
             return self.docs[key]
         if key in self.failed:
-            return None
+            return _UNREAD
         if not os.path.isfile(file):
             self._missing(here, ref, file)
-            return None
+            return _UNREAD
         try:
             hint = f"a $ref path is relative to the folder of {os.path.basename(here.file)}"
             self.docs[key] = parse(file, read_text(file, hint))
         except SpecError as exc:
             self.problems += exc.problems
             self.failed.add(key)
-            return None
+            return _UNREAD
         return self.docs[key]
 
     def _missing(self, here: Located, ref: str, file: str) -> None:
@@ -130,12 +130,12 @@ class Refs:
         self._at(here, f"$ref '{ref}': no such file {file}", hint)
 
     def _point(self, here: Located, ref: str, doc: Any, pointer: str) -> Any:
-        """The value a JSON pointer (`/tree/children/0`) names in `doc`; None after a problem."""
+        """The value a JSON pointer (`/tree/children/0`) names in `doc`; _UNREAD after a problem."""
         if not pointer:
             return doc
         if not pointer.startswith("/"):
             self._at(here, f"$ref '{ref}': a pointer starts with '/'", f"write #/{pointer}")
-            return None
+            return _UNREAD
         value = doc
         for part in pointer[1:].split("/"):
             part = part.replace("~1", "/").replace("~0", "~")
@@ -149,7 +149,7 @@ class Refs:
                     "keys there: " + ", ".join(known) if known else "check the pointer against the file"
                 )
                 self._at(here, f"$ref '{ref}' points at nothing: there is no '{part}'", hint)
-                return None
+                return _UNREAD
         return value
 
     def _cycle(self, here: Located, inside: Path, there: Located, label: str) -> None:
