@@ -14,7 +14,6 @@ from typing import Any
 from jinja2 import TemplateError
 from rich.console import Console
 
-from client import tree_view
 from client.graph import draw, is_empty, scopes, top_steps
 from client.start import load_run, say_warnings
 from client.views import view_of
@@ -23,6 +22,7 @@ from client.views.human import question
 from client.views.words import bare, duration, first_line, labelled, sub_tag, undo_who
 from spec import ir
 from spec.check import agent_ids, check
+from spec.dialects import behavior_tree
 from spec.drivers import agent_type
 from spec.load import load
 from spec.render import render, to_text
@@ -62,24 +62,13 @@ def _print(console: Console, text: str) -> None:
 
 
 def inspect_text(plan: ir.Plan) -> str:
-    if plan.dialect == "behavior_tree":
-        return _tree_text(plan)
     described = Describer(plan)
-    lines = _header(plan) + ["", "Inputs"] + _inputs(plan) + ["", "Steps"]
+    lines = _header(plan) + ["", "Inputs"] + _inputs(plan) + _state(plan) + ["", "Steps"]
     for i, node in enumerate(top_steps(plan)):
         lines += described.step(node, str(i + 1), "  ", "nothing but its prompt")
     lines += ["", "Graph"] + ["  " + line if line else "" for line in draw(plan).splitlines()]
     lines += ["", "Agents"] + _agents(plan) + _supervisor(plan)
     return "\n".join(lines)
-
-
-def _tree_text(plan: ir.Plan) -> str:
-    """A behaviour tree drawn as a tree, with the blackboard it starts with."""
-    pace = plan.running
-    running = f"  an instruct answered running is asked again after {duration(pace.wait_s)}, the wait "
-    running += f"doubling up to {duration(pace.max_wait_s)}, at most {pace.max_asks} asks"
-    lines = _header(plan) + ["", "Blackboard"] + tree_view.blackboard(plan) + ["", "Tree"] + tree_view.tree(plan)
-    return "\n".join([*lines, "", "Running steps", running, "", "Agents", *_agents(plan)])
 
 
 def _header(plan: ir.Plan) -> list[str]:
@@ -131,6 +120,24 @@ def _inputs(plan: ir.Plan) -> list[str]:
     return lines
 
 
+def _state(plan: ir.Plan) -> list[str]:
+    """A behaviour tree's blackboard as a run starts with it, and how a running step is asked again."""
+    if plan.dialect != behavior_tree.NAME:
+        return []
+    values = [f"  $VAR.{name} = {_json(value)}" for name, value in plan.memory.items()]
+    values += [f"  $CONST.{name} = {_json(value)} (read-only)" for name, value in plan.constants.items()]
+    pace = plan.running
+    asked = (
+        f"  a step still running is asked again after {duration(pace.wait_s)}, the wait doubling up to "
+        f"{duration(pace.max_wait_s)}; {pace.max_asks} asks at most"
+    )
+    return ["", "State"] + (values or ["  (none declared)"]) + [asked]
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
 def _agents(plan: ir.Plan) -> list[str]:
     declared = plan.agents
     if declared:
@@ -177,7 +184,10 @@ class Describer:
         if node is None or is_empty(node):
             return [head + "nothing runs"]
         at = Entry(tag, head + (f"{node.id} — " if node.step else ""), indent)
-        return with_notes(self.lines(view_of(node), node, at, gets), self.notes(node), indent)
+        return with_notes(self.lines(self.view(node), node, at, gets), self.notes(node), indent)
+
+    def view(self, node: ir.Node) -> View[Any]:
+        return view_of(node, self.plan.dialect)
 
     def lines(self, view: View[Any], node: ir.Node, at: Entry, gets: Any) -> list[str]:
         return view.describe(node, at, gets, self)
@@ -193,10 +203,10 @@ class Describer:
 
     def who(self, node: ir.Node) -> str:
         """How a step names another (a loop's checker, a map's body, a fallback)."""
-        return view_of(node).who(node, self.agents)
+        return self.view(node).who(node, self.agents)
 
     def details(self, node: ir.Node) -> list[str]:
-        return view_of(node).details(node, self.who)
+        return self.view(node).details(node, self.who)
 
     def notes(self, node: ir.NodeBase) -> list[str]:
         """Gates, compensation and budget of a node, and of the task groups it starts."""
@@ -236,7 +246,7 @@ def _value(value: Any) -> str:
 def dry_run_text(plan: ir.Plan, params: dict[str, Any], agents: tuple[str, dict[str, str]]) -> str:
     """The run's inputs, then every agent call in execution order with what it would be sent."""
     dry = DryRun(plan, params, agents)
-    lines = _header(plan) + ["", "Inputs"] + _bound(plan, params) + ["", "Plan"]
+    lines = _header(plan) + ["", "Inputs"] + _bound(plan, params) + _state(plan) + ["", "Plan"]
     for i, node in enumerate(top_steps(plan)):
         lines += dry.step(node, str(i + 1), "  ", {})
         if node.step:
@@ -294,7 +304,8 @@ class DryRun(Describer):
             steps={sid: {"output": s, "outputs": s} for sid, s in shown.items()},
             human={g.id: Shown(f"<answer to {g.id}>") for g in plan.gates()},
         )
-        self.context[CONSTANTS] = plan.constants  # a behaviour tree's $CONST, which its steps show
+        # A behaviour tree's steps show the values of the $CONST names they read, as a run does.
+        self.context[CONSTANTS] = plan.constants
         self.done: list[str] = []  # top-level steps before the current one, for "all prior context"
         self.problems: list[str] = []
 

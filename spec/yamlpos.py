@@ -121,6 +121,13 @@ _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _constr
 _Loader.add_constructor("tag:yaml.org,2002:int", _construct_int)
 
 
+def yaml_text(path: str, text: str) -> str:
+    """A spec's text for the YAML reader, which reads JSON too. JSON allows tabs between tokens,
+    where YAML refuses them, and a valid JSON file has no raw tab anywhere else, so in a .json file
+    each becomes a space (lines and columns stay where they were)."""
+    return text.replace("\t", " ") if path.lower().endswith(".json") else text
+
+
 def load_yaml(text: str, file: str) -> Any:
     try:
         return yaml.load(text, Loader=_Loader)  # noqa: S506 - a SafeLoader subclass
@@ -170,6 +177,8 @@ def _yaml_hint(message: str) -> str:
         return "check the indentation of this line against the lines above it"
     if "duplicate key" in message:
         return "each key may appear once in a mapping; rename or merge the two"
+    if "expected ',' or '}'" in message or "expected ',' or ']'" in message:
+        return "a ',' is missing between two entries before here, or a '{' or '[' is not closed"
     if "found character '\\t'" in message:
         return "YAML does not allow tabs for indentation; use spaces"
     return "fix the YAML syntax at this position"

@@ -15,6 +15,8 @@ SOURCES = [
     ROOT / "examples" / "release.yaml",
     ROOT / "examples" / "pipelines" / "lead-scoring.yaml",
     ROOT / "examples" / "pipelines" / "research-to-proposal.yaml",
+    ROOT / "examples" / "trees" / "deploy.yaml",
+    ROOT / "examples" / "trees" / "release.json",
 ]
 
 BOMB = "".join(f"l{n}: &l{n} [{', '.join([f'*l{n - 1}'] * 9)}]\n" for n in range(1, 9))
@@ -47,8 +49,10 @@ def corpus(seed: int = 1234, per_source: int = 80) -> Iterator[tuple[str, bytes]
     rng = random.Random(seed)
     for source in SOURCES:
         text = source.read_text()
+        # Named by the path under examples/: two examples may share a file name (release.yaml, trees/release.json).
+        name = "-".join(source.relative_to(ROOT / "examples").with_suffix("").parts)
         for n in range(per_source):
-            yield f"{source.stem}-{n}", _mutate(rng, text).encode("utf-8", "surrogatepass")
+            yield f"{name}-{n}", _mutate(rng, text).encode("utf-8", "surrogatepass")
 
 
 def _mutate(rng: random.Random, text: str) -> str:

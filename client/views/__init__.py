@@ -3,6 +3,7 @@
 A new kind writes `client/views/<kind>.py` with a `View` subclass (see `client.views.base`:
 `describe`, `dry_run` and `draw`, and optionally how others name it and what its box says) and
 adds it below; tests/test_node_kinds.py fails for a kind of `spec.ir.Node` that has no view.
+A behaviour tree's nodes read in the tree's words instead (`client.views.tree`).
 """
 
 from __future__ import annotations
@@ -20,7 +21,10 @@ from client.views.selector import SelectorView
 from client.views.sequence import SequenceView
 from client.views.switch import SwitchView
 from client.views.task import TaskView
+from client.views.tree import KINDS as TREE_KINDS
+from client.views.tree import TreeView
 from spec import ir
+from spec.dialects import behavior_tree
 
 VIEWS: dict[str, View[Any]] = {
     "task": TaskView(),
@@ -36,5 +40,11 @@ VIEWS: dict[str, View[Any]] = {
 }
 
 
-def view_of(node: ir.Node) -> View[Any]:
+TREE = TreeView()
+
+
+def view_of(node: ir.Node, dialect: str = "") -> View[Any]:
+    """The view of the node's kind; in a plan of `dialect`, a behaviour tree's view of its nodes."""
+    if dialect == behavior_tree.NAME and node.kind in TREE_KINDS:
+        return TREE
     return VIEWS[node.kind]
