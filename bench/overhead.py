@@ -211,6 +211,7 @@ async def bench(tasks: int, repeat: int) -> None:
             data_converter=pydantic_data_converter,
             search_attributes=list(contract.SEARCH_ATTRIBUTES),
             dev_server_log_level="error",
+            dev_server_startup_timeout=timedelta(seconds=90),
         )
     async with env:
         worker = Worker(

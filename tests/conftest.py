@@ -10,6 +10,7 @@ import sys
 import time
 import uuid
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,8 @@ ROOT = Path(__file__).resolve().parent.parent
 SHELL_AGENT = f"command:{sys.executable} {ROOT / 'examples' / 'agents' / 'shell_agent.py'}"
 HISTORIES = ROOT / "tests" / "histories"
 TEST_QUEUE = "engine-tests"  # the in-process worker; CLI runs use the default queue
+# A fresh machine's first server start can take longer than the SDK's 5 s default.
+SERVER_STARTUP = timedelta(seconds=90)
 
 
 @pytest_asyncio.fixture(scope="session", loop_scope="session")
@@ -35,6 +38,7 @@ async def env():
         data_converter=pydantic_data_converter,
         search_attributes=list(contract.SEARCH_ATTRIBUTES),
         dev_server_log_level="error",
+        dev_server_startup_timeout=SERVER_STARTUP,
     )
     yield environment
     await environment.shutdown()
@@ -230,6 +234,7 @@ async def time_env():
     environment = await WorkflowEnvironment.start_time_skipping(
         test_server_existing_path=time_server_binary(),
         data_converter=pydantic_data_converter,
+        test_server_startup_timeout=SERVER_STARTUP,
     )
     yield environment
     await environment.shutdown()

@@ -20,7 +20,7 @@ from client import report
 from client.runs import fetch_state
 from spec import params as spec_params
 from spec.load import load
-from tests.conftest import TIME_QUEUE, run_id, time_server_binary, write_spec
+from tests.conftest import SERVER_STARTUP, TIME_QUEUE, run_id, time_server_binary, write_spec
 from tests.fakes.openai_server import FakeOpenAI
 from worker.build import build_worker
 from workflows.contract import RunInput, RunState
@@ -42,7 +42,9 @@ async def own_env():
     """A time-skipping server of the test's own. A run that ends while an agent it cancelled is still
     busy leaves that activity holding the server's clock lock, so the next test could not skip time."""
     environment = await WorkflowEnvironment.start_time_skipping(
-        test_server_existing_path=time_server_binary(), data_converter=pydantic_data_converter
+        test_server_existing_path=time_server_binary(),
+        data_converter=pydantic_data_converter,
+        test_server_startup_timeout=SERVER_STARTUP,
     )
     async with build_worker(environment.client, TIME_QUEUE):
         yield environment

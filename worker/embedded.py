@@ -46,7 +46,7 @@ def temporal_binary() -> str:
     return found
 
 
-def ensure_running(timeout_s: float = 30.0) -> None:
+def ensure_running(timeout_s: float = 90.0) -> None:
     """Start the dev server unless something listens on the port."""
     if listening():
         return
