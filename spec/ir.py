@@ -7,7 +7,6 @@ The Plan is the workflow input and never changes during a run, so everything her
 from __future__ import annotations
 
 import json
-
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator

@@ -94,7 +94,9 @@ class Driven:
             return {"type": "instruct", "name": PROTOCOL_STEP, "instruction": PROTOCOL_TEXT}
         if drive.current is not None:
             return request(self.waiting[drive.current].node)  # asked again before an answer
-        await workflow.wait_condition(lambda: bool(self.waiting) or bool(drive.finished) or bool(open_gates(self.state)))
+        await workflow.wait_condition(
+            lambda: bool(self.waiting) or bool(drive.finished) or bool(open_gates(self.state))
+        )
         if drive.finished:
             return {"status": drive.finished}
         if not self.waiting:
