@@ -4,16 +4,15 @@ commands people answer runs with: pending, answer, approve, reject, budget."""
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
 import sys
 
 from rich.console import Console
 
-from client import humans, report
+from client import humans, interrupts, no_worker, report
 from client.runs import NoSuchRun, NoWorker, UsageError, describe, fetch_state, list_runs
-from client.start import prepare, say_warnings, start, watch
+from client.start import local_worker, prepare, say_warnings, start, watch
 from spec import ir
 from spec.check import check
 from spec.errors import SpecError
@@ -52,7 +51,9 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="no person can answer this run: refuse a spec whose goals need human supervision",
     )
-    sub.add_parser("watch", help="follow a run to its end").add_argument("run_id")
+    w = sub.add_parser("watch", help="follow a run to its end")
+    w.add_argument("run_id")
+    w.add_argument("--worker", action="store_true", help="run a worker in this process while following")
     c = sub.add_parser("cancel", help="cancel a run")
     c.add_argument("run_id")
     c.add_argument("--rollback", action="store_true", help="run its compensations as it is cancelled")
@@ -163,8 +164,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "start":
             inp = prepare(args)
             say_warnings(inp.plan)
-            return asyncio.run(_with_client(lambda c: start(c, args, inp, console, _prompter(console))))
-        return asyncio.run(_with_client(lambda c: COMMANDS[args.command](c, args, console)))
+            return interrupts.run(_with_client(lambda c: start(c, args, inp, console, _prompter(console))), args)
+        return interrupts.run(_with_client(lambda c: COMMANDS[args.command](c, args, console)), args)
     except SpecError as exc:
         print(str(exc), file=sys.stderr)
         return EXIT_USAGE
@@ -175,10 +176,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_UNREACHABLE
     except KeyboardInterrupt:
-        print(
-            "interrupted: the run goes on in Temporal; follow it with `python -m client watch RUN_ID`", file=sys.stderr
-        )
-        return 130
+        print(interrupts.farewell(args), file=sys.stderr)
+        return interrupts.EXIT_INTERRUPTED
 
 
 def _prompter(console: Console) -> humans.Prompter | None:
@@ -247,6 +246,8 @@ async def _status(client, args, console: Console) -> int:
         console.print(f"  {humans.gate_line(state.run_id, gate)}{since}", markup=False)
     for refusal in unsettled_refusals(state):
         console.print(f"  ! {refusal.message}", markup=False)
+    for note in no_worker.notes(state):
+        console.print(f"  ! {note}", markup=False)
     if state.total_tokens_used or state.total_cost_usd:
         console.print(f"  used {state.total_tokens_used} tokens, {dollars(state.total_cost_usd)}", markup=False)
     return EXIT_OK
@@ -312,8 +313,10 @@ async def _mcp(client, args, console: Console) -> int:
 
 
 async def _watch(client, args, console: Console) -> int:
-    await describe(client, args.run_id)
-    return await watch(client, args.run_id, console, _prompter(console))
+    args.task_queue = (await describe(client, args.run_id)).task_queue
+    args.ran_worker = args.worker
+    async with local_worker(client, args.task_queue, needed=args.worker, run_id=args.run_id) as log:
+        return await watch(client, args.run_id, console, _prompter(console), log)
 
 
 COMMANDS = {
@@ -330,10 +333,23 @@ COMMANDS = {
     "mcp": _mcp,
 }
 
-if __name__ == "__main__":
-    code = main()
-    # The SDK's native threads can still be calling into Python while the interpreter finalizes,
-    # which aborts the process now and then; all work is done here, so skip finalization.
-    sys.stdout.flush()
-    sys.stderr.flush()
+EXIT_BROKEN_PIPE = 141  # as a program killed by SIGPIPE: `status --json | head` read what it wanted
+
+
+def _exit(code_of) -> None:
+    """Run the CLI and leave without finalizing: the SDK's native threads can still be calling into
+    Python while the interpreter finalizes, which aborts the process now and then."""
+    try:
+        code = code_of()
+        sys.stdout.flush()
+    except BrokenPipeError:
+        code = EXIT_BROKEN_PIPE
+    try:
+        sys.stderr.flush()
+    except BrokenPipeError:
+        pass
     os._exit(code)
+
+
+if __name__ == "__main__":
+    _exit(main)

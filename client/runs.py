@@ -15,8 +15,12 @@ from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest, GetWorkf
 from temporalio.client import Client, WorkflowExecutionDescription, WorkflowExecutionStatus, WorkflowHandle
 from temporalio.service import RPCError
 
+from client import no_worker
+from client.no_worker import NO_WORKER, worker_command
 from workflows import contract
 from workflows.contract import RunState, RunStatus
+
+__all__ = ["NO_WORKER", "worker_command"]  # where other commands have always found them
 
 _CLOSED_STATUS: dict[WorkflowExecutionStatus, RunStatus] = {
     WorkflowExecutionStatus.COMPLETED: "completed",
@@ -27,8 +31,6 @@ _CLOSED_STATUS: dict[WorkflowExecutionStatus, RunStatus] = {
 }
 
 
-# What fetch_state reports when no worker holds the run, instead of hanging.
-NO_WORKER = "no worker is answering for this run"
 QUERY_S = 5.0  # how long one state query waits for a worker
 # After a worker dies the server sends its runs' queries to the dead worker's own (sticky) queue
 # until it gives up on it, about 10 s; then a live worker on the run's task queue answers.
@@ -98,8 +100,9 @@ async def _running_state(client: Client, handle: WorkflowHandle, task_queue: str
         state = await ask_state(handle)
         if state:
             return state
-        if time.monotonic() >= deadline or not await live_worker(client, task_queue):
-            return _no_worker(handle.id)
+        polled = await live_worker(client, task_queue)
+        if time.monotonic() >= deadline or not polled:
+            return await no_worker.state(client, handle.id, task_queue, polled)
         await asyncio.sleep(0.5)  # a query refused at once must not spin
 
 
@@ -109,16 +112,6 @@ async def ask_state(handle: WorkflowHandle, timeout_s: float = QUERY_S) -> RunSt
         return await handle.query(contract.STATE, result_type=RunState, rpc_timeout=timedelta(seconds=timeout_s))
     except RPCError:
         return None
-
-
-def worker_command(task_queue: str) -> str:
-    """How to start a worker for runs on this queue."""
-    return "python -m worker" + ("" if task_queue == contract.TASK_QUEUE else f" --task-queue {task_queue}")
-
-
-def _no_worker(run_id: str) -> RunState:
-    # The run is waiting for a worker; say so instead of hanging.
-    return RunState(run_id=run_id, status="running", warnings=[NO_WORKER])
 
 
 async def live_worker(client: Client, task_queue: str) -> bool:

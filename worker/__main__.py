@@ -9,6 +9,7 @@ import signal
 import sys
 
 from activities.agents.agentapi import release_all
+from worker import logs
 from worker.build import TASK_QUEUE, build_worker
 from worker.connection import Unreachable, connect
 
@@ -31,7 +32,9 @@ def cli(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m worker", description="Run an agentrun worker.")
     parser.add_argument("--task-queue", default=TASK_QUEUE)
     parser.add_argument("--max-concurrent-activities", type=int, default=100)
+    parser.add_argument("--verbose", action="store_true", help="log failures with their tracebacks")
     args = parser.parse_args(argv)
+    logs.to_terminal(args.verbose)
     try:
         asyncio.run(main(args.task_queue, args.max_concurrent_activities))
     except Unreachable as exc:

@@ -30,7 +30,6 @@ with workflow.unsafe.imports_passed_through():
         RunState,
         RunStatus,
         SubmitInput,
-        TaskState,
         ThinkInput,
         VarWriteInput,
         limits_text,
@@ -56,7 +55,7 @@ class AgentRun:
             goal=plan.goal or plan.description,
             constraints=plan.constraints,
             budget=plan.budget,
-            tasks={n.id: _task_state(n) for n in plan.leaves()},
+            tasks=contract.task_rows(plan),
             memory=copy.deepcopy(plan.memory),
             constants=plan.constants,
         )
@@ -277,14 +276,6 @@ class AgentRun:
 def _refuse(refusal: str | None) -> None:
     if refusal:
         raise ApplicationError(refusal, type="Refused", non_retryable=True)
-
-
-def _task_state(node: ir.Task | ir.Provider | ir.Human) -> TaskState:
-    if isinstance(node, ir.Provider):
-        agent = node.call.provider
-    else:
-        agent = node.agent if isinstance(node, ir.Task) else "human"
-    return TaskState(id=node.id, title=node.label, kind=node.kind, agent=agent)
 
 
 def _skipped(inp: RunInput) -> set[str]:
