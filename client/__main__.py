@@ -10,8 +10,8 @@ import sys
 
 from rich.console import Console
 
-from client import humans, interrupts, no_worker, report
-from client.runs import NoSuchRun, NoWorker, UsageError, describe, fetch_state, list_runs
+from client import humans, interrupts, listing, no_worker, report
+from client.runs import NoSuchRun, NoWorker, UsageError, describe, fetch_state
 from client.start import local_worker, prepare, say_warnings, start, watch
 from spec import ir
 from spec.check import check
@@ -60,7 +60,7 @@ def parser() -> argparse.ArgumentParser:
     st = sub.add_parser("status", help="a run's state")
     st.add_argument("run_id")
     st.add_argument("--json", action="store_true")
-    sub.add_parser("list", help="recent runs")
+    listing.add_arguments(sub.add_parser("list", help="recent runs, newest first"))
     r = sub.add_parser("report", help="a run's execution report")
     r.add_argument("run_id")
     r.add_argument("--format", choices=["md", "json"], default="md")
@@ -279,12 +279,6 @@ def _status_json(state) -> dict:
     return data
 
 
-async def _list(client, args, console: Console) -> int:
-    for run in await list_runs(client):
-        console.print(f"{run['run_id']:<40} {run['status']:<10} {run['spec']:<24} {run['started']}", markup=False)
-    return EXIT_OK
-
-
 async def _cancel(client, args, console: Console) -> int:
     handle = await humans.running_handle(client, args.run_id)  # clear errors for unknown and ended runs
     if args.rollback:
@@ -321,7 +315,7 @@ async def _watch(client, args, console: Console) -> int:
 
 COMMANDS = {
     "status": _status,
-    "list": _list,
+    "list": listing.list_command,
     "cancel": _cancel,
     "report": _report,
     "watch": _watch,

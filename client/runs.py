@@ -149,18 +149,3 @@ def _process_alive(identity: str) -> bool:
     except PermissionError:
         return True
     return True
-
-
-async def list_runs(client: Client, limit: int = 50) -> list[dict]:
-    runs = []
-    async for wf in client.list_workflows('WorkflowType="AgentRun"', limit=limit):
-        attrs = wf.search_attributes or {}
-        runs.append(
-            {
-                "run_id": wf.id,
-                "status": attrs.get("AgentRunStatus", [wf.status.name.lower() if wf.status else ""])[0],
-                "spec": (attrs.get("AgentRunSpec") or [""])[0],
-                "started": wf.start_time.isoformat(timespec="seconds") if wf.start_time else "",
-            }
-        )
-    return runs
