@@ -104,7 +104,7 @@ class _Printer:
             self._print(_compensation(result))
         self.compensations = len(state.compensations)
         for warning in state.warnings[self.warnings :]:
-            self.console.print(f"  ! {warning}", style="yellow", markup=False, highlight=False)
+            self.console.print(_indented(f"  ! {warning}"), style="yellow", markup=False, highlight=False)
         self.warnings = len(state.warnings)
 
     def retries(self, lines: list[str]) -> None:
@@ -113,7 +113,7 @@ class _Printer:
             self._point_at_log()
 
     def _point_at_log(self) -> None:
-        if self.log:
+        if self.log and self.log.exists():  # the worker logged something
             self.once(f"    full detail in {self.log}")
 
     def once(self, line: str) -> None:
@@ -171,7 +171,13 @@ def _events(task: TaskState, before: tuple) -> list[str]:
     if task.status == "completed":
         lines.append(f"✓ {task.id} done in {task.duration_s:.1f}s")
     elif task.status == "failed":
-        lines.append(f"✗ {task.id} failed: {task.error}")
+        lines.append(_indented(f"✗ {task.id} failed: {task.error}"))
     elif task.status in ("skipped", "cancelled"):
         lines.append(f"- {task.id} {task.status}")
     return lines
+
+
+def _indented(line: str) -> str:
+    """A many-line message under its first line, so the next event still stands out."""
+    first, *rest = line.splitlines() or [""]
+    return "\n".join([first, *(f"      {more}" for more in rest)])

@@ -96,7 +96,7 @@ def to_markdown(state: RunState) -> str:
         )
         lines += _sub_agent_rows(n, state.spawned.get(t.id, []))
     lines += ["", "## Final Output", "", state.final_output.strip() or "(none)", "", "## Issues and Warnings", ""]
-    issues = [f"- ERROR {e}" for e in state.errors] + [f"- WARNING {w}" for w in state.warnings]
+    issues = [_issue("ERROR", e) for e in state.errors] + [_issue("WARNING", w) for w in state.warnings]
     lines += issues or ["- none"]
     lines += _human_input(state) + _supervision(state) + _sub_agents(state) + _compensations(state) + _taint(state)
     lines += _blackboard(state) + _trace(state)
@@ -249,6 +249,15 @@ def _taint(state: RunState) -> list[str]:
     for key, mark in state.taint.items():
         lines.append(f"| {_cell(key)} | {_cell(mark.source)} | {_cell(', '.join(mark.derived_from))} |")
     return lines
+
+
+def _issue(kind: str, text: str) -> str:
+    """A list item that keeps a many-line message whole (a check's output, its traceback), line by line."""
+    first, _, rest = text.strip().partition("\n")
+    if not rest.strip():
+        return f"- {kind} {first}"
+    block = "\n".join(f"  {line}".rstrip() for line in rest.splitlines())
+    return f"- {kind} {first}\n  ```\n{block}\n  ```"
 
 
 def _cell(text: str) -> str:

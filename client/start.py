@@ -19,7 +19,7 @@ from temporalio.common import SearchAttributePair, TypedSearchAttributes, Workfl
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
-from client import agents, report
+from client import agents, mistakes, report
 from client.follow import follow
 from client.humans import Prompter
 from client.no_worker import hint
@@ -47,6 +47,8 @@ def load_run(args: argparse.Namespace, agents_required: bool = True) -> Loaded:
     given = dict(cli_params(args.param))
     plan = load(args.spec, given_params=given)
     check(plan)
+    for warning in mistakes.warnings(plan, given, args.agent):
+        print(warning, file=sys.stderr)
     values = params.bind(plan, ask_missing(plan, given))
     requires = {name: a.requires for name, a in plan.agents.items() if a.requires}
     resolved = agents.resolve(args.agent, plan.spec_dir, agent_ids(plan), agents_required, requires)

@@ -72,7 +72,7 @@ def to_file(path: Path) -> None:
     run's progress does not show already (a failed activity attempt is shown there), one line each,
     pointing at the file."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    detail = logging.FileHandler(path, encoding="utf-8")
+    detail = logging.FileHandler(path, encoding="utf-8", delay=True)  # made by the first record
     detail.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     terminal = logging.StreamHandler(sys.stderr)
     terminal.setFormatter(_Pointing(path))
