@@ -10,7 +10,7 @@ import sys
 
 from rich.console import Console
 
-from client import humans, interrupts, listing, no_worker, report
+from client import humans, interrupts, listing, logs, no_worker, outputs, report
 from client.runs import NoSuchRun, NoWorker, UsageError, describe, fetch_state
 from client.start import local_worker, prepare, say_warnings, start, watch
 from spec import ir
@@ -64,6 +64,8 @@ def parser() -> argparse.ArgumentParser:
     r = sub.add_parser("report", help="a run's execution report")
     r.add_argument("run_id")
     r.add_argument("--format", choices=["md", "json"], default="md")
+    r.add_argument("--outputs", action="store_true", help="add each step's output in full")
+    logs.add_arguments(sub.add_parser("logs", help="what each agent was asked and answered, in order"))
     sub.add_parser("validate", help="check a spec without running it").add_argument("spec")
     sub.add_parser("inspect", help="explain a spec: its steps, execution graph and agents").add_argument("spec")
     d = sub.add_parser("dry-run", help="show the agent calls a run would make, calling none")
@@ -295,7 +297,10 @@ async def _cancel(client, args, console: Console) -> int:
 
 async def _report(client, args, console: Console) -> int:
     state = await fetch_state(client, args.run_id)
-    print(report.to_json(state) if args.format == "json" else report.to_markdown(state))
+    if args.format == "json":
+        print(report.to_json(state))
+    else:
+        print(report.to_markdown(state) + outputs.section(state, every=args.outputs))
     return EXIT_OK
 
 
@@ -325,6 +330,7 @@ COMMANDS = {
     "reject": humans.answer_command,
     "budget": humans.budget_command,
     "mcp": _mcp,
+    "logs": logs.logs_command,
 }
 
 EXIT_BROKEN_PIPE = 141  # as a program killed by SIGPIPE: `status --json | head` read what it wanted

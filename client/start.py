@@ -19,7 +19,7 @@ from temporalio.common import SearchAttributePair, TypedSearchAttributes, Workfl
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
-from client import agents, mistakes, report
+from client import agents, mistakes, outputs, report
 from client.follow import follow
 from client.humans import Prompter
 from client.no_worker import hint
@@ -153,7 +153,7 @@ async def watch(
     """Follow a run to its end and print its report; exit code 0 only for a completed run."""
     final = await follow(client, run_id, console, prompter=prompter, log=log)
     console.print()
-    console.print(report.to_markdown(final), markup=False, highlight=False)
+    console.print(report.to_markdown(final) + outputs.section(final, every=False), markup=False, highlight=False)
     return 0 if final.status == "completed" else 1
 
 
