@@ -257,27 +257,7 @@ async def _status(client, args, console: Console) -> int:
 
 def _status_json(state) -> dict:
     data = state.model_dump(mode="json", exclude={"outputs", "final_output"})
-    data["tasks"] = [
-        {
-            k: t[k]
-            for k in (
-                "id",
-                "title",
-                "kind",
-                "status",
-                "agent",
-                "attempts",
-                "retries",
-                "iterations",
-                "duration_s",
-                "output_size",
-                "error",
-                "usage",
-                "cost_usd",
-            )
-        }
-        for t in data["tasks"].values()
-    ]
+    data["tasks"] = report.tasks_json(state)
     return data
 
 

@@ -61,7 +61,14 @@ def summary(state: RunState) -> dict:
 
 
 def to_json(state: RunState) -> str:
-    return json.dumps({"summary": summary(state), **state.model_dump(mode="json")}, indent=2)
+    return json.dumps(
+        {"summary": summary(state), **state.model_dump(mode="json"), "tasks": tasks_json(state)}, indent=2
+    )
+
+
+def tasks_json(state: RunState) -> list[dict]:
+    """The tasks as `status --json` and `report --format json` both give them: a list, in run order."""
+    return [task.model_dump(mode="json") for task in state.tasks.values()]
 
 
 def to_markdown(state: RunState) -> str:
@@ -229,14 +236,14 @@ _SUB_STATUS = {"running": "RUNNING", "completed": "SUCCESS", "failed": "FAILED",
 
 
 def _compensations(state: RunState) -> list[str]:
-    if not state.compensations and not state.compensation_stack:
+    if not state.compensations and (not state.compensation_stack or state.status == "completed"):
         return []
     lines = ["", "## Compensations", ""]
     # In the order they ran: last-in first-out from the stack.
     for n, result in enumerate(state.compensations, 1):
         error = f": {result.error}" if result.error else ""
         lines.append(f"{n}. {result.action_id}: {result.status.upper()}{error}")
-    if state.compensation_stack:
+    if state.compensation_stack and state.status != "completed":  # a run that completed needs no undo
         top_first = [entry.action_id for entry in reversed(state.compensation_stack)]
         lines.append(f"- Still on the stack (not run), next first: {', '.join(top_first)}")
     return lines

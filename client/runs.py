@@ -62,7 +62,7 @@ async def running(client: Client, run_id: str) -> tuple[WorkflowHandle, str]:
     NoSuchRun) and is still running (else UsageError)."""
     desc = await describe(client, run_id)
     if desc.status != WorkflowExecutionStatus.RUNNING:
-        status = desc.status.name.lower() if desc.status else "ended"
+        status = _CLOSED_STATUS.get(desc.status, "ended") if desc.status else "ended"
         raise UsageError(f"run {run_id} has ended ({status}); there is nothing left to answer or cancel")
     return client.get_workflow_handle(run_id), desc.task_queue
 

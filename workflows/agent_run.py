@@ -132,7 +132,9 @@ class AgentRun:
             return []
         workflow.set_current_details(f"Compensating: {self.saga.pending} step(s) to undo")
         self.conversation.rolling_back = True
+        output = self.run_state.final_output  # what the run made, not what undoing it said
         failed = await self.saga.rollback(interpreter.run)
+        self.run_state.final_output = output
         if failed:
             self.run_state.errors.append(f"compensations failed: {', '.join(failed)}")
         return failed
