@@ -183,7 +183,8 @@ def start_options(inp: RunInput) -> dict[str, Any]:
 
 
 def _summary(plan: ir.Plan) -> str:
-    return f"{plan.name} ({plan.dialect}, {len(plan.leaves())} tasks)"
+    count = len(plan.leaves())
+    return f"{plan.name} ({plan.dialect}, {count} task{'' if count == 1 else 's'})"
 
 
 @contextlib.asynccontextmanager

@@ -42,6 +42,10 @@ with workflow.unsafe.imports_passed_through():
     from workflows.saga import Saga
 
 
+# A rolled-back run's failure says so first; runs recorded before this said it last.
+ROLLED_BACK_FIRST = "rolled-back-first"
+
+
 @workflow.defn(name=contract.WORKFLOW)
 class AgentRun:
     @workflow.init
@@ -121,7 +125,9 @@ class AgentRun:
         self._end(status)
         await workflow.wait_condition(workflow.all_handlers_finished)
         message = f"task {exc.task_id} failed: {exc.message}"
-        if self.saga_ran:
+        if status == "compensated" and workflow.patched(ROLLED_BACK_FIRST):
+            message = f"rolled back after task {exc.task_id} failed: {exc.message}"
+        elif self.saga_ran:
             message += f"; compensations failed: {', '.join(failed)}" if failed else "; its compensations ran"
         raise ApplicationError(message, state, type="RunFailed", non_retryable=True) from None
 
@@ -256,7 +262,7 @@ class AgentRun:
         for task in state.tasks.values():
             if task.status in ("running", "waiting"):
                 task.status = "cancelled"
-        workflow.set_current_details(f"Run **{status}**")
+        workflow.set_current_details(f"Run **{'rolled back' if status == 'compensated' else status}**")
         workflow.upsert_memo({"state": state})
         self._publish()
 
