@@ -18,6 +18,7 @@ from spec.check import check
 from spec.errors import SpecError
 from spec.load import load
 from worker.connection import Unreachable, connect
+from worker.paths import BadMapping
 from workflows.contract import TASK_QUEUE, dollars, open_gates, unsettled_refusals
 
 EXIT_OK, EXIT_USAGE, EXIT_UNREACHABLE = 0, 2, 3  # 1, a failed run, comes from `watch`
@@ -171,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     except SpecError as exc:
         print(str(exc), file=sys.stderr)
         return EXIT_USAGE
-    except (UsageError, NoSuchRun) as exc:
+    except (UsageError, NoSuchRun, BadMapping) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except (Unreachable, NoWorker) as exc:

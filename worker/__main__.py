@@ -9,7 +9,7 @@ import signal
 import sys
 
 from activities.agents.agentapi import release_all
-from worker import logs
+from worker import logs, paths
 from worker.build import TASK_QUEUE, build_worker
 from worker.connection import Unreachable, connect
 
@@ -40,6 +40,9 @@ def cli(argv: list[str] | None = None) -> int:
     except Unreachable as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 3
+    except paths.BadMapping as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     return 0
 
 

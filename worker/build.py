@@ -13,6 +13,7 @@ from activities.criteria import check_criteria
 from activities.preconditions import check_preconditions
 from activities.provider import call_provider
 from activities.validation import validate_output
+from worker import paths
 from worker.failures import with_plain_failures
 from workflows.agent_run import AgentRun
 from workflows.contract import TASK_QUEUE
@@ -40,5 +41,6 @@ def build_worker(
         workflow_runner=runner(),
         max_concurrent_activities=max_concurrent_activities,
         graceful_shutdown_timeout=timedelta(seconds=GRACEFUL_SHUTDOWN_S),
+        interceptors=paths.interceptors(),
         identity=identity,
     )
