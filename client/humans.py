@@ -26,7 +26,8 @@ from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.service import RPCError
 
 from client.delivery import enqueue, when_held
-from client.runs import NO_WORKER, NoSuchRun, UsageError, ask_state, fetch_state, running
+from client.no_worker import NO_WORKER
+from client.runs import NoSuchRun, UsageError, ask_state, fetch_state, running
 from spec.ir import APPROVE, REJECT, Budget
 from workflows import contract
 from workflows.contract import (

@@ -12,7 +12,7 @@ from rich.table import Table
 from temporalio.client import Client, WorkflowExecution, WorkflowExecutionStatus
 from temporalio.service import RPCError
 
-from client.runs import _CLOSED_STATUS, UsageError
+from client.runs import CLOSED_STATUS, UsageError
 from workflows import contract
 from workflows.contract import RunStatus
 
@@ -81,7 +81,7 @@ def row(wf: WorkflowExecution) -> dict[str, Any]:
 
 def status_of(execution: WorkflowExecutionStatus | None, said: str) -> str:
     """The run's own status, unless it ended without saying so (terminated, or before it started)."""
-    closed = _CLOSED_STATUS.get(execution) if execution is not None else None
+    closed = CLOSED_STATUS.get(execution) if execution is not None else None
     if closed and (not said or said in _LIVE):
         return closed
     return said or ("running" if execution == WorkflowExecutionStatus.RUNNING else "")

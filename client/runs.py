@@ -16,13 +16,10 @@ from temporalio.client import Client, WorkflowExecutionDescription, WorkflowExec
 from temporalio.service import RPCError
 
 from client import no_worker
-from client.no_worker import NO_WORKER, worker_command
 from workflows import contract
 from workflows.contract import RunState, RunStatus
 
-__all__ = ["NO_WORKER", "worker_command"]  # where other commands have always found them
-
-_CLOSED_STATUS: dict[WorkflowExecutionStatus, RunStatus] = {
+CLOSED_STATUS: dict[WorkflowExecutionStatus, RunStatus] = {
     WorkflowExecutionStatus.COMPLETED: "completed",
     WorkflowExecutionStatus.FAILED: "failed",
     WorkflowExecutionStatus.CANCELED: "cancelled",
@@ -62,7 +59,7 @@ async def running(client: Client, run_id: str) -> tuple[WorkflowHandle, str]:
     NoSuchRun) and is still running (else UsageError)."""
     desc = await describe(client, run_id)
     if desc.status != WorkflowExecutionStatus.RUNNING:
-        status = _CLOSED_STATUS.get(desc.status, "ended") if desc.status else "ended"
+        status = CLOSED_STATUS.get(desc.status, "ended") if desc.status else "ended"
         raise UsageError(f"run {run_id} has ended ({status}); there is nothing left to answer or cancel")
     return client.get_workflow_handle(run_id), desc.task_queue
 
@@ -73,8 +70,8 @@ async def fetch_state(client: Client, run_id: str) -> RunState:
     if desc.status == WorkflowExecutionStatus.RUNNING:
         return await _running_state(client, client.get_workflow_handle(run_id), desc.task_queue)
     state = await desc.memo_value("state", None, type_hint=RunState) or RunState(run_id=run_id)
-    if desc.status is not None and desc.status in _CLOSED_STATUS and state.status in ("pending", "running"):
-        state.status = _CLOSED_STATUS[desc.status]  # terminated from outside before it could say so
+    if desc.status is not None and desc.status in CLOSED_STATUS and state.status in ("pending", "running"):
+        state.status = CLOSED_STATUS[desc.status]  # terminated from outside before it could say so
     if desc.status == WorkflowExecutionStatus.TERMINATED:
         state.errors.append(await _terminated_because(client, run_id))
     return state
