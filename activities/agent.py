@@ -63,7 +63,7 @@ def _outgoing(reply: AgentReply, call: AgentCall) -> AgentReply:
     """The reply as history may keep it: no secret in it, and not too big to keep (then the step
     fails without asking the agent again)."""
     calls = [tc.model_copy(update={"arguments": redact(tc.arguments)}) for tc in reply.tool_calls]
-    reply = reply.model_copy(update={"text": redact(reply.text), "tool_calls": calls})
+    reply = reply.model_copy(update={"text": redact(reply.text), "tool_calls": calls, "stderr": redact(reply.stderr)})
     check_size(f"the reply of agent '{call.agent_id}' to task '{call.task_id}'", len(reply.model_dump_json().encode()))
     return reply
 

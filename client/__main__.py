@@ -4,22 +4,22 @@ commands people answer runs with: pending, answer, approve, reject, budget."""
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
 import sys
 
 from rich.console import Console
 
-from client import humans, report
-from client.runs import NoSuchRun, NoWorker, UsageError, describe, fetch_state, list_runs
-from client.start import prepare, say_warnings, start, watch
+from client import humans, interrupts, listing, logs, no_worker, outputs, report
+from client.runs import NoSuchRun, NoWorker, UsageError, describe, fetch_state
+from client.start import local_worker, prepare, say_warnings, start, watch
 from spec import ir
 from spec.check import check
 from spec.errors import SpecError
 from spec.load import load
 from worker import telemetry
 from worker.connection import Unreachable, connect
+from worker.paths import BadMapping
 from workflows.contract import TASK_QUEUE, dollars, open_gates, unsettled_refusals
 
 EXIT_OK, EXIT_USAGE, EXIT_UNREACHABLE = 0, 2, 3  # 1, a failed run, comes from `watch`
@@ -53,17 +53,21 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="no person can answer this run: refuse a spec whose goals need human supervision",
     )
-    sub.add_parser("watch", help="follow a run to its end").add_argument("run_id")
+    w = sub.add_parser("watch", help="follow a run to its end")
+    w.add_argument("run_id")
+    w.add_argument("--worker", action="store_true", help="run a worker in this process while following")
     c = sub.add_parser("cancel", help="cancel a run")
     c.add_argument("run_id")
     c.add_argument("--rollback", action="store_true", help="run its compensations as it is cancelled")
     st = sub.add_parser("status", help="a run's state")
     st.add_argument("run_id")
     st.add_argument("--json", action="store_true")
-    sub.add_parser("list", help="recent runs")
+    listing.add_arguments(sub.add_parser("list", help="recent runs, newest first"))
     r = sub.add_parser("report", help="a run's execution report")
     r.add_argument("run_id")
     r.add_argument("--format", choices=["md", "json"], default="md")
+    r.add_argument("--outputs", action="store_true", help="add each step's output in full")
+    logs.add_arguments(sub.add_parser("logs", help="what each agent was asked and answered, in order"))
     sub.add_parser("validate", help="check a spec without running it").add_argument("spec")
     sub.add_parser("inspect", help="explain a spec: its steps, execution graph and agents").add_argument("spec")
     d = sub.add_parser("dry-run", help="show the agent calls a run would make, calling none")
@@ -164,22 +168,20 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "start":
             inp = prepare(args)
             say_warnings(inp.plan)
-            return asyncio.run(_with_client(lambda c: start(c, args, inp, console, _prompter(console))))
-        return asyncio.run(_with_client(lambda c: COMMANDS[args.command](c, args, console)))
+            return interrupts.run(_with_client(lambda c: start(c, args, inp, console, _prompter(console))), args)
+        return interrupts.run(_with_client(lambda c: COMMANDS[args.command](c, args, console)), args)
     except SpecError as exc:
         print(str(exc), file=sys.stderr)
         return EXIT_USAGE
-    except (UsageError, NoSuchRun, telemetry.TelemetryError) as exc:
+    except (UsageError, NoSuchRun, BadMapping, telemetry.TelemetryError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except (Unreachable, NoWorker) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_UNREACHABLE
     except KeyboardInterrupt:
-        print(
-            "interrupted: the run goes on in Temporal; follow it with `python -m client watch RUN_ID`", file=sys.stderr
-        )
-        return 130
+        print(interrupts.farewell(args), file=sys.stderr)
+        return interrupts.EXIT_INTERRUPTED
 
 
 def _prompter(console: Console) -> humans.Prompter | None:
@@ -249,6 +251,8 @@ async def _status(client, args, console: Console) -> int:
         console.print(f"  {humans.gate_line(state.run_id, gate)}{since}", markup=False)
     for refusal in unsettled_refusals(state):
         console.print(f"  ! {refusal.message}", markup=False)
+    for note in no_worker.notes(state):
+        console.print(f"  ! {note}", markup=False)
     if state.total_tokens_used or state.total_cost_usd:
         console.print(f"  used {state.total_tokens_used} tokens, {dollars(state.total_cost_usd)}", markup=False)
     return EXIT_OK
@@ -256,34 +260,8 @@ async def _status(client, args, console: Console) -> int:
 
 def _status_json(state) -> dict:
     data = state.model_dump(mode="json", exclude={"outputs", "final_output"})
-    data["tasks"] = [
-        {
-            k: t[k]
-            for k in (
-                "id",
-                "title",
-                "kind",
-                "status",
-                "agent",
-                "attempts",
-                "retries",
-                "iterations",
-                "duration_s",
-                "output_size",
-                "error",
-                "usage",
-                "cost_usd",
-            )
-        }
-        for t in data["tasks"].values()
-    ]
+    data["tasks"] = report.tasks_json(state)
     return data
-
-
-async def _list(client, args, console: Console) -> int:
-    for run in await list_runs(client):
-        console.print(f"{run['run_id']:<40} {run['status']:<10} {run['spec']:<24} {run['started']}", markup=False)
-    return EXIT_OK
 
 
 async def _cancel(client, args, console: Console) -> int:
@@ -302,7 +280,10 @@ async def _cancel(client, args, console: Console) -> int:
 
 async def _report(client, args, console: Console) -> int:
     state = await fetch_state(client, args.run_id)
-    print(report.to_json(state) if args.format == "json" else report.to_markdown(state))
+    if args.format == "json":
+        print(report.to_json(state))
+    else:
+        print(report.to_markdown(state) + outputs.section(state, every=args.outputs))
     return EXIT_OK
 
 
@@ -314,13 +295,15 @@ async def _mcp(client, args, console: Console) -> int:
 
 
 async def _watch(client, args, console: Console) -> int:
-    await describe(client, args.run_id)
-    return await watch(client, args.run_id, console, _prompter(console))
+    args.task_queue = (await describe(client, args.run_id)).task_queue
+    args.ran_worker = args.worker
+    async with local_worker(client, args.task_queue, needed=args.worker, run_id=args.run_id) as log:
+        return await watch(client, args.run_id, console, _prompter(console), log)
 
 
 COMMANDS = {
     "status": _status,
-    "list": _list,
+    "list": listing.list_command,
     "cancel": _cancel,
     "report": _report,
     "watch": _watch,
@@ -330,12 +313,26 @@ COMMANDS = {
     "reject": humans.answer_command,
     "budget": humans.budget_command,
     "mcp": _mcp,
+    "logs": logs.logs_command,
 }
 
-if __name__ == "__main__":
-    code = main()
-    # The SDK's native threads can still be calling into Python while the interpreter finalizes,
-    # which aborts the process now and then; all work is done here, so skip finalization.
-    sys.stdout.flush()
-    sys.stderr.flush()
+EXIT_BROKEN_PIPE = 141  # as a program killed by SIGPIPE: `status --json | head` read what it wanted
+
+
+def _exit(code_of) -> None:
+    """Run the CLI and leave without finalizing: the SDK's native threads can still be calling into
+    Python while the interpreter finalizes, which aborts the process now and then."""
+    try:
+        code = code_of()
+        sys.stdout.flush()
+    except BrokenPipeError:
+        code = EXIT_BROKEN_PIPE
+    try:
+        sys.stderr.flush()
+    except BrokenPipeError:
+        pass
     os._exit(code)
+
+
+if __name__ == "__main__":
+    _exit(main)

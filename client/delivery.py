@@ -18,7 +18,8 @@ from typing import Any, TypeVar
 from temporalio.client import Client, WorkflowHandle, WorkflowUpdateRPCTimeoutOrCancelledError
 from temporalio.service import RPCError
 
-from client.runs import QUERY_S, NoWorker, UsageError, ask_state, running, worker_command
+from client.no_worker import worker_command
+from client.runs import QUERY_S, NoWorker, UsageError, ask_state, running
 from workflows.contract import RunState
 
 T = TypeVar("T")

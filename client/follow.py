@@ -5,23 +5,33 @@ from __future__ import annotations
 
 import asyncio
 import time
+from pathlib import Path
 
 from rich.console import Console
 from temporalio.client import Client, WorkflowFailureError
 
 from client.humans import Prompter, answer_inline, gate_line
-from client.runs import NO_WORKER, ask_state, describe, fetch_state, live_worker, worker_command
+from client.no_worker import hint
+from client.retries import Retries
+from client.runs import ask_state, describe, fetch_state, live_worker
 from workflows.contract import CompensationResult, Gate, RunState, TaskState, open_gates
 
 
 async def follow(
-    client: Client, run_id: str, console: Console, poll_s: float = 0.5, prompter: Prompter | None = None
+    client: Client,
+    run_id: str,
+    console: Console,
+    poll_s: float = 0.5,
+    prompter: Prompter | None = None,
+    log: Path | None = None,
 ) -> RunState:
-    """Print the run's events until it ends. With a prompter, each open question is put to it once."""
+    """Print the run's events until it ends. With a prompter, each open question is put to it once;
+    `log` is where the worker in this process writes the detail of failures."""
     handle = client.get_workflow_handle(run_id)
     queue = (await describe(client, run_id)).task_queue
     ended = asyncio.ensure_future(_wait(handle))
-    printer = _Printer(console, run_id)
+    printer = _Printer(console, run_id, log)
+    retries = Retries(client, run_id)
     asked: set[str] = set()
     started = time.monotonic()
     with console.status("starting…") as status:
@@ -30,11 +40,13 @@ async def follow(
             if state is None:
                 # A worker that has just restarted takes the run within seconds: only say so when none polls.
                 if not await live_worker(client, queue):
-                    printer.once(f"  ! {NO_WORKER}: start one with `{worker_command(queue)}`")
+                    printer.once(f"  ! {hint(run_id, queue)}")
                 status.update(f"waiting for a worker · {time.monotonic() - started:.0f}s")
                 await asyncio.wait([ended], timeout=poll_s)
                 continue
             printer.show(state)
+            if any(t.status == "running" for t in state.tasks.values()):
+                printer.retries(await retries.lines())
             status.update(_live_line(state, time.monotonic() - started))
             # A budget is raised by figures, not a choice: its line says how; questions are asked here.
             gate = (
@@ -73,9 +85,10 @@ def _live_line(state: RunState, elapsed: float) -> str:
 class _Printer:
     """Prints what changed since the last state it saw, so each event shows once."""
 
-    def __init__(self, console: Console, run_id: str):
+    def __init__(self, console: Console, run_id: str, log: Path | None = None):
         self.console = console
         self.run_id = run_id
+        self.log = log
         self.seen: dict[str, tuple] = {}
         self.gates: dict[str, str] = {}
         self.warnings = 0
@@ -91,8 +104,17 @@ class _Printer:
             self._print(_compensation(result))
         self.compensations = len(state.compensations)
         for warning in state.warnings[self.warnings :]:
-            self.console.print(f"  ! {warning}", style="yellow", markup=False, highlight=False)
+            self.console.print(_indented(f"  ! {warning}"), style="yellow", markup=False, highlight=False)
         self.warnings = len(state.warnings)
+
+    def retries(self, lines: list[str]) -> None:
+        for line in lines:
+            self._print(line)
+            self._point_at_log()
+
+    def _point_at_log(self) -> None:
+        if self.log and self.log.exists():  # the worker logged something
+            self.once(f"    full detail in {self.log}")
 
     def once(self, line: str) -> None:
         if line not in self.said:
@@ -114,9 +136,10 @@ class _Printer:
         if now == before:
             return
         self.seen[task.id] = now
-        line = _event(task, before)
-        if line:
+        for line in _events(task, before):
             self._print(line)
+        if task.status == "failed":
+            self._point_at_log()
 
 
 def _closed(gate: Gate) -> str:
@@ -135,18 +158,26 @@ def _compensation(result: CompensationResult) -> str:
     return f"✗ compensation of {result.action_id} failed: {result.error}"
 
 
-def _event(task: TaskState, before: tuple) -> str | None:
+def _events(task: TaskState, before: tuple) -> list[str]:
+    """Every step between two states of a task, however many a poll missed: its start line, each
+    attempt and each loop round, then how it ended."""
     status, attempts, iterations = before
-    if task.status == "running" and status != "running":
-        return f"▶ {task.id} ({task.agent})"
-    if task.status == "running" and task.attempts > attempts:
-        return f"  ↺ {task.id} attempt {task.attempts}"
-    if task.status == "running" and task.iterations > iterations:
-        return f"  ↻ {task.id} iteration {task.iterations}"
+    lines = []
+    ran_unseen = status == "pending" and task.attempts > 0
+    if status != "running" and (task.status == "running" or ran_unseen):
+        lines.append(f"▶ {task.id} ({task.agent})")
+    lines += [f"  ↺ {task.id} attempt {n}" for n in range(max(attempts + 1, 2), task.attempts + 1)]
+    lines += [f"  ↻ {task.id} iteration {n}" for n in range(max(iterations + 1, 2), task.iterations + 1)]
     if task.status == "completed":
-        return f"✓ {task.id} done in {task.duration_s:.1f}s"
-    if task.status == "failed":
-        return f"✗ {task.id} failed: {task.error}"
-    if task.status in ("skipped", "cancelled"):
-        return f"- {task.id} {task.status}"
-    return None
+        lines.append(f"✓ {task.id} done in {task.duration_s:.1f}s")
+    elif task.status == "failed":
+        lines.append(_indented(f"✗ {task.id} failed: {task.error}"))
+    elif task.status in ("skipped", "cancelled"):
+        lines.append(f"- {task.id} {task.status}")
+    return lines
+
+
+def _indented(line: str) -> str:
+    """A many-line message under its first line, so the next event still stands out."""
+    first, *rest = line.splitlines() or [""]
+    return "\n".join([first, *(f"      {more}" for more in rest)])

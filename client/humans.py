@@ -26,7 +26,8 @@ from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.service import RPCError
 
 from client.delivery import enqueue, when_held
-from client.runs import NO_WORKER, NoSuchRun, UsageError, ask_state, fetch_state, running
+from client.no_worker import NO_WORKER
+from client.runs import NoSuchRun, UsageError, ask_state, fetch_state, running
 from spec.ir import APPROVE, REJECT, Budget
 from workflows import contract
 from workflows.contract import (
@@ -285,12 +286,22 @@ def how_to_answer(run_id: str, gate: Gate) -> str:
     base = "python -m client"
     if gate.kind == "budget":
         return (
-            f"raise it with: {base} budget {run_id} --gate {gate.id} --tokens N (or --usd X), or {base} "
+            f"raise it with: {base} budget {run_id} --gate {gate.id} {_raising(gate.prompt)}, or {base} "
             f"reject {run_id} --gate {gate.id}"
         )
     if gate.kind == "approval":
         return f"answer with: {base} approve {run_id} --gate {gate.id} (or reject)"
     return f"answer with: {base} answer {run_id} --gate {gate.id} VALUE"
+
+
+# How a paused budget's question (workflows.budgets.overrun) names the limit that was hit.
+_LIMIT_FLAGS = (("prompts sent", "--iterations N"), ("tokens used", "--tokens N"), ("spent, over", "--usd X"))
+
+
+def _raising(prompt: str) -> str:
+    """The option that raises the limit the run hit; all of them when the question does not say."""
+    hit = [flag for words, flag in _LIMIT_FLAGS if words in prompt]
+    return hit[0] if len(hit) == 1 else "--tokens N (or --usd X, --iterations N)"
 
 
 def terminal_prompter(console: Console) -> Prompter:

@@ -61,7 +61,14 @@ def summary(state: RunState) -> dict:
 
 
 def to_json(state: RunState) -> str:
-    return json.dumps({"summary": summary(state), **state.model_dump(mode="json")}, indent=2)
+    return json.dumps(
+        {"summary": summary(state), **state.model_dump(mode="json"), "tasks": tasks_json(state)}, indent=2
+    )
+
+
+def tasks_json(state: RunState) -> list[dict]:
+    """The tasks as `status --json` and `report --format json` both give them: a list, in run order."""
+    return [task.model_dump(mode="json") for task in state.tasks.values()]
 
 
 def to_markdown(state: RunState) -> str:
@@ -96,7 +103,7 @@ def to_markdown(state: RunState) -> str:
         )
         lines += _sub_agent_rows(n, state.spawned.get(t.id, []))
     lines += ["", "## Final Output", "", state.final_output.strip() or "(none)", "", "## Issues and Warnings", ""]
-    issues = [f"- ERROR {e}" for e in state.errors] + [f"- WARNING {w}" for w in state.warnings]
+    issues = [_issue("ERROR", e) for e in state.errors] + [_issue("WARNING", w) for w in state.warnings]
     lines += issues or ["- none"]
     lines += _human_input(state) + _supervision(state) + _sub_agents(state) + _compensations(state) + _taint(state)
     lines += _blackboard(state) + _trace(state)
@@ -229,14 +236,14 @@ _SUB_STATUS = {"running": "RUNNING", "completed": "SUCCESS", "failed": "FAILED",
 
 
 def _compensations(state: RunState) -> list[str]:
-    if not state.compensations and not state.compensation_stack:
+    if not state.compensations and (not state.compensation_stack or state.status == "completed"):
         return []
     lines = ["", "## Compensations", ""]
     # In the order they ran: last-in first-out from the stack.
     for n, result in enumerate(state.compensations, 1):
         error = f": {result.error}" if result.error else ""
         lines.append(f"{n}. {result.action_id}: {result.status.upper()}{error}")
-    if state.compensation_stack:
+    if state.compensation_stack and state.status != "completed":  # a run that completed needs no undo
         top_first = [entry.action_id for entry in reversed(state.compensation_stack)]
         lines.append(f"- Still on the stack (not run), next first: {', '.join(top_first)}")
     return lines
@@ -249,6 +256,15 @@ def _taint(state: RunState) -> list[str]:
     for key, mark in state.taint.items():
         lines.append(f"| {_cell(key)} | {_cell(mark.source)} | {_cell(', '.join(mark.derived_from))} |")
     return lines
+
+
+def _issue(kind: str, text: str) -> str:
+    """A list item that keeps a many-line message whole (a check's output, its traceback), line by line."""
+    first, _, rest = text.strip().partition("\n")
+    if not rest.strip():
+        return f"- {kind} {first}"
+    block = "\n".join(f"  {line}".rstrip() for line in rest.splitlines())
+    return f"- {kind} {first}\n  ```\n{block}\n  ```"
 
 
 def _cell(text: str) -> str:

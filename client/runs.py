@@ -15,10 +15,11 @@ from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest, GetWorkf
 from temporalio.client import Client, WorkflowExecutionDescription, WorkflowExecutionStatus, WorkflowHandle
 from temporalio.service import RPCError
 
+from client import no_worker
 from workflows import contract
 from workflows.contract import RunState, RunStatus
 
-_CLOSED_STATUS: dict[WorkflowExecutionStatus, RunStatus] = {
+CLOSED_STATUS: dict[WorkflowExecutionStatus, RunStatus] = {
     WorkflowExecutionStatus.COMPLETED: "completed",
     WorkflowExecutionStatus.FAILED: "failed",
     WorkflowExecutionStatus.CANCELED: "cancelled",
@@ -27,8 +28,6 @@ _CLOSED_STATUS: dict[WorkflowExecutionStatus, RunStatus] = {
 }
 
 
-# What fetch_state reports when no worker holds the run, instead of hanging.
-NO_WORKER = "no worker is answering for this run"
 QUERY_S = 5.0  # how long one state query waits for a worker
 # After a worker dies the server sends its runs' queries to the dead worker's own (sticky) queue
 # until it gives up on it, about 10 s; then a live worker on the run's task queue answers.
@@ -60,7 +59,7 @@ async def running(client: Client, run_id: str) -> tuple[WorkflowHandle, str]:
     NoSuchRun) and is still running (else UsageError)."""
     desc = await describe(client, run_id)
     if desc.status != WorkflowExecutionStatus.RUNNING:
-        status = desc.status.name.lower() if desc.status else "ended"
+        status = CLOSED_STATUS.get(desc.status, "ended") if desc.status else "ended"
         raise UsageError(f"run {run_id} has ended ({status}); there is nothing left to answer or cancel")
     return client.get_workflow_handle(run_id), desc.task_queue
 
@@ -71,8 +70,8 @@ async def fetch_state(client: Client, run_id: str) -> RunState:
     if desc.status == WorkflowExecutionStatus.RUNNING:
         return await _running_state(client, client.get_workflow_handle(run_id), desc.task_queue)
     state = await desc.memo_value("state", None, type_hint=RunState) or RunState(run_id=run_id)
-    if desc.status is not None and desc.status in _CLOSED_STATUS and state.status in ("pending", "running"):
-        state.status = _CLOSED_STATUS[desc.status]  # terminated from outside before it could say so
+    if desc.status is not None and desc.status in CLOSED_STATUS and state.status in ("pending", "running"):
+        state.status = CLOSED_STATUS[desc.status]  # terminated from outside before it could say so
     if desc.status == WorkflowExecutionStatus.TERMINATED:
         state.errors.append(await _terminated_because(client, run_id))
     return state
@@ -98,8 +97,9 @@ async def _running_state(client: Client, handle: WorkflowHandle, task_queue: str
         state = await ask_state(handle)
         if state:
             return state
-        if time.monotonic() >= deadline or not await live_worker(client, task_queue):
-            return _no_worker(handle.id)
+        polled = await live_worker(client, task_queue)
+        if time.monotonic() >= deadline or not polled:
+            return await no_worker.state(client, handle.id, task_queue, polled)
         await asyncio.sleep(0.5)  # a query refused at once must not spin
 
 
@@ -109,16 +109,6 @@ async def ask_state(handle: WorkflowHandle, timeout_s: float = QUERY_S) -> RunSt
         return await handle.query(contract.STATE, result_type=RunState, rpc_timeout=timedelta(seconds=timeout_s))
     except RPCError:
         return None
-
-
-def worker_command(task_queue: str) -> str:
-    """How to start a worker for runs on this queue."""
-    return "python -m worker" + ("" if task_queue == contract.TASK_QUEUE else f" --task-queue {task_queue}")
-
-
-def _no_worker(run_id: str) -> RunState:
-    # The run is waiting for a worker; say so instead of hanging.
-    return RunState(run_id=run_id, status="running", warnings=[NO_WORKER])
 
 
 async def live_worker(client: Client, task_queue: str) -> bool:
@@ -156,18 +146,3 @@ def _process_alive(identity: str) -> bool:
     except PermissionError:
         return True
     return True
-
-
-async def list_runs(client: Client, limit: int = 50) -> list[dict]:
-    runs = []
-    async for wf in client.list_workflows('WorkflowType="AgentRun"', limit=limit):
-        attrs = wf.search_attributes or {}
-        runs.append(
-            {
-                "run_id": wf.id,
-                "status": attrs.get("AgentRunStatus", [wf.status.name.lower() if wf.status else ""])[0],
-                "spec": (attrs.get("AgentRunSpec") or [""])[0],
-                "started": wf.start_time.isoformat(timespec="seconds") if wf.start_time else "",
-            }
-        )
-    return runs

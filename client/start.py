@@ -7,6 +7,7 @@ import contextlib
 import os
 import sys
 import uuid
+from pathlib import Path
 from typing import Any, NamedTuple
 
 from rich.console import Console
@@ -18,15 +19,17 @@ from temporalio.common import SearchAttributePair, TypedSearchAttributes, Workfl
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
-from client import agents, report, telemetry
+from client import agents, mistakes, outputs, report, telemetry
 from client.follow import follow
 from client.humans import Prompter
+from client.no_worker import hint
 from client.runs import UsageError, worker_polling
 from spec import ir, params
 from spec.check import agent_ids, check, resolve_task
 from spec.errors import Problem, SpecError
 from spec.load import load
 from worker.connection import web_url
+from worker.embedded import state_dir
 from workflows import contract
 from workflows.contract import RunInput
 
@@ -44,6 +47,8 @@ def load_run(args: argparse.Namespace, agents_required: bool = True) -> Loaded:
     given = dict(cli_params(args.param))
     plan = load(args.spec, given_params=given)
     check(plan)
+    for warning in mistakes.warnings(plan, given, args.agent):
+        print(warning, file=sys.stderr)
     values = params.bind(plan, ask_missing(plan, given))
     requires = {name: a.requires for name, a in plan.agents.items() if a.requires}
     resolved = agents.resolve(args.agent, plan.spec_dir, agent_ids(plan), agents_required, requires)
@@ -126,7 +131,7 @@ async def start(
     client: Client, args: argparse.Namespace, inp: RunInput, console: Console, prompter: Prompter | None = None
 ) -> int:
     inp.search_attributes = await ensure_search_attributes(client)
-    run_id = args.id or f"{inp.plan.name}-{uuid.uuid4().hex[:8]}"
+    run_id = args.id = args.id or f"{inp.plan.name}-{uuid.uuid4().hex[:8]}"  # Ctrl-C names it
     with telemetry.starting(inp.plan, run_id):
         handle = await _start(client, inp, run_id, args.task_queue)
     console.print(f"run {run_id} started", markup=False, highlight=False)
@@ -136,17 +141,20 @@ async def start(
     polling = await worker_polling(client, args.task_queue)
     if args.detach:
         if not polling:
-            console.print("no worker is polling yet: start one with `python -m worker`", markup=False)
+            console.print(hint(run_id, args.task_queue), markup=False)
         return 0
-    async with local_worker(client, args.task_queue, needed=not polling):
-        return await watch(client, handle.id, console, prompter)
+    args.ran_worker = not polling
+    async with local_worker(client, args.task_queue, needed=not polling, run_id=run_id) as log:
+        return await watch(client, handle.id, console, prompter, log)
 
 
-async def watch(client: Client, run_id: str, console: Console, prompter: Prompter | None = None) -> int:
+async def watch(
+    client: Client, run_id: str, console: Console, prompter: Prompter | None = None, log: Path | None = None
+) -> int:
     """Follow a run to its end and print its report; exit code 0 only for a completed run."""
-    final = await follow(client, run_id, console, prompter=prompter)
+    final = await follow(client, run_id, console, prompter=prompter, log=log)
     console.print()
-    console.print(report.to_markdown(final), markup=False, highlight=False)
+    console.print(report.to_markdown(final) + outputs.section(final, every=False), markup=False, highlight=False)
     return 0 if final.status == "completed" else 1
 
 
@@ -176,19 +184,25 @@ def start_options(inp: RunInput) -> dict[str, Any]:
 
 
 def _summary(plan: ir.Plan) -> str:
-    return f"{plan.name} ({plan.dialect}, {len(plan.leaves())} tasks)"
+    count = len(plan.leaves())
+    return f"{plan.name} ({plan.dialect}, {count} task{'' if count == 1 else 's'})"
 
 
 @contextlib.asynccontextmanager
-async def local_worker(client: Client, task_queue: str, needed: bool):
+async def local_worker(client: Client, task_queue: str, needed: bool, run_id: str = "worker"):
+    """A worker in this process while the block runs, if `needed`; its log goes to a file of the
+    run's (yielded, else None), so retried failures do not fill the terminal with tracebacks."""
     if not needed:
-        yield
+        yield None
         return
     from activities.agents.agentapi import release_all
+    from worker import terminal_log
     from worker.build import build_worker
 
+    log = state_dir() / "logs" / f"{run_id}.log"
+    terminal_log.to_file(log)
     async with build_worker(client, task_queue):
-        yield
+        yield log
     await release_all()
 
 

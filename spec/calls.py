@@ -67,6 +67,7 @@ class AgentReply(BaseModel):
     usage: Usage = Usage()
     model: str = ""
     attempt: int = 1  # the activity attempt that answered: more than 1 after transport retries
+    stderr: str = ""  # what a local agent printed besides its reply (its last 2000 characters), for `logs`
 
 
 class CriteriaCall(BaseModel):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from spec import ir
+from spec.criteria_syntax import python_syntax
 from spec.errors import Problem, SpecError
 
 # workflows.gates opens gates of these ids when a budget pauses the run: a spec's gate may not take them.
@@ -35,7 +36,7 @@ def check(plan: ir.Plan) -> None:
                     "a compensation is one agent task or one provider call",
                 )
             )
-    problems += _duplicate_leaves(plan) + _bad_gate_ids(plan)
+    problems += _duplicate_leaves(plan) + _bad_gate_ids(plan) + python_syntax(plan)
     if problems:
         raise SpecError(problems)
 

@@ -7,6 +7,7 @@ served by a real worker process on a queue of the test's own.
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 from datetime import UTC, datetime
@@ -19,7 +20,7 @@ from client import report
 from client.follow import _Printer
 from spec.calls import Usage
 from spec.ir import Budget
-from tests.conftest import run_id, start_worker, wait_for, write_spec
+from tests.conftest import run_id, start_worker, until, wait_for, write_spec
 from workflows.contract import (
     Answer,
     CompensationEntry,
@@ -340,7 +341,17 @@ async def test_watch_answers_inline_through_the_prompter(cli, client, served, ll
         return "reject"
 
     out = io.StringIO()
+    # The run must not end before the answer typed here is refused (under load it could, and the
+    # refusal would then read "the run has ended"): the last prompt waits for the refusal.
+    shipping = llm.hold_prompt("Ship the shed.")
+
+    async def ship_once_refused() -> None:
+        await until(lambda: "already answered" in out.getvalue(), timeout_s=120)
+        shipping.set()
+
+    releasing = asyncio.ensure_future(ship_once_refused())
     code = await watch(client, rid, Console(file=out, width=300, highlight=False), prompter)
+    await releasing
     text = out.getvalue()
     assert code == 0, text
     assert asked == ["colour", "ship"]

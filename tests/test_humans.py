@@ -148,6 +148,7 @@ async def test_compensations_run_in_reverse_order_after_a_failure_at_step_n(clie
     assert final.compensation_stack == []
     assert final.tasks["c.compensate"].status == "completed" and final.tasks["c.compensate"].kind == "compensation"
     assert final.errors == ["d: the agent returned an empty output"]
+    assert final.final_output == "C-done"  # what the run made, not what undoing it replied
 
 
 async def test_a_failed_compensation_is_retried_then_named_and_the_rest_still_run(client, llm):

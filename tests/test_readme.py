@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shlex
 
 from spec import ir
 from spec.load import load
@@ -30,6 +31,18 @@ def test_readme_pipeline_section_matches_the_example_and_its_graph():
     assert re.search(r"```yaml\n(.*?)```", section, re.DOTALL).group(1) == example.read_text()
     graph = re.search(r"draws the graph:\n\n```\n(.*?)```", section, re.DOTALL).group(1)
     assert graph.rstrip("\n").splitlines() == ["  " + line for line in draw(load(str(example))).splitlines()]
+
+
+def test_readme_dry_run_command_runs_with_the_lead_it_ships(cli):
+    command = re.search(
+        r"    python -m client (dry-run examples/pipelines/lead-scoring\.yaml .*?)\n    \w", README, re.DOTALL
+    )
+    args = shlex.split(command.group(1).replace("\\\n", " "))
+    result = cli(*args)
+    assert result.code == 0, result.err
+    shown = re.search(r"listed under \"Problems a run would meet\"\):\n\n```\n(.*?)```", README, re.DOTALL).group(1)
+    for line in shown.splitlines():
+        assert line.strip() == "…" or line in result.out
 
 
 def test_readme_humans_section_shows_the_release_example_and_every_command():

@@ -9,7 +9,7 @@ import signal
 import sys
 
 from activities.agents.agentapi import release_all
-from worker import logs, telemetry
+from worker import logs, paths, telemetry, terminal_log
 from worker.build import TASK_QUEUE, build_worker
 from worker.connection import Unreachable, connect
 
@@ -50,7 +50,9 @@ def cli(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--log-format", choices=logs.FORMATS, default="text", help="json: one JSON object per line on stdout"
     )
+    parser.add_argument("--verbose", action="store_true", help="log failures with their tracebacks")
     args = parser.parse_args(argv)
+    terminal_log.to_terminal(args.verbose)  # --log-format json replaces it once the worker starts
     try:
         asyncio.run(main(args.task_queue, args.max_concurrent_activities, args.metrics_port, args.log_format))
     except telemetry.TelemetryError as exc:
@@ -59,6 +61,9 @@ def cli(argv: list[str] | None = None) -> int:
     except Unreachable as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 3
+    except paths.BadMapping as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     return 0
 
 

@@ -13,11 +13,14 @@ from activities.criteria import check_criteria
 from activities.preconditions import check_preconditions
 from activities.provider import call_provider
 from activities.validation import validate_output
+from worker import paths
+from worker.failures import with_plain_failures
 from workflows.agent_run import AgentRun
 from workflows.contract import TASK_QUEUE
 
 ACTIVITIES = [run_agent, release_agent, check_criteria, call_provider, check_preconditions, validate_output]
 WORKFLOWS = [AgentRun]
+GRACEFUL_SHUTDOWN_S = 10.0  # how long running activities get to end when a worker stops
 
 # Our pure modules and their libraries are loaded once, not re-imported per workflow run.
 _PASSTHROUGH = ("spec", "workflows", "pydantic", "pydantic_core", "jinja2", "markupsafe", "yaml", "opentelemetry")
@@ -31,12 +34,13 @@ def build_worker(
     client: Client, task_queue: str = TASK_QUEUE, max_concurrent_activities: int = 100, identity: str | None = None
 ) -> Worker:
     return Worker(
-        client,
+        with_plain_failures(client),
         task_queue=task_queue,
         workflows=WORKFLOWS,
         activities=ACTIVITIES,
         workflow_runner=runner(),
         max_concurrent_activities=max_concurrent_activities,
-        graceful_shutdown_timeout=timedelta(seconds=10),
+        graceful_shutdown_timeout=timedelta(seconds=GRACEFUL_SHUTDOWN_S),
+        interceptors=paths.interceptors(),
         identity=identity,
     )

@@ -30,7 +30,7 @@ async def connect() -> Client:
             embedded.ensure_running()
         except RuntimeError as exc:
             raise Unreachable(str(exc)) from None
-        config["target_host"] = f"{embedded.HOST}:{embedded.PORT}"
+        config["target_host"] = embedded.address()
         patience_s = 30.0  # a dev server that has just started listens before its frontend is healthy
     deadline = time.monotonic() + patience_s
     while True:
@@ -53,8 +53,8 @@ async def connect() -> Client:
 def web_url(client: Client, run_id: str) -> str | None:
     """The Temporal Web page of a run, when we know where the UI is."""
     base = os.environ.get("TEMPORAL_UI_URL")
-    if not base and client.service_client.config.target_host == f"{embedded.HOST}:{embedded.PORT}":
-        base = f"http://localhost:{embedded.UI_PORT}"
+    if not base and client.service_client.config.target_host == embedded.address():
+        base = f"http://localhost:{embedded.ui_port()}"
     if not base:
         return None
     return f"{base.rstrip('/')}/namespaces/{client.namespace}/workflows/{run_id}"

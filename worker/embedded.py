@@ -17,7 +17,19 @@ from pathlib import Path
 
 from workflows import contract
 
-HOST, PORT, UI_PORT = "127.0.0.1", 7233, 8233
+HOST, PORT, UI_PORT = "127.0.0.1", 7233, 8233  # the defaults; AGENTRUN_SERVER_PORT, AGENTRUN_UI_PORT
+
+
+def server_port() -> int:
+    return int(os.environ.get("AGENTRUN_SERVER_PORT") or PORT)
+
+
+def ui_port() -> int:
+    return int(os.environ.get("AGENTRUN_UI_PORT") or UI_PORT)
+
+
+def address() -> str:
+    return f"{HOST}:{server_port()}"
 
 
 def state_dir() -> Path:
@@ -29,10 +41,10 @@ def state_dir() -> Path:
     return path
 
 
-def listening(host: str = HOST, port: int = PORT) -> bool:
+def listening(host: str = HOST, port: int | None = None) -> bool:
     with socket.socket() as sock:
         sock.settimeout(0.3)
-        return sock.connect_ex((host, port)) == 0
+        return sock.connect_ex((host, port or server_port())) == 0
 
 
 def temporal_binary() -> str:
@@ -58,9 +70,9 @@ def ensure_running(timeout_s: float = 90.0) -> None:
         "--ip",
         HOST,
         "--port",
-        str(PORT),
+        str(server_port()),
         "--ui-port",
-        str(UI_PORT),
+        str(ui_port()),
         "--db-filename",
         str(folder / "temporal.db"),
         "--log-level",
@@ -73,7 +85,7 @@ def ensure_running(timeout_s: float = 90.0) -> None:
         proc = _start(args, folder)
         if _came_up(proc, deadline):
             print(
-                f"started the embedded Temporal dev server (pid {proc.pid}, Web UI http://localhost:{UI_PORT})",
+                f"started the embedded Temporal dev server (pid {proc.pid}, Web UI http://localhost:{ui_port()})",
                 file=sys.stderr,
             )
             return

@@ -30,7 +30,6 @@ with workflow.unsafe.imports_passed_through():
         RunState,
         RunStatus,
         SubmitInput,
-        TaskState,
         ThinkInput,
         VarWriteInput,
         limits_text,
@@ -41,6 +40,10 @@ with workflow.unsafe.imports_passed_through():
     from workflows.humans import Humans
     from workflows.interpreter import Interpreter
     from workflows.saga import Saga
+
+
+# A rolled-back run's failure says so first; runs recorded before this said it last.
+ROLLED_BACK_FIRST = "rolled-back-first"
 
 
 @workflow.defn(name=contract.WORKFLOW)
@@ -56,7 +59,7 @@ class AgentRun:
             goal=plan.goal or plan.description,
             constraints=plan.constraints,
             budget=plan.budget,
-            tasks={n.id: _task_state(n) for n in plan.leaves()},
+            tasks=contract.task_rows(plan),
             memory=copy.deepcopy(plan.memory),
             constants=plan.constants,
         )
@@ -122,7 +125,9 @@ class AgentRun:
         self._end(status)
         await workflow.wait_condition(workflow.all_handlers_finished)
         message = f"task {exc.task_id} failed: {exc.message}"
-        if self.saga_ran:
+        if status == "compensated" and workflow.patched(ROLLED_BACK_FIRST):
+            message = f"rolled back after task {exc.task_id} failed: {exc.message}"
+        elif self.saga_ran:
             message += f"; compensations failed: {', '.join(failed)}" if failed else "; its compensations ran"
         raise ApplicationError(message, state, type="RunFailed", non_retryable=True) from None
 
@@ -133,7 +138,9 @@ class AgentRun:
             return []
         workflow.set_current_details(f"Compensating: {self.saga.pending} step(s) to undo")
         self.conversation.rolling_back = True
+        output = self.run_state.final_output  # what the run made, not what undoing it said
         failed = await self.saga.rollback(interpreter.run)
+        self.run_state.final_output = output
         if failed:
             self.run_state.errors.append(f"compensations failed: {', '.join(failed)}")
         return failed
@@ -255,7 +262,7 @@ class AgentRun:
         for task in state.tasks.values():
             if task.status in ("running", "waiting"):
                 task.status = "cancelled"
-        workflow.set_current_details(f"Run **{status}**")
+        workflow.set_current_details(f"Run **{'rolled back' if status == 'compensated' else status}**")
         workflow.upsert_memo({"state": state})
         self._publish()
 
@@ -277,14 +284,6 @@ class AgentRun:
 def _refuse(refusal: str | None) -> None:
     if refusal:
         raise ApplicationError(refusal, type="Refused", non_retryable=True)
-
-
-def _task_state(node: ir.Task | ir.Provider | ir.Human) -> TaskState:
-    if isinstance(node, ir.Provider):
-        agent = node.call.provider
-    else:
-        agent = node.agent if isinstance(node, ir.Task) else "human"
-    return TaskState(id=node.id, title=node.label, kind=node.kind, agent=agent)
 
 
 def _skipped(inp: RunInput) -> set[str]:

@@ -450,3 +450,16 @@ def limits_text(budget: ir.Budget) -> str:
     limits += [dollars(budget.usd)] if budget.usd is not None else []
     limits += [f"{budget.iterations} prompts"] if budget.iterations is not None else []
     return ", ".join(limits) or "no limit"
+
+
+def task_rows(plan: ir.Plan) -> dict[str, TaskState]:
+    """A row per step of the plan, none run yet: what a run starts with."""
+    return {leaf.id: _row(leaf) for leaf in plan.leaves()}
+
+
+def _row(node: ir.Task | ir.Provider | ir.Human) -> TaskState:
+    if isinstance(node, ir.Provider):
+        agent = node.call.provider
+    else:
+        agent = node.agent if isinstance(node, ir.Task) else "human"
+    return TaskState(id=node.id, title=node.label, kind=node.kind, agent=agent)

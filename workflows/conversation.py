@@ -43,7 +43,7 @@ class Conversation:
         transcript = self.transcripts.setdefault(node.agent, []) if reuse else []
         offered = spawn and node.spawn
         exchange: list[calls.ChatMessage] = []  # this prompt's tool calls and results, for a chat API
-        summary = f"{node.label}: {phase or first_line(text)}"
+        summary = self._summary(node, scope, text, phase)
         prompt, spawns = text, 0
         while True:
             tools = [calls.SPAWN_AGENTS] if offered and driver.tools else []
@@ -57,7 +57,7 @@ class Conversation:
                 raise TaskFailed(key, f"kept asking for sub-agents after {spawning.MAX_CALLS} spawn requests")
             answers = [await spawning.answer(self, node, scope, a, refuse=spawns > spawning.MAX_CALLS) for a in wanted]
             exchange, prompt = spawning.go_on(exchange, prompt, text, reply, wanted, answers, driver.tools)
-            summary = f"{node.label}: {phase or first_line(text)} (after sub-agents)"
+            summary = f"{self._summary(node, scope, text, phase)} (after sub-agents)"
         if reuse and driver.chat:
             asked = [calls.ChatMessage(role="user", content=prompt)] if prompt else []
             transcript += [*exchange, *asked, calls.ChatMessage(role="assistant", content=reply.text)]
@@ -84,6 +84,16 @@ class Conversation:
             traced.replied(reply, self._count(key, scope, reply, call.uri))
         self._retried(key, node, reply.attempt)
         return reply
+
+    def _summary(self, node: ir.Task, scope: Scope, text: str, phase: str | None) -> str:
+        """What Temporal Web names the prompt by: the task, its loop round, the protocol's step or the
+        prompt's first line (not when the prompt opens with system text, which every task shares)."""
+        task = self.state.tasks.get(str(scope.key))
+        round_ = scope.values.get("iteration") or (task.iterations if task and node.loop_until else None)
+        said = phase is not None and "round" in phase  # a protocol that names its own rounds
+        head = f"{node.label} — round {round_}" if round_ and not said else node.label
+        what = phase or ("" if node.system else first_line(text))
+        return f"{head}: {what}" if what else head
 
     def _call(
         self, node: ir.Task, key: str, uri: str, prompt: str, transcript: list[calls.ChatMessage], tools: list[str]

@@ -25,7 +25,7 @@ async def send(call: AgentCall) -> AgentReply:
             await stop_process_group(proc)
     if proc.returncode != 0:
         raise agent_error(f"command {argv[0]!r} exited with code {proc.returncode}: {tail(err) or '(no stderr)'}")
-    return AgentReply(text=out.decode(errors="replace"))
+    return AgentReply(text=out.decode(errors="replace"), stderr=tail(err))
 
 
 def _argv(uri: str) -> list[str]:

@@ -11,6 +11,7 @@ from temporalio import workflow
 from spec import calls, expressions, ir
 from spec.render import UndefinedNames, names_used, render, to_text
 from workflows import activity_calls, metrics
+from workflows.contract import MAX_OUTPUT_CHARS
 from workflows.conversation import first_line
 from workflows.failures import TaskFailed
 
@@ -73,6 +74,7 @@ async def _validate(engine: Interpreter, node: ir.Task, scope: Scope, reply: str
         errors += await _judge(engine, node, scope, rule, reply)
     if errors:
         metrics.failed("validation")
+        engine.state.outputs[key] = reply[:MAX_OUTPUT_CHARS]  # the reply that failed, for the report
         raise TaskFailed(key, "output failed validation: " + "; ".join(errors))
     return result.value
 

@@ -64,7 +64,7 @@ async def _reply_with_status(engine: Interpreter, node: ir.Task, scope: Scope, t
     status = status_of(reply)
     lenient = engine.inp.lenient or engine.inp.plan.completion == "lenient"
     if status is None and not lenient and not _loop_ended(node, reply):
-        reply = await engine.conversation.ask(node, scope, nudge(node))
+        reply = await engine.conversation.ask(node, scope, nudge(node), phase="reminder")
         status = status_of(reply)
         if status is None and not _loop_ended(node, reply):
             raise TaskFailed(str(scope.key), "the agent stopped without a completion status, even after a reminder")

@@ -1,0 +1,12 @@
+# The agentrun worker image: the engine installed once at build time, so a container starts at once.
+#   docker build -t agentrun-worker .      (docker compose builds it for you)
+FROM python:3.11-slim
+WORKDIR /opt/agentrun
+COPY pyproject.toml README.md ./
+COPY spec spec
+COPY workflows workflows
+COPY activities activities
+COPY worker worker
+COPY client client
+RUN pip install --no-cache-dir . && rm -rf /opt/agentrun/*
+CMD ["python", "-m", "worker"]

@@ -1,0 +1,66 @@
+"""Activity retries as a person following a run reads them: one line per retry, from the run's
+pending activities in Temporal (so they show whichever worker runs the agent).
+
+A retry happens on the server, out of the workflow's sight until the activity ends, so the run's own
+state cannot tell; Temporal's description of the run can.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from temporalio.api.enums.v1 import EventType
+from temporalio.api.workflow.v1 import PendingActivityInfo
+from temporalio.client import Client
+
+_UNREACHABLE = ("ConnectError", "ConnectTimeout", "connection failed", "Connection refused")
+
+
+class Retries:
+    """Lines for the retries of a run's activities not shown yet."""
+
+    def __init__(self, client: Client, run_id: str):
+        self.client, self.run_id = client, run_id
+        self.shown: set[tuple[str, int]] = set()
+        self.inputs: dict[str, dict[str, Any]] = {}  # activity id -> its input, for the task and agent
+
+    async def lines(self) -> list[str]:
+        description = await self.client.get_workflow_handle(self.run_id).describe()
+        lines = []
+        for pending in description.raw_description.pending_activities:
+            seen = (pending.activity_id, pending.attempt)
+            if pending.attempt < 2 or not pending.HasField("last_failure") or seen in self.shown:
+                continue
+            self.shown.add(seen)
+            lines.append(line(pending, await self._input(pending.activity_id)))
+        return lines
+
+    async def _input(self, activity_id: str) -> dict[str, Any]:
+        """What the activity was given (its task id, its agent id), read once from the run's history."""
+        if activity_id not in self.inputs:
+            handle = self.client.get_workflow_handle(self.run_id)
+            async for event in handle.fetch_history_events():
+                if event.event_type != EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+                    continue
+                attrs = event.activity_task_scheduled_event_attributes
+                if attrs.activity_id in self.inputs or not attrs.input.payloads:
+                    continue
+                value = (await self.client.data_converter.decode(attrs.input.payloads[:1]))[0]
+                self.inputs[attrs.activity_id] = value if isinstance(value, dict) else {}
+        return self.inputs.get(activity_id, {})
+
+
+def line(pending: PendingActivityInfo, given: dict[str, Any]) -> str:
+    """`↺ build: agent 'coder' unreachable, retry 1 of 4 in 1s (why)`."""
+    failure = pending.last_failure
+    why = failure.message or failure.application_failure_info.type or "failed"
+    task = given.get("task_id") or pending.activity_type.name
+    agent = given.get("agent_id")
+    what = f"agent '{agent}'" if agent else pending.activity_type.name
+    how = "unreachable" if any(mark in why for mark in _UNREACHABLE) else "failed"
+    retries = f"retry {pending.attempt - 1}"
+    if pending.maximum_attempts:
+        retries += f" of {pending.maximum_attempts - 1}"
+    if pending.HasField("current_retry_interval"):
+        retries += f" in {pending.current_retry_interval.ToTimedelta().total_seconds():g}s"
+    return f"  ↺ {task}: {what} {how}, {retries} ({why})"

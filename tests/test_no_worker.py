@@ -1,0 +1,39 @@
+"""A run no worker runs: every command says so plainly and how to start one, `status` and `report`
+still show its spec and steps (from its start input), and `watch --worker` runs it to its end."""
+
+from __future__ import annotations
+
+from tests.conftest import SHELL_AGENT, run_id, write_spec
+from tests.test_terminal import HELD
+
+
+def test_a_run_no_worker_polls_for_says_so_and_watch_worker_runs_it(cli, cli_process, tmp_path):
+    spec, queue, rid = write_spec(tmp_path, HELD), run_id("q-none"), run_id("held")
+    hint = (
+        f"no worker polls task queue '{queue}', so nothing runs it: start one with `python -m worker --task-queue "
+        f"{queue}`, or run one here with `python -m client watch {rid} --worker`"
+    )
+    started = cli("start", str(spec), "--agent", SHELL_AGENT, "--id", rid, "--task-queue", queue, "--detach")
+    assert started.code == 0 and started.out.splitlines()[1:] == [hint]
+
+    status = cli("status", rid)
+    assert status.code == 0
+    assert status.out.splitlines()[:3] == [
+        f"{rid}: running",
+        f"  {'ship':<30} pending    attempts=0 iterations=0 0.0s",
+        f"  ! {hint}",
+    ]
+    report = cli("report", rid).out
+    assert "# Workflow Execution Report: held" in report and "- Total steps: 1" in report
+    assert "| 1 | ship | default | NOT RUN |" in report
+
+    watching = cli_process("watch", rid)
+    assert watching.stdout.readline() == f"  ! {hint}\n"
+    watching.kill()
+
+    running = cli_process("watch", rid, "--worker")
+    assert running.stdout.readline().startswith("? ship: Ship it? [approve/reject]")
+    assert cli("approve", rid, "--gate", "ship").code == 0
+    out, err = running.communicate(timeout=60)
+    assert running.returncode == 0, out + err
+    assert "✓ ship done in" in out and "- Status: COMPLETE" in out
