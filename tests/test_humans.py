@@ -12,12 +12,12 @@ import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
 
-from spec import ir
+from agentrun.spec import ir
+from agentrun.workflows import contract
+from agentrun.workflows.contract import InvalidTransition, RunInput, RunState, RunStatus
 from tests.conftest import TEST_QUEUE, run_id, sigkill, start_worker, until, write_spec
 from tests.fakes.openai_server import FakeOpenAI
 from tests.runs import answer, approval, finish, open_gate, plan, run_spec, state_of, task
-from workflows import contract
-from workflows.contract import InvalidTransition, RunInput, RunState, RunStatus
 
 pytestmark = pytest.mark.usefixtures("worker")
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 import shlex
 
-from spec import ir
-from spec.load import load
+from agentrun.spec import ir
+from agentrun.spec.load import load
 from tests.conftest import ROOT, write_spec
 
 README = (ROOT / "README.md").read_text()
@@ -24,7 +24,7 @@ def test_readme_has_the_two_commands():
 
 
 def test_readme_pipeline_section_matches_the_example_and_its_graph():
-    from client.graph import draw
+    from agentrun.client.graph import draw
 
     section = README.split("## Multi-agent pipelines", 1)[1]
     example = ROOT / "examples" / "pipelines" / "lead-scoring.yaml"

@@ -14,14 +14,14 @@ from temporalio.client import WorkflowHandle, WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
-from client import executions
-from spec import calls
-from spec.load import load
+from agentrun.client import executions
+from agentrun.spec import calls
+from agentrun.spec.load import load
+from agentrun.worker.build import WORKFLOWS, runner
+from agentrun.workflows.contract import RunInput
 from tests.conftest import HISTORIES, ROOT, SHELL_AGENT, TEST_QUEUE, run_id, write_spec
 from tests.runs import answer, finish, open_gate, run_spec, sh
 from tests.trees import action, composite
-from worker.build import WORKFLOWS, runner
-from workflows.contract import RunInput
 
 pytestmark = pytest.mark.usefixtures("worker")
 
