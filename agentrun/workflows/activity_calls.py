@@ -39,7 +39,19 @@ async def call(
         heartbeat_timeout=timedelta(seconds=heartbeat_s) if heartbeat_s else None,
         retry_policy=RETRY,
         summary=summary[:200],
+        activity_id=_activity_id(summary) if workflow.patched(NAMED_ACTIVITY_IDS) else None,
     )
+
+
+NAMED_ACTIVITY_IDS = "activity-ids-name-steps"
+
+
+def _activity_id(summary: str) -> str:
+    """Temporal Web's pending-activity card shows an activity's id, not its summary: a number that
+    keeps ids unique in the run, and the step (`3: build — round 2`)."""
+    run = workflow.instance()
+    run.activities_scheduled += 1
+    return f"{run.activities_scheduled}: {summary}"[:200]
 
 
 def reason(exc: BaseException) -> str:

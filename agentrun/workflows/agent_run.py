@@ -52,6 +52,7 @@ class AgentRun:
     def __init__(self, inp: RunInput) -> None:
         plan = inp.plan
         self.inp = inp
+        self.activities_scheduled = 0  # numbers the activity ids Temporal Web shows
         self.run_state = RunState(
             run_id=workflow.info().workflow_id,
             spec=plan.name,
