@@ -36,7 +36,7 @@ def check(plan: ir.Plan) -> None:
                     "a compensation is one agent task or one provider call",
                 )
             )
-    problems += _duplicate_leaves(plan) + _bad_gate_ids(plan) + python_syntax(plan)
+    problems += _duplicate_leaves(plan) + _bad_gate_ids(plan) + _per_element(plan) + python_syntax(plan)
     if problems:
         raise SpecError(problems)
 
@@ -69,6 +69,42 @@ def _bad_gate_ids(plan: ir.Plan) -> list[Problem]:
         for gate in sorted(plan.gates(), key=lambda g: g.line)
         if gate.id == BUDGET_GATE or gate.id.startswith(BUDGET_GATE + ":")
     ]
+
+
+def _per_element(plan: ir.Plan) -> list[Problem]:
+    """What a map's body may not do per element. A long list runs its elements in child workflows,
+    which people do not answer and whose results come back summed up: a question there would
+    reach no one, and an undo or a sub-agent per element would grow the run's state with the list."""
+    problems = []
+    for node in plan.walk():
+        if not isinstance(node, ir.Map):
+            continue
+        for inner in _walk(node.body):
+            refusal = _not_per_element(inner)
+            if refusal:
+                why, hint = refusal
+                text = f"'{inner.label}' in the body of map '{node.label}' {why}"
+                problems.append(Problem(plan.source, inner.line or node.line, 1, text, hint))
+    return problems
+
+
+def _walk(node: ir.NodeBase) -> list[ir.NodeBase]:
+    return [node] + [n for child in ir.children_of(node) for n in _walk(child)]
+
+
+_ON_THE_MAP = "put it on the map step itself, which asks or undoes once for all its elements"
+
+
+def _not_per_element(node: ir.NodeBase) -> tuple[str, str] | None:
+    if isinstance(node, ir.Human):
+        return "asks a person", _ON_THE_MAP
+    if node.gate is not None:
+        return "has an approval gate", _ON_THE_MAP
+    if node.compensation is not None:
+        return "has a compensation", _ON_THE_MAP
+    if isinstance(node, ir.Task) and node.spawn:
+        return "may start sub-agents", "let a step outside the map start sub-agents"
+    return None
 
 
 def agent_ids(plan: ir.Plan) -> set[str]:

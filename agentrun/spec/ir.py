@@ -209,12 +209,23 @@ class Loop(NodeBase):
     max_iterations: int = 10
 
 
+# Elements a map runs in its own workflow history; a longer list runs in batches of this many, each
+# a child workflow, so that no history holds more than a batch's events (Temporal warns at 10,240).
+MAP_BATCH = 100
+MAX_MAP_BATCH = 500  # a batch's own history stays far below the warning however its elements retry
+
+
 class Map(NodeBase):
+    """`body` once per element of the list `over`, at most `concurrency` at a time; `reduce` then
+    gets every result in the elements' order. A list longer than `batch` runs as child workflows of
+    `batch` elements each."""
+
     kind: Literal["map"] = "map"
     over: str
     body: Node
     concurrency: int = 20
     reduce: Node | None = None
+    batch: int = MAP_BATCH
 
 
 class Human(NodeBase):

@@ -84,6 +84,8 @@ def _hint(err: ErrorDetails, loc: tuple, model: type[BaseModel], errors: list[Er
         return f"list at least one entry under '{name}:'"
     if err["type"] == "greater_than_equal":
         return f"use a whole number of at least {err.get('ctx', {}).get('ge')}"
+    if err["type"] == "less_than_equal":
+        return f"use a whole number of at most {err.get('ctx', {}).get('le')}"
     return ""
 
 

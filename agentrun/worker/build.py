@@ -16,10 +16,11 @@ from agentrun.activities.validation import validate_output
 from agentrun.worker import paths
 from agentrun.worker.failures import with_plain_failures
 from agentrun.workflows.agent_run import AgentRun
+from agentrun.workflows.batch_run import AgentRunBatch
 from agentrun.workflows.contract import TASK_QUEUE
 
 ACTIVITIES = [run_agent, release_agent, check_criteria, call_provider, check_preconditions, validate_output]
-WORKFLOWS = [AgentRun]
+WORKFLOWS = [AgentRun, AgentRunBatch]
 GRACEFUL_SHUTDOWN_S = 10.0  # how long running activities get to end when a worker stops
 
 # Our pure modules and their libraries are loaded once, not re-imported per workflow run.

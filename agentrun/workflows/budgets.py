@@ -49,11 +49,22 @@ class Budgets:
 
     async def check(self, steps: list[str]) -> None:
         """Return when every budget in reach allows another prompt; raise BudgetExceeded otherwise."""
+        await self._within(steps, fail=True)
+
+    async def wait_while_paused(self, steps: list[str]) -> None:
+        """Before handing work to a batch that checks its own prompts: wait while a budget in reach
+        that pauses is spent, as `check` would (BudgetExceeded if a person ends it there); a budget
+        that fails is left to the prompts, each of which fails on it as it would here."""
+        await self._within(steps, fail=False)
+
+    async def _within(self, steps: list[str], *, fail: bool) -> None:
         while True:
             over = self._first_overrun(steps)
             if over is None:
                 return
             step, limit, why = over
+            if limit.on_exceeded == "fail" and not fail:
+                return
             message = f"budget exceeded{f' in step {step}' if step else ''}: {why}"
             self.paused_steps[gate_id(step)] = step
             if limit.on_exceeded == "fail" or not await self.pause(gate_id(step), message):

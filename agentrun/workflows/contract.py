@@ -17,6 +17,7 @@ from agentrun.spec.calls import Usage
 from agentrun.spec.render import to_text
 
 WORKFLOW = "AgentRun"
+BATCH_WORKFLOW = "AgentRunBatch"  # a batch of a long map's elements, a child workflow of its run
 TASK_QUEUE = "agentrun"
 DEFAULT_MAX_ITERATIONS = 25
 
@@ -282,6 +283,51 @@ class TraceEntry(BaseModel):
     note: str = ""
 
 
+def element_key(map_key: str, index: int) -> str:
+    """The run key of a map's element as people read it (`score[3]`), as workflows.scope.RunKey
+    writes it."""
+    return f"{map_key}[{index}]"
+
+
+def batch_id(children: str, batch: int, part: int = 1) -> str:
+    """The workflow id of a map's batch: `<run id>/<map key>/batch-<n>`; a batch a paused budget
+    stopped goes on in part 2, 3, … (`batch-<n>.2`)."""
+    return f"{children}/batch-{batch}" + (f".{part}" if part > 1 else "")
+
+
+class ElementNote(BaseModel):
+    """One element of a batched map, as its batch reported it."""
+
+    key: str
+    status: TaskStatus = "pending"
+    duration_s: float = 0.0
+    retries: int = 0  # its attempts after the first, node-level and transport
+    output_size: int = 0
+    error: str = ""
+
+
+class MapSummary(BaseModel):
+    """A map whose list was longer than its batch: its elements ran in child workflows of `batch`
+    elements each (ids from `batch_id(children, n)`), which keep every element's row and output.
+    The run keeps this instead, whatever the list's length: counts by status, the first failures,
+    the slowest elements."""
+
+    key: str  # the map's run key
+    row: str  # the one row in `tasks` that stands for all its elements
+    run: int = 1  # which run of the map: a loop's next round or a retry runs it again
+    total: int
+    batch: int
+    batches: int
+    batches_done: int = 0
+    children: str
+    parts: dict[int, int] = {}  # batch -> child workflows it took, when a paused budget stopped it
+    counts: dict[str, int] = {}  # elements by status
+    failures: list[ElementNote] = []  # the first MAX_FAILURES that failed (skipped ones too)
+    more_failures: int = 0
+    slowest: list[ElementNote] = []  # the SLOWEST slowest, slowest first
+    notes_dropped: int = 0  # warnings and errors of its elements not copied into the run's
+
+
 class InvalidTransition(RuntimeError):
     pass
 
@@ -320,6 +366,7 @@ class RunState(BaseModel):
     memory: dict[str, Any] = {}
     supervision: dict[str, GoalSupervision] = {}  # checkpoint goals by run key
     spawned: dict[str, list[SpawnedAgent]] = {}  # sub-agents by their parent's run key, in order
+    maps: dict[str, MapSummary] = {}  # batched maps by run key; their elements' rows are in the batches
     constants: dict[str, Any] = {}  # a behaviour tree's $CONST; its $VAR is `memory`
     trace: list[TraceEntry] = []  # a behaviour tree's answers, in order
     drive: Drive | None = None  # a driven run's phase machine

@@ -10,6 +10,7 @@ tasks:
 from __future__ import annotations
 
 import asyncio
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,8 @@ import yaml
 
 from agentrun.activities.agents._common import agent_error, scheme_rest
 from agentrun.spec.calls import AgentCall, AgentReply
+
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's, where installed
 
 
 async def send(call: AgentCall) -> AgentReply:
@@ -41,7 +44,17 @@ def _path(call: AgentCall) -> Path:
 
 def _load(path: Path) -> dict[str, Any]:
     try:
-        data = yaml.safe_load(path.read_text())
+        stat = path.stat()
+    except OSError as err:
+        raise agent_error(f"scripted: cannot read {path}: {err}") from None
+    return _parsed(path, stat.st_mtime_ns, stat.st_size)
+
+
+# A long map asks one script thousands of times: it is read again only once it changed.
+@functools.lru_cache(maxsize=64)
+def _parsed(path: Path, mtime_ns: int, size: int) -> dict[str, Any]:
+    try:
+        data = yaml.load(path.read_text(), Loader=_LOADER)
     except OSError as err:
         raise agent_error(f"scripted: cannot read {path}: {err}") from None
     except yaml.YAMLError as err:

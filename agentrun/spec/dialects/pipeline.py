@@ -3,7 +3,7 @@
 Every key of the seed's schema is accepted; unknown keys, and step keys the step's type would
 ignore (agent: on a parallel step, wait: on a sequential one), are errors. Extensions: a step may set
 `timeout` (for a parallel step it bounds the wait policy), a map step `concurrency` (default 20)
-and a parallel branch `output_key`, as the seed's own lead-scoring example does. Humans in the loop:
+and `batch` (elements per child workflow of a long list, default 100), and a parallel branch `output_key`, as the seed's own lead-scoring example does. Humans in the loop:
 steps of `type: human`, and on any other step `approval`, `compensate` and `budget`; the workflow
 may set `goal`, `constraints`, `budget` and `prices`.
 """
@@ -115,6 +115,7 @@ class RawMap(Strict):
     agent: str
     reduce: str | None = None
     concurrency: int = Field(default=20, ge=1)
+    batch: int = Field(default=ir.MAP_BATCH, ge=1, le=ir.MAX_MAP_BATCH)
 
 
 class RawOutput(Strict):
@@ -507,7 +508,15 @@ class _Builder(Builder):
             assert m is not None
             body = self._task(m.agent, f"{step.id}.{m.agent}", None, "text" if m.reduce else fmt)
             reduce = self._task(m.reduce, f"{step.id}.{m.reduce}", None, fmt) if m.reduce else None
-            return ir.Map(over=m.over, body=body, reduce=reduce, concurrency=m.concurrency, timeout_s=timeout, **common)
+            return ir.Map(
+                over=m.over,
+                body=body,
+                reduce=reduce,
+                concurrency=m.concurrency,
+                batch=m.batch,
+                timeout_s=timeout,
+                **common,
+            )
         return ir.Switch(cases=[], timeout_s=timeout, **common)
 
     def _attach_branches(self, nodes: dict[str, ir.Node], step: RawStep, done: set[str]) -> None:

@@ -1,5 +1,6 @@
 """A map: its body once per element of a list, at most `concurrency` at a time, each run as
-`<map id>[i]`; then the optional reduce gets every result in the elements' order."""
+`<map id>[i]`; then the optional reduce gets every result in the elements' order. A list longer than
+the map's `batch` runs in batches, each a child workflow (`workflows.map_batches`)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from temporalio import workflow
 from agentrun.spec import expressions, ir
 from agentrun.workflows.contract import TaskState
 from agentrun.workflows.failures import TaskFailed
+from agentrun.workflows.map_batches import MAP_BATCHES, Batched
 from agentrun.workflows.nodes.base import Handler
 from agentrun.workflows.nodes.loop import as_data
 
@@ -24,16 +26,21 @@ KIND = ir.Map
 async def execute(engine: Interpreter, node: ir.Map, scope: Scope) -> Any:
     assert scope.key is not None
     items = _items(engine, node, scope)
-    elements = [scope.key.element(i) for i in range(len(items))]
-    rows = [
-        TaskState(id=str(key), title=f"{node.body.label} #{i + 1}", kind=node.body.kind)
-        for i, key in enumerate(elements)
-    ]
-    engine.state.expand(node.body.id, rows)
-    results = await _run_elements(engine, node, scope, items)
+    if len(items) > node.batch and workflow.patched(MAP_BATCHES):
+        results, row = await Batched(engine, node, scope, items).run()
+        derived = [row]
+    else:
+        elements = [scope.key.element(i) for i in range(len(items))]
+        rows = [
+            TaskState(id=str(key), title=f"{node.body.label} #{i + 1}", kind=node.body.kind)
+            for i, key in enumerate(elements)
+        ]
+        engine.state.expand(node.body.id, rows)
+        results = await _run_elements(engine, node, scope, items)
+        derived = [str(k) for k in elements]
     if node.reduce is None:
         return results
-    return await engine.run(node.reduce, scope.with_values(input=results).derived([str(k) for k in elements]))
+    return await engine.run(node.reduce, scope.with_values(input=results).derived(derived))
 
 
 def _items(engine: Interpreter, node: ir.Map, scope: Scope) -> list[Any]:

@@ -1,0 +1,256 @@
+"""A map over a list longer than its batch: the elements run in batches, each a child workflow
+(AgentRunBatch, `workflows.batch_run`) with an id of its own, `<run id>/<map key>/batch-<n>`.
+
+No history holds more than a batch's events: the run's holds a few per batch. A worker that
+restarts finds each finished batch's result in the run's history and starts none of them again.
+At most `concurrency` elements are in flight: each batch runs `min(concurrency, batch)` at a time,
+and as many batches are open as that allows. Under a budget one batch is open at a time, so each
+starts from everything spent before it. The run keeps a summary of the elements (`RunState.maps`)
+and one row for them all; the batches keep a row and an output per element.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from temporalio import workflow
+from temporalio.exceptions import ApplicationError, ChildWorkflowError
+
+from agentrun.spec import expressions, ir
+from agentrun.workflows import batching, metrics, sizes
+from agentrun.workflows.batching import BATCH_TOO_BIG, ELEMENT_FAILED, BatchInput, BatchResult
+from agentrun.workflows.budgets import BudgetExceeded
+from agentrun.workflows.contract import BATCH_WORKFLOW, MapSummary, TaskState, batch_id
+from agentrun.workflows.failures import TaskFailed
+from agentrun.workflows.map_summary import Tally
+
+if TYPE_CHECKING:
+    from agentrun.workflows.interpreter import Interpreter
+    from agentrun.workflows.scope import RunKey, Scope
+
+# Runs recorded before batches ran every element in the run's own history.
+MAP_BATCHES = "map-batches"
+MAX_OPEN = 500  # batches open at once; Temporal allows 2,000 pending child workflows per run
+
+
+@dataclass(frozen=True)
+class Part:
+    """Elements of one batch handed to one child workflow: all of them, or (part 2, 3, …) those a
+    paused budget stopped."""
+
+    batch: int
+    part: int
+    indexes: list[int]
+
+
+class Batched:
+    def __init__(self, engine: Interpreter, node: ir.Map, scope: Scope, items: list[Any]):
+        assert scope.key is not None
+        self.engine, self.node, self.scope, self.items = engine, node, scope, items
+        self.key: RunKey = scope.key
+        state = engine.state
+        previous = state.maps.get(str(self.key))
+        run = previous.run + 1 if previous else 1  # a loop's next round, a retry of the map
+        self.reads = batching.reads(node.body)
+        self.over = [str(p[1]) for p in expressions.references(node.over) if len(p) > 1 and p[0] == "steps"]
+        inner = [n.id for n in _walk(node.body) if n.budget is not None]
+        self.budget_steps = [*scope.budgets, *inner]
+        self.budgeted = state.budget is not None or bool(self.budget_steps)
+        self.open = 1 if self.budgeted else max(1, min(node.concurrency // node.batch, MAX_OPEN))
+        self.concurrency = min(node.concurrency, node.batch)
+        self.results: list[Any] = [None] * len(items)
+        batches = -(-len(items) // node.batch)
+        summary = MapSummary(
+            key=str(self.key),
+            row=f"{self.key}[*]",
+            run=run,
+            total=len(items),
+            batch=node.batch,
+            batches=batches,
+            children=f"{state.run_id}/{self.key}" + (f".{run}" if run > 1 else ""),
+            counts={"pending": len(items)},
+        )
+        state.maps[summary.key] = summary
+        self.tally = Tally(state, summary, self._row(summary))
+        self.run_input = engine.inp.model_copy(
+            update={"plan": engine.inp.plan.model_copy(update={"root": node.body, "warnings": [], "memory": {}})}
+        )
+
+    def _row(self, summary: MapSummary) -> TaskState:
+        """The one row that stands for the elements, where the body's row was."""
+        body = self.node.body
+        agent = body.agent if isinstance(body, ir.Task) else body.call.provider if isinstance(body, ir.Provider) else ""
+        row = TaskState(
+            id=summary.row,
+            title=f"{body.label} × {summary.total}",
+            kind=body.kind,
+            agent=agent,
+            status="running",
+            started_at=workflow.now(),
+        )
+        state = self.engine.state
+        state.expand(body.id, [row])
+        state.tasks[row.id] = row
+        return row
+
+    async def run(self) -> tuple[list[Any], str]:
+        """The results in the elements' order, and the run key of the row standing for them."""
+        row = self.tally.row
+        try:
+            await self._batches()
+        except TaskFailed as exc:
+            row.status, row.error = "failed", exc.message
+            raise
+        except asyncio.CancelledError:
+            row.status = "cancelled"
+            raise
+        finally:
+            row.ended_at = workflow.now()
+            row.duration_s = (row.ended_at - row.started_at).total_seconds() if row.started_at else 0.0
+            self.tally.mark_taint()
+            self._dropped_note()
+        row.status = "completed"
+        self.engine.ran.setdefault(str(self.key), []).append(row.id)
+        return self.results, row.id
+
+    async def _batches(self) -> None:
+        size, total = self.node.batch, len(self.items)
+        queue = deque(Part(b, 1, list(range(b * size, min((b + 1) * size, total)))) for b in range(-(-total // size)))
+        running: dict[asyncio.Future, Part] = {}
+        try:
+            while queue or running:
+                while queue and len(running) < self.open:
+                    part = queue.popleft()
+                    await self._within_budget(part)
+                    running[asyncio.ensure_future(self._child(part))] = part
+                done, _ = await workflow.wait(list(running), return_when=asyncio.FIRST_COMPLETED)
+                for fut in sorted(done, key=lambda f: (running[f].batch, running[f].part)):
+                    part = running.pop(fut)
+                    later = self._take(part, fut.result())
+                    if later is not None:
+                        queue.appendleft(later)
+        finally:
+            await self._stop(running)
+
+    def _take(self, part: Part, result: BatchResult) -> Part | None:
+        """Count a batch's result; the part still to run, if a paused budget stopped it."""
+        for index, value in zip(part.indexes, result.results, strict=False):
+            self.results[index] = value
+        self.tally.add(result)
+        summary = self.tally.summary
+        done = summary.total - summary.counts.get("pending", 0)
+        workflow.set_current_details(
+            f"Running **{self.node.label}**: {done} of {summary.total} elements, "
+            f"{summary.batches_done} of {summary.batches} batches done"
+        )
+        if result.failed is not None:
+            raise TaskFailed(result.failed.key, result.failed.error)
+        if result.deferred:
+            later = Part(part.batch, part.part + 1, result.deferred)
+            summary.parts[part.batch] = later.part
+            return later
+        return None
+
+    async def _stop(self, running: dict[asyncio.Future, Part]) -> None:
+        """Cancel the batches still open (the map failed or was cancelled); count what they spent."""
+        for fut in running:
+            fut.cancel()
+        if running:
+            await workflow.wait(list(running))
+        for fut in sorted(running, key=lambda f: (running[f].batch, running[f].part)):
+            if not fut.cancelled() and fut.exception() is None:
+                self.tally.add(fut.result())
+
+    async def _within_budget(self, part: Part) -> None:
+        """Wait while a budget in reach that pauses is spent, as before a prompt."""
+        if not self.budgeted:
+            return
+        try:
+            await self.engine.budgets.wait_while_paused(self.budget_steps)
+        except BudgetExceeded as exc:
+            metrics.failed("budget")
+            raise TaskFailed(self._element(part.indexes[0]), exc.message) from None
+
+    async def _child(self, part: Part) -> BatchResult:
+        inp = self._input(part)
+        first, last = part.indexes[0], part.indexes[-1]
+        size = sizes.payload_bytes(inp)
+        if size > sizes.PAYLOAD_LIMIT:
+            raise TaskFailed(
+                self._element(first),
+                f"the batch of elements {first}–{last} with what they read is {sizes.megabytes(size)}, over the "
+                f"{sizes.megabytes(sizes.PAYLOAD_LIMIT)} Temporal carries; give the map a smaller batch (batch: N)",
+            )
+        child = batch_id(self.tally.summary.children, part.batch, part.part)
+        again = f", part {part.part}" if part.part > 1 else ""
+        try:
+            return await workflow.execute_child_workflow(
+                BATCH_WORKFLOW,
+                inp,
+                id=child,
+                result_type=BatchResult,
+                static_summary=f"{self.node.body.label}: elements {first}–{last} of {len(self.items)}{again}",
+            )
+        except ChildWorkflowError as exc:
+            cause = exc.cause
+            if isinstance(cause, ApplicationError) and cause.type in (ELEMENT_FAILED, BATCH_TOO_BIG) and cause.details:
+                result = BatchResult.model_validate(cause.details[0])
+                if cause.type == ELEMENT_FAILED:
+                    return result
+                self.tally.add(result)
+            raise TaskFailed(self._element(first), f"its batch {child} failed: {_reason(exc)}") from None
+
+    def _input(self, part: Part) -> BatchInput:
+        engine, state = self.engine, self.engine.state
+        steps, memory = self.reads.pick_steps(state.steps), self.reads.pick_memory(state.memory)
+        read = {*self.over, *steps, *memory}
+        agents = {n.agent for n in _walk(self.node.body) if isinstance(n, ir.Task)}
+        return BatchInput(
+            run=self.run_input,
+            run_id=state.run_id,
+            map_id=self.key.node,
+            map_elements=list(self.key.elements),
+            batch=part.batch,
+            part=part.part,
+            indexes=part.indexes,
+            items=[self.items[i] for i in part.indexes],
+            total=len(self.items),
+            concurrency=self.concurrency,
+            values=dict(self.scope.values),
+            derived_from=self.over,
+            budgets=list(self.scope.budgets),
+            memory=memory,
+            steps=steps,
+            human=dict(state.human),
+            taint={k: mark for k, mark in state.taint.items() if k in read},
+            budget=state.budget,
+            step_budgets={s: state.step_budgets[s] for s in self.budget_steps if s in state.step_budgets},
+            spent=state.run_usage(),
+            step_usage={s: state.step_usage[s] for s in self.budget_steps if s in state.step_usage},
+            transcripts={a: t for a, t in engine.conversation.transcripts.items() if a in agents},
+        )
+
+    def _element(self, index: int) -> str:
+        return str(self.key.element(index))
+
+    def _dropped_note(self) -> None:
+        summary = self.tally.summary
+        if summary.notes_dropped:
+            self.engine.state.warnings.append(
+                f"{summary.key}: {summary.notes_dropped} more warning(s) and error(s) of its elements are kept in "
+                f"its batches (agentrun status {self.engine.state.run_id} --elements {summary.key})"
+            )
+
+
+def _reason(exc: ChildWorkflowError) -> str:
+    cause = exc.cause
+    if isinstance(cause, ApplicationError):
+        return cause.message
+    return str(cause) if cause is not None else str(exc)
+
+
+def _walk(node: ir.NodeBase) -> list[ir.NodeBase]:
+    return [node] + [n for child in ir.children_of(node) for n in _walk(child)]

@@ -1,0 +1,94 @@
+"""A batched map's elements summed up in the run's state as their batches come back: counts by
+status, the first failures, the slowest few, and what they spent, counted in the run's totals and
+budgets. Its size does not grow with the list."""
+
+from __future__ import annotations
+
+from agentrun.workflows.batching import BatchResult, Spent
+from agentrun.workflows.contract import ElementNote, MapSummary, ModelUsage, RunState, TaintMark, TaskState
+
+MAX_FAILURES = 20
+SLOWEST = 5
+MAX_COPIED = 50  # warnings and errors of one map's elements copied into the run's own lists
+MAX_TAINT_SOURCES = 20
+
+
+class Tally:
+    """One run of a batched map: its summary, the row that stands for its elements, and what its
+    batches said that the run keeps."""
+
+    def __init__(self, state: RunState, summary: MapSummary, row: TaskState):
+        self.state, self.summary, self.row = state, summary, row
+        self.copied = 0
+        self.taint_source = ""
+        self.taint_from: list[str] = []
+
+    def add(self, result: BatchResult) -> None:
+        for note in result.notes:
+            self._note(note)
+        self._spend(result.spent)
+        self._copy(result)
+        if result.tainted_count:
+            self.taint_source = self.taint_source or result.taint_source
+            self.taint_from = list(dict.fromkeys([*self.taint_from, *result.taint_from]))[:MAX_TAINT_SOURCES]
+        if not result.deferred and not result.failed and not result.cancelled:
+            self.summary.batches_done += 1
+
+    def _note(self, note: ElementNote) -> None:
+        if note.status == "pending":
+            return  # not run: a later part of its batch reports it
+        counts = self.summary.counts
+        counts[note.status] = counts.get(note.status, 0) + 1
+        counts["pending"] = counts.get("pending", 0) - 1
+        if not counts["pending"]:
+            del counts["pending"]
+        self.row.retries += note.retries
+        self.row.output_size += note.output_size
+        if note.error and note.status in ("failed", "skipped"):
+            if len(self.summary.failures) < MAX_FAILURES:
+                self.summary.failures.append(note)
+            else:
+                self.summary.more_failures += 1
+        if note.status == "completed":
+            slowest = sorted([*self.summary.slowest, note], key=lambda n: -n.duration_s)
+            self.summary.slowest = slowest[:SLOWEST]
+
+    def _spend(self, spent: Spent) -> None:
+        state, row = self.state, self.row
+        state.iteration_count += spent.prompts
+        state.retry_count += spent.retries
+        state.total_cost_usd += spent.cost_usd
+        for target in (state.usage, row.usage):
+            target.input_tokens += spent.usage.input_tokens
+            target.output_tokens += spent.usage.output_tokens
+        row.cost_usd += spent.cost_usd
+        for model, used in spent.by_model.items():
+            _add(state.usage_by_model.setdefault(model, ModelUsage()), used)
+        for step, used in spent.by_step.items():
+            _add(state.step_usage.setdefault(step, ModelUsage()), used)
+
+    def _copy(self, result: BatchResult) -> None:
+        """The elements' warnings and errors into the run's, up to MAX_COPIED for the map; the
+        rest are counted, and kept in the batches' own states."""
+        lines = [(self.state.warnings, w) for w in result.warnings] + [(self.state.errors, e) for e in result.errors]
+        for target, line in lines:
+            if line in target:
+                continue  # said once for the run (an unpriced model)
+            if self.copied < MAX_COPIED:
+                target.append(line)
+                self.copied += 1
+            else:
+                self.summary.notes_dropped += 1
+        self.summary.notes_dropped += result.dropped
+
+    def mark_taint(self) -> None:
+        """One mark for the elements whose output is marked, under the row that stands for them."""
+        if self.taint_source:
+            self.state.taint[self.row.id] = TaintMark(source=self.taint_source, derived_from=self.taint_from)
+
+
+def _add(target: ModelUsage, used: ModelUsage) -> None:
+    target.calls += used.calls
+    target.input_tokens += used.input_tokens
+    target.output_tokens += used.output_tokens
+    target.cost_usd += used.cost_usd
