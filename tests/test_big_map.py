@@ -4,6 +4,7 @@ the run's state stays small however long the list is."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import time
@@ -11,9 +12,18 @@ import time
 import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.service import RPCError
 
-from tests.conftest import write_spec
-from tests.runs import run_spec
+from agentrun.client import report
+from agentrun.spec import ir
+from agentrun.spec import params as spec_params
+from agentrun.spec.check import check
+from agentrun.spec.errors import SpecError
+from agentrun.spec.load import load
+from agentrun.workflows import contract
+from agentrun.workflows.contract import RunInput
+from tests.conftest import TEST_QUEUE, run_id, write_spec
+from tests.runs import finish, open_gate, run_spec, state_of
 
 pytestmark = pytest.mark.usefixtures("worker")
 
@@ -22,25 +32,51 @@ pytestmark = pytest.mark.usefixtures("worker")
 ECHO = "command:cat"
 
 
-def replies(folder, count: int) -> str:
-    (folder / "replies.yaml").write_text(json.dumps({"tasks": {f"each[{i}]": f"<{i}>" for i in range(count)}}))
+# Writes each prompt it is given to calls.log in the work directory, and answers with it.
+LOGGED = "command:tee -a calls.log"
+
+
+def asked(folder) -> list[int]:
+    """The items whose element was sent to the LOGGED agent, once per prompt."""
+    path = folder / "calls.log"
+    return sorted(int(n) for n in re.findall(r"<(\d+)>", path.read_text())) if path.exists() else []
+
+
+async def start(client, folder, text: str, agent: str, items: list, agents: dict | None = None):
+    plan = load(str(write_spec(folder, text)), given_params=["items"])
+    inp = RunInput(
+        plan=plan,
+        params=spec_params.bind(plan, {"items": items}),
+        workdir=str(folder),
+        default_agent=agent,
+        agents=agents or {},
+        heartbeat_s=5,
+    )
+    return await client.start_workflow("AgentRun", inp, id=run_id("big"), task_queue=TEST_QUEUE)
+
+
+def replies(folder, count: int, **special: str) -> str:
+    tasks = {f"each[{i}]": f"<{i}>" for i in range(count)} | special
+    (folder / "replies.yaml").write_text(json.dumps({"tasks": tasks}))
     return "scripted:replies.yaml"
 
 
-def big_map(concurrency: int, batch: int | None = None, reduce: bool = True) -> str:
+def big_map(concurrency: int, batch: int | None = None, reduce: bool = True, worker: str = "", step: str = "") -> str:
+    """A pipeline mapping `worker` over the list param `items`. `worker` adds keys to the agent;
+    `step` is YAML after the map step: `      budget: …` is the step's, `  budget: …` the run's."""
     options = f"concurrency: {concurrency}" + (f", batch: {batch}" if batch else "")
     return f"""workflow:
   name: big
   inputs:
     - {{name: items, type: json, required: true}}
   agents:
-    worker: {{prompt: "<{{{{item}}}}>"}}
+    worker: {{prompt: "<{{{{item}}}}>"{worker}}}
     reducer: {{prompt: "Combine."}}
   steps:
     - id: each
       type: map
       map: {{over: "{{{{inputs.items}}}}", agent: worker{", reduce: reducer" if reduce else ""}, {options}}}
-"""
+{step}"""
 
 
 async def children_of(client, run_id: str) -> list[str]:
@@ -58,7 +94,7 @@ def payload_size(value) -> int:
     return pydantic_data_converter.payload_converter.to_payloads([value])[0].ByteSize()
 
 
-async def test_two_thousand_elements_run_in_child_batches_and_reduce_in_order(client, tmp_path):
+async def test_two_thousand_elements_run_in_child_batches_and_reduce_in_order(client, tmp_path, cli):
     items = list(range(2000))
     began = time.monotonic()
     spec = write_spec(tmp_path, big_map(200))
@@ -85,3 +121,119 @@ async def test_two_thousand_elements_run_in_child_batches_and_reduce_in_order(cl
     desc = await client.get_workflow_handle(state.run_id).describe()
     memo = desc.raw_description.workflow_execution_info.memo.fields["state"]
     assert memo.ByteSize() < 1_000_000 and payload_size(state) < 1_000_000
+
+    # Details on request: a page of elements is read from the one batch that holds it.
+    page = cli("status", state.run_id, "--elements", "each", "--page", "40", "--limit", "25", "--json")
+    assert page.code == 0, page.err
+    shown = json.loads(page.out)
+    assert (shown["page"], shown["pages"], shown["total"]) == (40, 80, 2000)
+    assert [(e["key"], e["status"], e["output"]) for e in shown["elements"]] == [
+        (f"each[{i}]", "completed", f"<{i}>") for i in range(975, 1000)
+    ]
+    text = cli("report", state.run_id).out
+    assert "- Total steps: 2001" in text and "| 1 | each[*] | worker | SUCCESS |" in text
+    assert f"- each: 2000 elements in 20 batches of 100 (child workflows {state.run_id}/each/batch-0 … " in text
+    assert "--elements each --page N" in text
+    table = cli("report", state.run_id, "--elements", "each", "--page", "2", "--limit", "3").out
+    assert "each: elements 3–5 of 2000, page 2 of 667" in table and "| each[4] | SUCCESS |" in table
+    assert "## each[5]\n\n```\n<5>\n```" in table
+    wrong = cli("status", state.run_id, "--page", "2")
+    assert wrong.code == 2 and "add --elements MAP" in wrong.err
+
+
+async def test_an_element_that_fails_fails_its_batch_and_the_map_with_its_own_error(client, tmp_path):
+    agent = replies(tmp_path, 30, **{"each[13]": ""})
+    state = await run_spec(
+        client,
+        write_spec(tmp_path, big_map(5, batch=10, reduce=False)),
+        agent,
+        params={"items": list(range(30))},
+        agents={},
+    )
+    assert state.status == "failed"
+    assert state.errors[-1] == "each[13]: the agent returned an empty output"
+    summary = state.maps["each"]
+    assert [(n.key, n.status) for n in summary.failures] == [("each[13]", "failed")]
+    assert summary.counts["completed"] >= 10 and state.tasks["each[*]"].status == "failed"
+    children = sorted(await children_of(client, state.run_id))
+    assert children == [f"{state.run_id}/each/batch-0", f"{state.run_id}/each/batch-1"]  # batch 2 never started
+    failed = await client.get_workflow_handle(children[1]).describe()
+    assert failed.status is not None and failed.status.name == "FAILED"
+
+
+async def test_a_skipped_element_leaves_a_null_result_and_a_partial_run(client, tmp_path):
+    agent = replies(tmp_path, 30, **{"each[13]": ""})
+    text = big_map(5, batch=10, reduce=False, worker=", retry: {max_attempts: 2, on_failure: skip}")
+    state = await run_spec(client, write_spec(tmp_path, text), agent, params={"items": list(range(30))}, agents={})
+    assert state.status == "completed", state.errors
+    results = state.steps["each"]["output"]
+    assert results[13] is None and results[:3] == ["<0>", "<1>", "<2>"] and len(results) == 30
+    summary = state.maps["each"]
+    assert summary.counts == {"completed": 29, "skipped": 1} and summary.batches_done == 3
+    assert state.tasks["each[*]"].retries == 1  # each[13]'s second attempt
+    assert "each[13]: the agent returned an empty output" in state.errors  # copied from its batch
+    text = report.to_markdown(state)
+    assert report.verdict(state) == "PARTIAL" and "- Steps skipped: 1" in text
+    assert "  - each[13] (SKIPPED): the agent returned an empty output" in text
+
+
+async def test_a_step_budget_counts_every_batch_and_fails_the_element_past_it(client, tmp_path):
+    # One element at a time: a step's budget counts a prompt once it is answered.
+    text = big_map(1, batch=10, reduce=False, step="      budget: {iterations: 25}\n")
+    state = await run_spec(client, write_spec(tmp_path, text), LOGGED, params={"items": list(range(60))}, agents={})
+    assert state.status == "failed"
+    assert state.errors[0] == "each[25]: budget exceeded in step each: 25 prompts sent, as many as the budget allows"
+    assert asked(tmp_path) == list(range(25))  # what earlier batches spent counted in the later ones
+    assert state.iteration_count == 25 and state.step_usage["each"].calls == 25
+    assert state.maps["each"].counts["completed"] == 25
+
+
+async def test_a_paused_budget_stops_a_batch_and_its_rest_runs_once_a_person_raises_it(client, tmp_path):
+    text = big_map(5, batch=10, step="  budget: {iterations: 15, on_exceeded: pause}\n")
+    handle = await start(client, tmp_path, text, LOGGED, list(range(30)), {"reducer": ECHO})
+    waiting = await open_gate(handle, "budget")
+    assert waiting.gates["budget"].prompt == "budget exceeded: 15 prompts sent, as many as the budget allows"
+    assert asked(tmp_path) == list(range(15))
+    await handle.execute_update(contract.RAISE_BUDGET, contract.BudgetInput(iterations=100), result_type=ir.Budget)
+    state = await finish(client, handle)
+    assert state.status == "completed", state.errors
+    assert asked(tmp_path) == list(range(30))  # each element once: none that was done ran again
+    assert [int(n) for n in re.findall(r"<(\d+)>", state.steps["each"]["output"])] == list(range(30))
+    children = sorted(await children_of(client, handle.id))
+    assert children == [f"{handle.id}/each/batch-{b}" for b in ("0", "1", "1.2", "2")]
+    assert state.maps["each"].parts == {1: 2} and state.iteration_count == 31
+
+
+async def test_a_cancelled_run_cancels_its_open_batch(client, tmp_path):
+    (tmp_path / "slow.yaml").write_text("default: done\ndelay_s: 600\n")
+    handle = await start(client, tmp_path, big_map(5, batch=10, reduce=False), "scripted:slow.yaml", list(range(30)))
+    batch = client.get_workflow_handle(f"{handle.id}/each/batch-0")
+    for _ in range(300):  # until the first batch has its elements with the agent
+        if await prompts_sent(batch) == 5:
+            break
+        await asyncio.sleep(0.05)
+    await handle.cancel()
+    state = await finish(client, handle)
+    assert state.status == "cancelled" and state.tasks["each[*]"].status == "cancelled"
+    assert state.iteration_count == 5  # what the cancelled batch spent is counted
+    closed = await batch.describe()
+    assert closed.status is not None and closed.status.name != "RUNNING"
+    assert await children_of(client, handle.id) == [batch.id]
+
+
+async def prompts_sent(handle) -> int:
+    try:
+        return (await state_of(handle)).iteration_count
+    except RPCError:
+        return -1  # not started yet
+
+
+def test_a_map_body_that_would_ask_a_person_per_element_is_refused(tmp_path):
+    plan = load(str(write_spec(tmp_path, big_map(5))), given_params=["items"])
+    body = plan.root.children[0].body.model_copy(update={"gate": ir.Human(id="ok", prompt="Go on?", approval=True)})
+    root = plan.root.model_copy(update={"children": [plan.root.children[0].model_copy(update={"body": body})]})
+    with pytest.raises(SpecError) as refused:
+        check(plan.model_copy(update={"root": root}))
+    assert "'Worker' in the body of map 'each' has an approval gate" in str(
+        refused.value
+    ) or "in the body of map 'each' has an approval gate" in str(refused.value)

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from rich.console import Console
 
-from agentrun.client import humans, interrupts, listing, logs, no_worker, outputs, report
+from agentrun.client import elements, humans, interrupts, listing, logs, no_worker, outputs, report
 from agentrun.client.runs import NoSuchRun, NoWorker, UsageError, describe, fetch_state
 from agentrun.client.start import local_worker, prepare, say_warnings, start, watch
 from agentrun.spec import ir
@@ -63,11 +63,13 @@ def parser(prog: str = "python -m client") -> argparse.ArgumentParser:
     st = sub.add_parser("status", help="a run's state")
     st.add_argument("run_id")
     st.add_argument("--json", action="store_true")
+    elements.add_arguments(st, positive)
     listing.add_arguments(sub.add_parser("list", help="recent runs, newest first"))
     r = sub.add_parser("report", help="a run's execution report")
     r.add_argument("run_id")
     r.add_argument("--format", choices=["md", "json"], default="md")
     r.add_argument("--outputs", action="store_true", help="add each step's output in full")
+    elements.add_arguments(r, positive)
     logs.add_arguments(sub.add_parser("logs", help="what each agent was asked and answered, in order"))
     sub.add_parser("validate", help="check a spec without running it").add_argument("spec")
     sub.add_parser("inspect", help="explain a spec: its steps, execution graph and agents").add_argument("spec")
@@ -237,7 +239,16 @@ def unknown_rules(plan: ir.Plan) -> list[str]:
 
 
 async def _status(client, args, console: Console) -> int:
+    paged = elements.wanted(args)
     state = await fetch_state(client, args.run_id)
+    if paged:
+        page = await elements.page(client, state, args)
+        if args.json:
+            print(page.to_json())
+        else:
+            for line in elements.lines(page):
+                console.print(line, markup=False)
+        return EXIT_OK
     if args.json:
         print(json.dumps(_status_json(state), indent=2))
         return EXIT_OK
@@ -249,6 +260,13 @@ async def _status(client, args, console: Console) -> int:
     for t in state.tasks.values():
         console.print(
             f"  {t.id:<30} {t.status:<10} attempts={t.attempts} iterations={t.iterations} {t.duration_s:.1f}s",
+            markup=False,
+        )
+    for m in state.maps.values():
+        done = m.total - m.counts.get("pending", 0)
+        console.print(
+            f"  {m.row}: {done} of {m.total} elements done in {m.batches_done} of {m.batches} batches"
+            f" ({', '.join(f'{n} {s}' for s, n in sorted(m.counts.items()))}); each one: --elements {m.key}",
             markup=False,
         )
     for gate in open_gates(state):
@@ -284,7 +302,12 @@ async def _cancel(client, args, console: Console) -> int:
 
 
 async def _report(client, args, console: Console) -> int:
+    paged = elements.wanted(args)
     state = await fetch_state(client, args.run_id)
+    if paged:
+        page = await elements.page(client, state, args)
+        print(page.to_json() if args.format == "json" else report.elements_markdown(page))
+        return EXIT_OK
     if args.format == "json":
         print(report.to_json(state))
     else:

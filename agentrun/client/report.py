@@ -3,8 +3,19 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 
-from agentrun.workflows.contract import RunState, SpawnedAgent, TaskState, Verdict, dollars, limits_text
+from agentrun.client.elements import Page
+from agentrun.client.outputs import fenced
+from agentrun.workflows.contract import (
+    RunState,
+    SpawnedAgent,
+    TaskState,
+    Verdict,
+    batch_id,
+    dollars,
+    limits_text,
+)
 
 _STEP_STATUS = {
     "completed": "SUCCESS",
@@ -17,11 +28,11 @@ _STEP_STATUS = {
 
 
 def verdict(state: RunState) -> str:
-    tasks = state.tasks.values()
-    done = sum(t.status == "completed" for t in tasks)
+    counts = step_counts(state)
+    done = counts["completed"]
     if state.status == "completed":
         # Failed rows in a finished run were recovered (fallback, selector); a skip left a null output.
-        return "PARTIAL" if any(t.status == "skipped" for t in tasks) else "COMPLETE"
+        return "PARTIAL" if counts["skipped"] else "COMPLETE"
     if state.status in ("running", "pending"):
         return "RUNNING"
     if state.status == "timeout":
@@ -33,8 +44,19 @@ def verdict(state: RunState) -> str:
     return "PARTIAL" if done else "FAILED"
 
 
+def step_counts(state: RunState) -> Counter[str]:
+    """Steps by status. A batched map's elements count one each, as the rows they would have had
+    in the run; the one row that stands for them does not count."""
+    batched = {m.row: m for m in state.maps.values()}
+    counts: Counter[str] = Counter()
+    for task in state.tasks.values():
+        counts.update(batched[task.id].counts if task.id in batched else {task.status: 1})
+    return counts
+
+
 def summary(state: RunState) -> dict:
     tasks = list(state.tasks.values())
+    counts = step_counts(state)
     total = (
         (state.ended_at - state.started_at).total_seconds()
         if state.ended_at and state.started_at
@@ -43,11 +65,11 @@ def summary(state: RunState) -> dict:
     return {
         "status": verdict(state),
         "run_status": state.status,
-        "total_steps": len(tasks),
-        "completed": sum(t.status == "completed" for t in tasks),
-        "failed": sum(t.status == "failed" for t in tasks),
-        "skipped": sum(t.status == "skipped" for t in tasks),
-        "cancelled": sum(t.status == "cancelled" for t in tasks),
+        "total_steps": counts.total(),
+        "completed": counts["completed"],
+        "failed": counts["failed"],
+        "skipped": counts["skipped"],
+        "cancelled": counts["cancelled"],
         "agents": len({t.agent for t in tasks if t.status != "pending" and t.kind == "task"}),
         "sub_agents": sum(len(spawned) for spawned in state.spawned.values()),
         "total_time_s": round(total, 3),
@@ -105,8 +127,58 @@ def to_markdown(state: RunState) -> str:
     lines += ["", "## Final Output", "", state.final_output.strip() or "(none)", "", "## Issues and Warnings", ""]
     issues = [_issue("ERROR", e) for e in state.errors] + [_issue("WARNING", w) for w in state.warnings]
     lines += issues or ["- none"]
-    lines += _human_input(state) + _supervision(state) + _sub_agents(state) + _compensations(state) + _taint(state)
+    lines += (
+        _map_elements(state)
+        + _human_input(state)
+        + _supervision(state)
+        + _sub_agents(state)
+        + _compensations(state)
+        + _taint(state)
+    )
     lines += _blackboard(state) + _trace(state)
+    return "\n".join(lines) + "\n"
+
+
+def _map_elements(state: RunState) -> list[str]:
+    """Each batched map: its elements' counts, first failures and slowest, and where the rest are."""
+    if not state.maps:
+        return []
+    lines = ["", "## Map Elements", ""]
+    for m in state.maps.values():
+        counts = ", ".join(f"{n} {status}" for status, n in sorted(m.counts.items()))
+        last = f" … {batch_id(m.children, m.batches - 1)}" if m.batches > 1 else ""
+        children = batch_id(m.children, 0) + last
+        lines.append(
+            f"- {m.key}: {m.total} elements in {m.batches} batches of {m.batch} (child workflows {children}): {counts}"
+        )
+        if m.slowest:
+            lines.append("  - slowest: " + ", ".join(f"{n.key} {_duration(n.duration_s)}" for n in m.slowest))
+        for note in m.failures:
+            lines.append(f"  - {note.key} ({_STEP_STATUS.get(note.status, note.status.upper())}): {_cell(note.error)}")
+        if m.more_failures:
+            lines.append(f"  - and {m.more_failures} more failed or skipped")
+        lines.append(f"  - each element's row and output: `agentrun report {state.run_id} --elements {m.key} --page N`")
+    return lines
+
+
+def elements_markdown(page: Page) -> str:
+    """A page of a map's elements, as `report --elements` prints it: a table, then their outputs."""
+    lines = [
+        f"# Elements of {page.map}",
+        "",
+        page.heading(),
+        "",
+        "| Element | Status | Duration | Retries | Output Size | Error |",
+        "|---|---|---|---|---|---|",
+    ]
+    for e in page.elements:
+        status = _STEP_STATUS.get(e.status, e.status.upper())
+        lines.append(
+            f"| {e.key} | {status} | {_duration(e.duration_s)} | {e.retries} | {_size(e.output_size)} | {_cell(e.error)} |"
+        )
+    for e in page.elements:
+        if e.output is not None:
+            lines += ["", f"## {e.key}", "", *fenced(e.output)]
     return "\n".join(lines) + "\n"
 
 

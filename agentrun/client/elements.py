@@ -1,0 +1,145 @@
+"""A map's elements a page at a time: `status RUN --elements MAP [--page N] [--limit N]` and the same
+on `report`. A batched map's elements live in its batches (child workflows): only the batches the
+page covers are read, by their state query while they run and from their memo once they end. A
+map that ran in the run itself has its elements' rows in the run's own state."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+
+from temporalio.client import Client, WorkflowExecutionStatus
+
+from agentrun.client.runs import NoSuchRun, UsageError, ask_state, describe
+from agentrun.workflows.contract import MapSummary, RunState, TaskState, batch_id, element_key
+
+DEFAULT_LIMIT = 50
+
+
+@dataclass
+class Element:
+    key: str
+    status: str
+    retries: int
+    duration_s: float
+    output_size: int
+    error: str
+    output: str | None
+
+
+@dataclass
+class Page:
+    map: str
+    page: int
+    pages: int
+    limit: int
+    total: int
+    elements: list[Element]
+
+    @property
+    def first(self) -> int:
+        return (self.page - 1) * self.limit
+
+    def heading(self) -> str:
+        if not self.elements:
+            return f"{self.map}: no elements"
+        last = self.first + len(self.elements) - 1
+        return f"{self.map}: elements {self.first}–{last} of {self.total}, page {self.page} of {self.pages}"
+
+    def to_json(self) -> str:
+        data = {k: v for k, v in asdict(self).items() if k != "elements"}
+        return json.dumps({**data, "elements": [asdict(e) for e in self.elements]}, indent=2)
+
+
+def add_arguments(command: argparse.ArgumentParser, positive: Callable[[str], int]) -> None:
+    command.add_argument("--elements", metavar="MAP", help="page through the elements of map step MAP")
+    command.add_argument("--page", type=positive, metavar="N", help="which page of elements (default 1)")
+    command.add_argument("--limit", type=positive, metavar="N", help=f"elements per page (default {DEFAULT_LIMIT})")
+
+
+def wanted(args: argparse.Namespace) -> bool:
+    """Whether the command pages through elements; --page or --limit alone is a usage error."""
+    if args.elements:
+        return True
+    if args.page is not None or args.limit is not None:
+        raise UsageError("--page and --limit page through a map's elements: add --elements MAP")
+    return False
+
+
+async def page(client: Client, state: RunState, args: argparse.Namespace) -> Page:
+    number, limit = args.page or 1, args.limit or DEFAULT_LIMIT
+    summary = state.maps.get(args.elements)
+    total = summary.total if summary else _rows_in_run(state, args.elements)
+    if not total and summary is None:
+        raise UsageError(f"run {state.run_id} has no map step '{args.elements}'{_maps_hint(state)}")
+    pages = max(-(-total // limit), 1)
+    if number > pages:
+        raise UsageError(f"map {args.elements} has {total} elements: {pages} page(s) of {limit}")
+    indexes = range((number - 1) * limit, min(number * limit, total))
+    if summary is None:
+        rows = {k: (state.tasks[k], state.outputs.get(k)) for k in (element_key(args.elements, i) for i in indexes)}
+    else:
+        rows = await _rows_in_batches(client, summary, indexes)
+    elements = [_element(element_key(args.elements, i), rows.get(element_key(args.elements, i))) for i in indexes]
+    return Page(args.elements, number, pages, limit, total, elements)
+
+
+def lines(page: Page) -> list[str]:
+    """The page as `status` prints it: a line per element."""
+    out = [page.heading()]
+    for e in page.elements:
+        error = f"  {e.error}" if e.error else ""
+        out.append(f"  {e.key:<30} {e.status:<10} retries={e.retries} {e.duration_s:.1f}s{error}")
+    return out
+
+
+def _rows_in_run(state: RunState, map_key: str) -> int:
+    count = 0
+    while element_key(map_key, count) in state.tasks:
+        count += 1
+    return count
+
+
+async def _rows_in_batches(
+    client: Client, summary: MapSummary, indexes: range
+) -> dict[str, tuple[TaskState, str | None]]:
+    """The page's rows from the batches holding them; a later part of a batch (after a paused
+    budget) has the rows its first part left pending."""
+    rows: dict[str, tuple[TaskState, str | None]] = {}
+    for batch in sorted({i // summary.batch for i in indexes}):
+        for part in range(1, summary.parts.get(batch, 1) + 1):
+            state = await _batch_state(client, batch_id(summary.children, batch, part))
+            if state is None:
+                continue
+            for i in indexes:
+                key = element_key(summary.key, i)
+                row = state.tasks.get(key)
+                if row is not None and (row.status != "pending" or key not in rows):
+                    rows[key] = (row, state.outputs.get(key))
+    return rows
+
+
+async def _batch_state(client: Client, workflow_id: str) -> RunState | None:
+    """A batch's state, or None for one not started (or no worker answering for a running one)."""
+    try:
+        desc = await describe(client, workflow_id)
+    except NoSuchRun:
+        return None
+    if desc.status == WorkflowExecutionStatus.RUNNING:
+        return await ask_state(client.get_workflow_handle(workflow_id))
+    return await desc.memo_value("state", None, type_hint=RunState)
+
+
+def _element(key: str, found: tuple[TaskState, str | None] | None) -> Element:
+    if found is None:
+        return Element(key, "pending", 0, 0.0, 0, "", None)
+    row, output = found
+    retries = max(row.attempts - 1, 0) + row.retries
+    return Element(key, row.status, retries, row.duration_s, row.output_size, row.error, output)
+
+
+def _maps_hint(state: RunState) -> str:
+    batched = f"; its batched maps: {', '.join(state.maps)}" if state.maps else ""
+    return batched + "; a map's elements are its rows MAP[0], MAP[1], …"
