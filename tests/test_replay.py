@@ -259,6 +259,38 @@ async def test_behaviour_tree_runs_of_both_modes_replay(client, tmp_path):
         assert result.replay_failure is None, (name, result.replay_failure)
 
 
+# Recorded after long maps ran in batches: five items in batches of two, three child workflows open at
+# once; the run's history and one batch's.
+BATCHED = """workflow:
+  name: batched
+  agents:
+    lister: {prompt: "List five items as JSON."}
+    worker: {prompt: "Work on {{ item }}."}
+    joiner: {prompt: "Join them."}
+  steps:
+    - {id: list, agent: lister, output: {format: json}}
+    - {id: each, type: map, map: {over: "{{ steps.list.output.items }}", agent: worker, reduce: joiner, batch: 2}}
+"""
+_FIVE = 'command:sh -c \'cat >/dev/null; echo "{\\"items\\": [1, 2, 3, 4, 5]}"\''
+
+
+async def test_a_batched_map_and_one_of_its_batches_replay(client, tmp_path):
+    agents = {"lister": _FIVE, "worker": "command:sh -c 'cat; echo worked'", "joiner": "command:cat"}
+    plan = load(str(write_spec(tmp_path, BATCHED)), given_params=())
+    inp = RunInput(plan=plan, workdir=str(tmp_path), default_agent=SHELL_AGENT, agents=agents, heartbeat_s=5)
+    # The batches' ids come from the run's: it is replayed under the id it was recorded with.
+    rid = "map-batches" if "map-batches" in _to_record() else run_id("map-batches")
+    state = await finish(client, await client.start_workflow("AgentRun", inp, id=rid, task_queue=TEST_QUEUE))
+    assert state.status == "completed", state.errors
+    assert state.maps["each"].batches == 3 and state.steps["each"]["output"].count("worked") == 5
+    for name, workflow_id in (("map-batches", rid), ("map-batch", f"{rid}/each/batch-1")):
+        history = await client.get_workflow_handle(workflow_id).fetch_history()
+        if name in _to_record():
+            (HISTORIES / f"{name}.json").write_text(_scrub(history.to_json(), tmp_path))
+        result = await _replayer().replay_workflow(history, raise_on_replay_failure=False)
+        assert result.replay_failure is None, (name, result.replay_failure)
+
+
 def _driven() -> list:
     x = executions
     return [
@@ -318,10 +350,12 @@ def _recorded() -> list[str]:
 
 @pytest.mark.parametrize("name", _recorded())
 async def test_committed_histories_still_replay(name):
-    history = WorkflowHistory.from_json(name, json.loads((HISTORIES / name).read_text()))
+    # Under the id it was recorded with, where that id is the file's name (a batched map's run).
+    history = WorkflowHistory.from_json(name.removesuffix(".json"), json.loads((HISTORIES / name).read_text()))
     await _replayer().replay_workflow(history)
 
 
 def test_histories_are_committed():
-    expected = sorted(f"{name}.json" for name in [*SPECS, *AFTER_SEAMS, "gated", "agentfile", "tree", "tree-mcp"])
+    recorded = [*SPECS, *AFTER_SEAMS, "gated", "agentfile", "tree", "tree-mcp", "map-batches", "map-batch"]
+    expected = sorted(f"{name}.json" for name in recorded)
     assert _recorded() == expected, "record new ones with AGENTRUN_RECORD_HISTORIES=name,name"
