@@ -20,6 +20,7 @@ class MapView(View[ir.Map]):
         body_tag = sub_tag(at.tag, 0) if node.reduce else at.tag
         last = node.reduce or node.body
         text = f"map: {who(node.body)} runs once per item of {bare(node.over)}, at most {node.concurrency} at a time"
+        text += f" (over {node.batch} items: in batches of {node.batch}, each a child workflow)"
         if node.reduce:
             text += f"; {who(node.reduce)} combines the results"
         lines = [at.head + text + stored(node, getattr(last, "output_format", None)) + step_timeout(node)]
@@ -32,7 +33,8 @@ class MapView(View[ir.Map]):
 
     def dry_run(self, node: ir.Map, at: Entry, scope: Scope, dry: DryRun) -> list[str]:
         over = dry.fill(node.over, scope)
-        first = f"map over {over}, at most {node.concurrency} at a time" + stored(node) + step_timeout(node)
+        batches = f" (over {node.batch} items: in batches of {node.batch}, each a child workflow)"
+        first = f"map over {over}, at most {node.concurrency} at a time{batches}" + stored(node) + step_timeout(node)
         item = Shown(f"<one item of {over}>")
         body_tag = sub_tag(at.tag, 0) if node.reduce else at.tag
         each = {**scope, "item": item, "index": Shown("<its index>"), "input": item}
