@@ -21,6 +21,7 @@ from agentrun.spec.check import check
 from agentrun.spec.errors import SpecError
 from agentrun.spec.load import load
 from agentrun.workflows import contract
+from agentrun.workflows.batching import BatchInput, reads
 from agentrun.workflows.contract import RunInput
 from tests.conftest import TEST_QUEUE, run_id, write_spec
 from tests.runs import finish, open_gate, run_spec, state_of
@@ -109,6 +110,10 @@ async def test_two_thousand_elements_run_in_child_batches_and_reduce_in_order(cl
     for child in children:
         desc = await client.get_workflow_handle(child).describe()
         assert desc.parent_id == state.run_id and desc.workflow_type == "AgentRunBatch"
+    first = await anext(aiter(client.get_workflow_handle(children[0]).fetch_history_events()))
+    payload = first.workflow_execution_started_event_attributes.input.payloads[0]
+    sent = pydantic_data_converter.payload_converter.from_payloads([payload], [BatchInput])[0]
+    assert len(sent.items) == 100 and sent.run.params == {}  # the list goes once, a batch to each
     lengths = [await history_length(client, child) for child in children]
     parent = await history_length(client, state.run_id)
     print(f"2000 elements: {took:.1f}s; run history {parent} events, batches {min(lengths)}-{max(lengths)}")
@@ -239,3 +244,20 @@ def test_a_map_body_that_would_ask_a_person_per_element_is_refused(tmp_path):
     assert "'Worker' in the body of map 'each' has an approval gate" in str(
         refused.value
     ) or "in the body of map 'each' has an approval gate" in str(refused.value)
+
+
+def test_a_batch_is_sent_only_the_values_its_elements_read():
+    body = ir.Task(
+        id="w", protocol="plain", prompt="{{ item }} for {{ inputs.topic }} in {{ steps.plan.output.x }} by {{ style }}"
+    )
+    seen = reads(body)
+    assert seen.pick_steps({"plan": 1, "split": [0] * 9}) == {"plan": 1}
+    assert seen.pick_params({"topic": "t", "items": [0] * 9}) == {"topic": "t"}
+    assert seen.pick_memory({"style": "s", "other": 2}) == {"style": "s"}
+    for everything in (
+        body.model_copy(update={"input": ir.ALL_PRIOR}),
+        body.model_copy(update={"criteria": ir.Criteria(python="result = True")}),
+        body.model_copy(update={"prompt": "{% for s in steps %}{{ s }}{% endfor %}"}),
+        ir.Loop(id="l", body=body, until="true"),
+    ):
+        assert reads(everything).pick_steps({"split": 1}) == {"split": 1}

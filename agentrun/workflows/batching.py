@@ -86,25 +86,38 @@ class BudgetReached(BaseException):
 
 @dataclass(frozen=True)
 class Reads:
-    """The step ids and top-level names a map's body reads; None where it may read any."""
+    """The step ids, params (`inputs.X`) and top-level names a map's body reads; None where it may
+    read any."""
 
     steps: frozenset[str] | None
+    inputs: frozenset[str] | None
     names: frozenset[str] | None
 
     def pick_steps(self, steps: dict[str, Any]) -> dict[str, Any]:
-        return dict(steps) if self.steps is None else {k: v for k, v in steps.items() if k in self.steps}
+        return _pick(steps, self.steps)
 
     def pick_memory(self, memory: dict[str, Any]) -> dict[str, Any]:
-        return dict(memory) if self.names is None else {k: v for k, v in memory.items() if k in self.names}
+        return _pick(memory, self.names)
+
+    def pick_params(self, params: dict[str, Any]) -> dict[str, Any]:
+        """A param is read bare (`{{topic}}`) or as `inputs.topic`."""
+        if self.inputs is None or self.names is None:
+            return dict(params)
+        return _pick(params, self.inputs | self.names)
 
 
-EVERYTHING = Reads(None, None)
+def _pick(values: dict[str, Any], names: frozenset[str] | None) -> dict[str, Any]:
+    return dict(values) if names is None else {k: v for k, v in values.items() if k in names}
+
+
+EVERYTHING = Reads(None, None, None)
 
 
 def reads(body: ir.NodeBase) -> Reads:
     """What of the run's values the body's templates read, so a batch is sent only those (the list
-    being mapped over, often a step's output, would otherwise go to every batch)."""
+    being mapped over, a step's output or a param, would otherwise go to every batch)."""
     steps: set[str] = set()
+    inputs: set[str] = set()
     names: set[str] = set()
     for node in _walk(body):
         templates = _templates(node)
@@ -117,12 +130,12 @@ def reads(body: ir.NodeBase) -> Reads:
             except (expressions.ExpressionError, TemplateSyntaxError):
                 return EVERYTHING
             for path in paths:
-                if path[0] == "steps" and len(path) < 2:
-                    return EVERYTHING  # `steps` as a whole: a loop over it, steps[x]
-                if path[0] == "steps":
-                    steps.add(str(path[1]))
+                if path[0] in ("steps", "inputs") and len(path) < 2:
+                    return EVERYTHING  # the whole mapping: a loop over it, steps[x]
+                if path[0] in ("steps", "inputs"):
+                    (steps if path[0] == "steps" else inputs).add(str(path[1]))
             names |= used
-    return Reads(frozenset(steps), frozenset(names))
+    return Reads(frozenset(steps), frozenset(inputs), frozenset(names))
 
 
 def _templates(node: ir.NodeBase) -> list[str] | None:

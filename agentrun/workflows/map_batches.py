@@ -75,9 +75,9 @@ class Batched:
         )
         state.maps[summary.key] = summary
         self.tally = Tally(state, summary, self._row(summary))
-        self.run_input = engine.inp.model_copy(
-            update={"plan": engine.inp.plan.model_copy(update={"root": node.body, "warnings": [], "memory": {}})}
-        )
+        plan = engine.inp.plan.model_copy(update={"root": node.body, "warnings": [], "memory": {}})
+        params = self.reads.pick_params(engine.inp.params)
+        self.run_input = engine.inp.model_copy(update={"plan": plan, "params": params})
 
     def _row(self, summary: MapSummary) -> TaskState:
         """The one row that stands for the elements, where the body's row was."""
