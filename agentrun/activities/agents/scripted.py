@@ -63,13 +63,12 @@ def _parsed(path: Path, mtime_ns: int, size: int) -> dict[str, Any]:
         data = {}
     if not isinstance(data, dict) or not isinstance(data.get("tasks", {}), dict):
         raise agent_error(f"scripted: {path} must be a mapping with an optional `tasks` mapping")
-    return data
+    # YAML reads `1:` as an int; task ids are always strings.
+    return {**data, "tasks": {str(k): v for k, v in (data.get("tasks") or {}).items()}}
 
 
 def _pick(script: dict[str, Any], call: AgentCall, path: Path) -> str:
-    # YAML reads `1:` as an int; task ids are always strings.
-    tasks = {str(k): v for k, v in (script.get("tasks") or {}).items()}
-    entry = tasks.get(call.task_id, script.get("default"))
+    entry = script["tasks"].get(call.task_id, script.get("default"))
     if entry is None:
         raise agent_error(f"scripted: task {call.task_id!r} is not in {path} and there is no default")
     if isinstance(entry, list):
