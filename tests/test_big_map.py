@@ -166,7 +166,7 @@ async def test_an_element_that_fails_fails_its_batch_and_the_map_with_its_own_er
     assert failed.status is not None and failed.status.name == "FAILED"
 
 
-async def test_a_skipped_element_leaves_a_null_result_and_a_partial_run(client, tmp_path):
+async def test_a_skipped_element_leaves_a_null_result_and_a_partial_run(client, tmp_path, cli):
     agent = replies(tmp_path, 30, **{"each[13]": ""})
     text = big_map(5, batch=10, reduce=False, worker=", tools: [search], retry: {max_attempts: 2, on_failure: skip}")
     state = await run_spec(client, write_spec(tmp_path, text), agent, params={"items": list(range(30))}, agents={})
@@ -182,6 +182,8 @@ async def test_a_skipped_element_leaves_a_null_result_and_a_partial_run(client, 
     text = report.to_markdown(state)
     assert report.verdict(state) == "PARTIAL" and "- Steps skipped: 1" in text
     assert "  - each[13] (SKIPPED): the agent returned an empty output" in text
+    said = cli("logs", f"{state.run_id}/each/batch-1", "--task", "each[13]")  # a batch's own conversation
+    assert said.code == 0 and said.out.count("<13>") == 2, said.out + said.err
 
 
 async def test_a_step_budget_counts_every_batch_and_fails_the_element_past_it(client, tmp_path):
