@@ -142,6 +142,14 @@ async def test_two_thousand_elements_run_in_child_batches_and_reduce_in_order(cl
     table = cli("report", state.run_id, "--elements", "each", "--page", "2", "--limit", "3").out
     assert "each: elements 3–5 of 2000, page 2 of 667" in table and "| each[4] | SUCCESS |" in table
     assert "## each[5]\n\n```\n<5>\n```" in table
+    plain = cli("status", state.run_id).out
+    assert (
+        "  each[*]: 2000 of 2000 elements done in 20 of 20 batches (2000 completed); each one: --elements each" in plain
+    )
+    outputs = cli("report", state.run_id, "--outputs").out
+    assert (
+        f"2000 outputs, kept by the map's batches: `agentrun report {state.run_id} --elements each --page N`" in outputs
+    )
     wrong = cli("status", state.run_id, "--page", "2")
     assert wrong.code == 2 and "add --elements MAP" in wrong.err
 
