@@ -267,3 +267,11 @@ def test_a_batch_is_sent_only_the_values_its_elements_read():
         ir.Loop(id="l", body=body, until="true"),
     ):
         assert reads(everything).pick_steps({"split": 1}) == {"split": 1}
+
+
+def test_a_batch_too_big_for_one_history_is_refused_where_it_is_written(tmp_path):
+    with pytest.raises(SpecError) as refused:
+        load(str(write_spec(tmp_path, big_map(5, batch=900))), given_params=["items"])
+    assert str(refused.value).startswith(f"{tmp_path / 'spec.yaml'}:11:")
+    assert "map.batch: Input should be less than or equal to 500" in str(refused.value)
+    assert "hint: use a whole number of at most 500" in str(refused.value)
