@@ -15,6 +15,7 @@ from typing import Any
 
 from rich.console import Console
 
+from agentrun.client import spelling
 from agentrun.client.no_worker import worker_command
 from agentrun.worker.build import GRACEFUL_SHUTDOWN_S
 
@@ -70,11 +71,11 @@ def farewell(args: argparse.Namespace) -> str:
     if args.command not in ("start", "watch") or not run_id:
         return "interrupted"
     if not ran_worker(args):
-        return f"interrupted: run {run_id} goes on in Temporal; follow it with `python -m client watch {run_id}`"
+        return f"interrupted: run {run_id} goes on in Temporal; follow it with `{spelling.client()} watch {run_id}`"
     queue = args.task_queue
     return (
         f"interrupted: run {run_id} stays in Temporal, but the worker in this process has stopped: nothing runs "
         f"it unless another worker polls task queue '{queue}'\n"
-        f"  hint: go on with `python -m client watch {run_id} --worker`, or start a worker with "
-        f"`{worker_command(queue)}` and `python -m client watch {run_id}`"
+        f"  hint: go on with `{spelling.client()} watch {run_id} --worker`, or start a worker with "
+        f"`{worker_command(queue)}` and `{spelling.client()} watch {run_id}`"
     )

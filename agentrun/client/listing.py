@@ -12,6 +12,7 @@ from rich.table import Table
 from temporalio.client import Client, WorkflowExecution, WorkflowExecutionStatus
 from temporalio.service import RPCError
 
+from agentrun.client import spelling
 from agentrun.client.runs import CLOSED_STATUS, UsageError
 from agentrun.workflows import contract
 from agentrun.workflows.contract import RunStatus
@@ -90,7 +91,9 @@ def status_of(execution: WorkflowExecutionStatus | None, said: str) -> str:
 def _nothing(args: argparse.Namespace) -> str:
     filters = [f"--{name} {getattr(args, name)}" for name in ("status", "spec") if getattr(args, name)]
     return (
-        "no runs match " + " ".join(filters) if filters else "no runs yet: start one with `python -m client start SPEC`"
+        "no runs match " + " ".join(filters)
+        if filters
+        else f"no runs yet: start one with `{spelling.client()} start SPEC`"
     )
 
 
