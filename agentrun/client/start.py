@@ -85,7 +85,18 @@ def prepare(args: argparse.Namespace) -> RunInput:
         max_iterations=args.max_iterations,
         lenient=args.lenient,
         heartbeat_s=float(os.environ.get("AGENTRUN_HEARTBEAT_S", "30")),
+        history_limit=_history_limit(),
     )
+
+
+def _history_limit() -> int | None:
+    """AGENTRUN_HISTORY_LIMIT: events one execution's history may reach before the run continues as new."""
+    text = os.environ.get("AGENTRUN_HISTORY_LIMIT", "")
+    if not text:
+        return None
+    if not text.isdigit() or not 100 <= int(text) <= 40_000:
+        raise UsageError(f"AGENTRUN_HISTORY_LIMIT={text}: give a number of events from 100 to 40000")
+    return int(text)
 
 
 def refuse_human_supervision(plan: ir.Plan) -> None:

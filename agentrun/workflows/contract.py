@@ -12,7 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, PrivateAttr, computed_field
 from temporalio.common import SearchAttributeKey
 
-from agentrun.spec import ir
+from agentrun.spec import calls, ir
 from agentrun.spec.calls import Usage
 from agentrun.spec.render import to_text
 
@@ -46,6 +46,24 @@ WAITING_FOR = SearchAttributeKey.for_keyword("AgentRunWaitingFor")
 SEARCH_ATTRIBUTES = (SPEC, STATUS, WAITING_FOR)
 
 
+HISTORY_LIMIT = 8_000
+
+
+class Carried(BaseModel):
+    """What a run that continues as new takes into its next execution: its state, what finished
+    nodes returned (workflows.journal), and the conversation and taint records the state lacks."""
+
+    state: RunState
+    journal: dict[str, Any] = {}
+    transcripts: dict[str, list[calls.ChatMessage]] = {}
+    turns: dict[str, int] = {}
+    ran: dict[str, list[str]] = {}
+    # What each compensation_stack entry runs (it is not sent with the state): the compensation
+    # node's id, the map element indexes of its run key, the output it undoes.
+    undos: list[tuple[str, list[int], Any]] = []
+    executions: int = 1  # of this run so far, this one included
+
+
 class RunInput(BaseModel):
     """What `client start` hands the AgentRun workflow."""
 
@@ -63,6 +81,10 @@ class RunInput(BaseModel):
     # A behaviour tree the agent walks itself over MCP: no agent is asked, the run waits for updates.
     driven: bool = False
     trace_output: str = ""  # a driven run's address as the agent knows it
+    # Events one execution's history may reach before the run continues as new (Temporal warns at
+    # 10,240); None is HISTORY_LIMIT.
+    history_limit: int | None = None
+    carried: Carried | None = None  # set when the run continued as new: where it was
 
     def agent_uri(self, agent_id: str) -> str:
         return self.agents.get(agent_id, self.default_agent)
@@ -149,6 +171,7 @@ MOVES: dict[str, frozenset[str]] = {
 
 # The memo and query carry outputs; keep each one well under Temporal's payload limits.
 MAX_OUTPUT_CHARS = 64_000
+VISITED_KEPT = 1000
 
 
 class TaskState(BaseModel):
@@ -306,7 +329,7 @@ class RunState(BaseModel):
     step_budgets: dict[str, ir.Budget] = {}
     total_cost_usd: float = 0.0
     usage_by_model: dict[str, ModelUsage] = {}
-    visited_nodes: list[str] = []
+    visited_nodes: list[str] = []  # the last VISITED_KEPT, oldest first
     compensation_stack: list[CompensationEntry] = []
     compensations: list[CompensationResult] = []
     taint: dict[str, TaintMark] = {}
@@ -340,6 +363,11 @@ class RunState(BaseModel):
     @property
     def total_tokens_used(self) -> int:
         return self.usage.input_tokens + self.usage.output_tokens
+
+    def visit(self, key: str) -> None:
+        self.visited_nodes.append(key)
+        if len(self.visited_nodes) > VISITED_KEPT:  # a loop of any length keeps the state small
+            del self.visited_nodes[: len(self.visited_nodes) - VISITED_KEPT]
 
     def move(self, status: RunStatus) -> None:
         """Change status along the lifecycle; anything else is an engine bug, refused loudly."""
@@ -463,3 +491,8 @@ def _row(node: ir.Task | ir.Provider | ir.Human) -> TaskState:
     else:
         agent = node.agent if isinstance(node, ir.Task) else "human"
     return TaskState(id=node.id, title=node.label, kind=node.kind, agent=agent)
+
+
+# Carried names RunState, defined after RunInput.
+Carried.model_rebuild()
+RunInput.model_rebuild()

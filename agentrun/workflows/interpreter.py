@@ -17,11 +17,13 @@ from agentrun.spec.render import render
 from agentrun.spec.scope import template_values
 from agentrun.workflows import sizes, taint, tracing
 from agentrun.workflows.budgets import Budgets
+from agentrun.workflows.continuing import Continuing
 from agentrun.workflows.contract import Answer, RunInput, RunState
 from agentrun.workflows.conversation import Conversation
 from agentrun.workflows.driven import Driven
 from agentrun.workflows.failures import TaskFailed, unexpected
 from agentrun.workflows.humans import GateTimedOut, Humans, rejected
+from agentrun.workflows.journal import Journal
 from agentrun.workflows.nodes import HANDLERS
 from agentrun.workflows.nodes.leaf import check_preconditions
 from agentrun.workflows.saga import Saga
@@ -43,18 +45,47 @@ class Interpreter:
         self.humans, self.saga, self.budgets, self.conversation = humans, saga, budgets, conversation
         self.ran: dict[str, list[str]] = {}  # run key -> the run keys of the nodes it ran, for taint
         self.driven: Driven | None = None  # in a driven run, the agent asks for a tree's steps itself
+        self.journal = Journal()
+        self.busy = 0  # work nodes and gates under way: a run continues as new only when none is
+        self.continuing: Continuing | None = None  # when and how the run continues as new
 
-    @tracing.node_spans
     async def run(self, node: ir.NodeBase, scope: Scope | None = None, key: RunKey | None = None) -> Any:
         """Run `node` with its gate, retries and failure policy. `key` names this run of it when it
-        is not the node's own id (a map element is run as `<map id>[i]`)."""
+        is not the node's own id (a map element is run as `<map id>[i]`). A node that finished
+        before the run continued as new gives what it gave then, and runs nothing."""
         scope = scope or Scope()
         key = key or self.key_of(node, scope)
+        path = scope.path_of(key)
+        # Undoing runs a compensation once per step it undoes, under one key: never from the journal.
+        journaled = not self.conversation.rolling_back
+        if journaled and self.journal.has(path):
+            return self.journal.get(path)
+        work = HANDLERS[node.kind].work
+        if work and self.continuing is not None:
+            await self.continuing.if_due(self)
+        self.busy += work or bool(node.gate)
+        try:
+            value = await self._run(node, scope, key)
+        finally:
+            self.busy -= work or bool(node.gate)
+        if journaled:
+            self.journal.done(path, value)
+        return value
+
+    async def between_rounds(self) -> None:
+        """A task that prompts its agent again and again may continue as new between two prompts."""
+        if self.continuing is not None:
+            await self.continuing.if_due(self, own=1)
+
+    @tracing.node_spans
+    async def _run(self, node: ir.NodeBase, scope: Scope, key: RunKey) -> Any:
         if scope.key is not None:
-            self.ran.setdefault(str(scope.key), []).append(str(key))
+            ran = self.ran.setdefault(str(scope.key), [])
+            if str(key) not in ran:  # a loop runs its body again and again: once is enough for taint
+                ran.append(str(key))
         scope = self._budgeted(node, scope.at(key))
-        self.state.visited_nodes.append(str(key))
-        if node.gate and str(key) not in self.skip and not await self._gate(node, scope):
+        self.state.visit(str(key))
+        if node.gate and self._asks(node, scope) and not await self._gate(node, scope):
             value, done = self.skipped(node, scope, f"not approved at gate '{node.gate.id}'; skipped"), False
         else:
             value, done = await self._attempts(node, scope)
@@ -133,12 +164,18 @@ class Interpreter:
         self.state.step_budgets.setdefault(node.id, node.budget)
         return scope.under_budget(node.id)
 
+    def _asks(self, node: ir.NodeBase, scope: Scope) -> bool:
+        """Whether the node's gate is put to people: not for a skipped task, nor again for a task
+        that was already past it when the run continued as new."""
+        return str(scope.key) not in self.skip and not self.journal.has(scope.path + "#gate")
+
     async def _gate(self, node: ir.NodeBase, scope: Scope) -> bool:
         """Ask before `node` runs: False when a rejection means skipping it."""
         gate = node.gate
         assert gate is not None
         answer = await self.ask(gate, scope)
         if answer.value != ir.REJECT or gate.on_reject == "continue":
+            self.journal.entries[scope.path + "#gate"] = True
             return True
         if gate.on_reject == "fail":
             raise TaskFailed(str(scope.key), rejected(gate.id, answer))
@@ -168,6 +205,8 @@ class Interpreter:
             self.state.tasks[key].status = "skipped"
             return None, False
         for attempt in range(1, node.retry.attempts + 1):
+            if attempt > 1:
+                self.journal.forget_under(scope.path)  # a retry runs what is inside the node again
             try:
                 return await self._dispatch(node, scope), True
             except TaskFailed as exc:

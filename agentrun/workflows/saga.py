@@ -33,6 +33,19 @@ class Saga:
             CompensationEntry(action_id=str(key), compensation_action=_action(comp), undo=undo)
         )
 
+    def carried(self) -> list[tuple[str, list[int], Any]]:
+        """What the stack's entries run, in a form that crosses a continue-as-new."""
+        return [
+            (comp.id, list(key.elements), output)
+            for comp, key, output in (e.undo for e in self.state.compensation_stack)
+        ]
+
+    def restore(self, plan: ir.Plan, undos: list[tuple[str, list[int], Any]]) -> None:
+        """Give the carried stack's entries back what they run."""
+        nodes = {node.compensation.id: node.compensation for node in plan.walk() if node.compensation is not None}
+        for entry, (comp_id, elements, output) in zip(self.state.compensation_stack, undos):
+            entry.undo = (nodes[comp_id], RunKey(comp_id, tuple(elements)), output)
+
     async def rollback(self, run: Runner) -> list[str]:
         """Run every compensation, last pushed first, each with its own retries; the ids that failed."""
         failed = []
