@@ -29,6 +29,8 @@ def top_steps(plan: ir.Plan) -> list[ir.Node]:
     goals) in execution order, else the plan's tasks."""
     if plan.dialect in ("pipeline", "agentfile") and isinstance(plan.root, ir.Sequence):
         return list(plan.root.children)
+    if isinstance(plan.root, ir.Graph):
+        return [plan.root]
     return list(plan.leaves())
 
 

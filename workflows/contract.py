@@ -282,6 +282,16 @@ class TraceEntry(BaseModel):
     note: str = ""
 
 
+class SupervisorChoice(BaseModel):
+    """One decision of a graph's supervisor: which managed node it handed the work to, and why."""
+
+    supervisor_id: str
+    delegated_to: str
+    reasoning: str = ""
+    iteration: int = 0
+    timestamp: datetime
+
+
 class InvalidTransition(RuntimeError):
     pass
 
@@ -323,6 +333,7 @@ class RunState(BaseModel):
     constants: dict[str, Any] = {}  # a behaviour tree's $CONST; its $VAR is `memory`
     trace: list[TraceEntry] = []  # a behaviour tree's answers, in order
     drive: Drive | None = None  # a driven run's phase machine
+    supervisor_history: list[SupervisorChoice] = []  # a graph's supervisors' choices, in order
     final_output: str = ""
     warnings: list[str] = []
     queued_refusals: list[QueuedRefusal] = []

@@ -11,6 +11,7 @@ from typing import Any
 
 from client.views.base import View
 from client.views.evaluate import EvaluateView
+from client.views.graph import GraphView
 from client.views.human import HumanView
 from client.views.loop import LoopView
 from client.views.map import MapView
@@ -18,8 +19,10 @@ from client.views.parallel import ParallelView
 from client.views.provider import ProviderView
 from client.views.selector import SelectorView
 from client.views.sequence import SequenceView
+from client.views.supervisor import SupervisorView
 from client.views.switch import SwitchView
 from client.views.task import TaskView
+from client.views.verifier import VerifierView
 from spec import ir
 
 VIEWS: dict[str, View[Any]] = {
@@ -33,6 +36,9 @@ VIEWS: dict[str, View[Any]] = {
     "map": MapView(),
     "human": HumanView(),
     "evaluate": EvaluateView(),
+    "graph": GraphView(),
+    "supervisor": SupervisorView(),
+    "verifier": VerifierView(),
 }
 
 

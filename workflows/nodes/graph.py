@@ -1,0 +1,129 @@
+"""A state graph: named nodes run one at a time over the run's memory, the next chosen by the
+first of the node's edges whose condition holds (or by a supervisor, or an approval's rejection).
+
+Cycles are allowed; `max_steps` node runs bound them, so a run's history stays bounded too.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from spec import expressions, ir
+from workflows import taint
+from workflows.failures import TaskFailed
+from workflows.nodes.base import Handler
+
+if TYPE_CHECKING:
+    from workflows.interpreter import Interpreter
+    from workflows.scope import Scope
+
+KIND = ir.Graph
+# Params every graph has that are the run's own, not memory keys (cycgraph's goal and constraints).
+RUN_PARAMS = frozenset({"goal", "constraints"})
+
+
+async def execute(engine: Interpreter, node: ir.Graph, scope: Scope) -> Any:
+    memory = engine.state.memory
+    for name in engine.inp.plan.params:
+        if name not in RUN_PARAMS and name in engine.inp.params:
+            memory.setdefault(name, engine.inp.params[name])
+    current: str | None = node.start
+    runs = 0
+    value: Any = None
+    while current is not None:
+        runs += 1
+        if runs > node.max_steps:
+            raise TaskFailed(str(scope.key), _cut(node, current))
+        child, access = node.nodes[current], node.access.get(current, ir.Access())
+        reads = visible(memory, access)
+        inner = scope.with_values(input=reads).derived([k for k in reads if k in engine.state.taint])
+        value = await engine.run(child, inner)
+        write(engine, child, access, value, inner)
+        current = next_node(engine, node, child, access, value, scope)
+    return value
+
+
+def visible(memory: dict[str, Any], access: ir.Access) -> dict[str, Any]:
+    """The memory a node sees: its read keys, or every key not reserved (`_…`) for `*`."""
+    if "*" in access.read_keys:
+        return {k: v for k, v in memory.items() if not k.startswith("_")}
+    return {k: memory[k] for k in access.read_keys if k in memory}
+
+
+def write(engine: Interpreter, node: ir.Node, access: ir.Access, value: Any, scope: Scope) -> None:
+    """Put a node's value in memory: a JSON object from a node with several write keys key by
+    key (a key outside them fails the node), anything else under its write key."""
+    key = str(engine.key_of(node, scope))
+    memory = engine.state.memory
+    if len(access.write_keys) > 1 and isinstance(value, dict):
+        outside = sorted(set(value) - set(access.write_keys))
+        if outside:
+            message = f"wrote {', '.join(outside)}, outside its write_keys ({', '.join(access.write_keys)})"
+            task = engine.state.tasks.get(key)
+            if task is not None:
+                task.status, task.error = "failed", message
+            raise TaskFailed(key, message)
+        for name, item in value.items():
+            memory[name] = item
+            taint.copy_to(name, key, engine.state)
+        return
+    if access.write_key is None or isinstance(node, ir.Supervisor):
+        return
+    memory[access.write_key] = value
+    taint.copy_to(access.write_key, key, engine.state)
+    if isinstance(node, ir.Verifier) and isinstance(value, dict):
+        memory[f"{access.write_key}_passed"] = value.get("passed") is True
+
+
+def next_node(
+    engine: Interpreter, graph: ir.Graph, node: ir.Node, access: ir.Access, value: Any, scope: Scope
+) -> str | None:
+    """Where the run goes after `node`; None when the graph is done. TaskFailed when a node that
+    does not end the graph has nowhere to go."""
+    if isinstance(node, ir.Supervisor) and value != ir.DONE:
+        return str(value)
+    if isinstance(node, ir.Human) and node.approval and value == ir.REJECT:
+        if access.on_reject:
+            return access.on_reject
+        raise TaskFailed(str(scope.key), f"rejected at approval '{node.id}', which names no rejection_node_id")
+    for edge in graph.edges:
+        if edge.source == node.id and holds(engine, graph, edge, scope):
+            return edge.target
+    if node.id in graph.end_nodes or isinstance(node, ir.Supervisor):
+        return None
+    outgoing = [e for e in graph.edges if e.source == node.id]
+    why = "none of its edges' conditions holds" if outgoing else "it has no outgoing edge"
+    raise TaskFailed(str(scope.key), f"no route out of node '{node.id}': {why}, and it is not an end node")
+
+
+def holds(engine: Interpreter, graph: ir.Graph, edge: ir.Edge, scope: Scope) -> bool:
+    """Whether an edge's condition holds over memory; under strict taint a condition reading a
+    key that came from outside is false, with a warning naming the key."""
+    if edge.when is None:
+        return True
+    if graph.strict_taint:
+        tainted = [k for k in memory_reads(edge.when) if k in engine.state.taint]
+        if tainted:
+            source = engine.state.taint[tainted[0]].source
+            engine.warn(scope, f"condition '{edge.when}' reads tainted key {tainted[0]} ({source}); taken as false")
+            return False
+    values = {**engine.values(scope), "memory": engine.state.memory}
+    taken, warning = expressions.condition(edge.when, values)
+    if warning:
+        engine.warn(scope, warning)
+    return taken
+
+
+def memory_reads(condition: str) -> list[str]:
+    """The memory keys a condition reads (`memory.score` reads score)."""
+    return [str(p[1]) for p in expressions.references(condition) if len(p) > 1 and p[0] == "memory"]
+
+
+def _cut(graph: ir.Graph, current: str) -> str:
+    return (
+        f"stopped after {graph.max_steps} node runs (max_iterations) before running '{current}' again; "
+        "raise max_iterations or give the cycle a condition that ends it"
+    )
+
+
+HANDLER = Handler(execute)
