@@ -12,6 +12,7 @@ from spec import expressions, ir
 from workflows import taint
 from workflows.failures import TaskFailed
 from workflows.nodes.base import Handler
+from workflows.nodes.loop import as_data
 
 if TYPE_CHECKING:
     from workflows.interpreter import Interpreter
@@ -55,6 +56,7 @@ def write(engine: Interpreter, node: ir.Node, access: ir.Access, value: Any, sco
     key (a key outside them fails the node), anything else under its write key."""
     key = str(engine.key_of(node, scope))
     memory = engine.state.memory
+    value = as_data(value) if isinstance(node, ir.Task) else value  # a reply that is JSON is kept as data
     if len(access.write_keys) > 1 and isinstance(value, dict):
         outside = sorted(set(value) - set(access.write_keys))
         if outside:
