@@ -64,7 +64,14 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("run_id")
     r.add_argument("--format", choices=["md", "json"], default="md")
     sub.add_parser("validate", help="check a spec without running it").add_argument("spec")
-    sub.add_parser("inspect", help="explain a spec: its steps, execution graph and agents").add_argument("spec")
+    i = sub.add_parser("inspect", help="explain a spec: its steps, execution graph and agents")
+    i.add_argument("spec")
+    i.add_argument(
+        "--format",
+        choices=["text", "mermaid"],
+        default="text",
+        help="mermaid: a state graph as a Mermaid flowchart, and nothing else",
+    )
     d = sub.add_parser("dry-run", help="show the agent calls a run would make, calling none")
     _spec_and_inputs(d)
     _human_commands(sub)
@@ -156,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
             from client import explain  # its prompt rendering is not needed by the other commands
 
             return (
-                explain.inspect_command(args.spec, console)
+                explain.inspect_command(args.spec, console, args.format)
                 if args.command == "inspect"
                 else explain.dry_run_command(args, console)
             )

@@ -270,7 +270,7 @@ class Access(Model):
 class Graph(NodeBase):
     """Named nodes joined by edges tried in order, the first whose condition holds taken; cycles
     allowed, at most `max_steps` node runs. A node with no edge that holds ends the graph when it
-    is one of `end_nodes` (or `end_nodes` is empty), else fails it."""
+    is one of `end_nodes`, else fails it; a supervisor ends it by choosing `DONE`."""
 
     kind: Literal["graph"] = "graph"
     nodes: dict[str, Node] = {}
@@ -279,6 +279,7 @@ class Graph(NodeBase):
     max_steps: int = 50
     end_nodes: list[str] = []
     access: dict[str, Access] = {}
+    outputs: list[str] = []  # the memory keys it declares as its result
     # A condition reading a key whose value came from outside (a tool, the web) is false.
     strict_taint: bool = False
 
@@ -375,6 +376,10 @@ class AgentInfo(Model):
     tools: list[str] = []
     requires: str = ""
     uri: str = ""  # the agent the spec names for it (a cycgraph bundle's model), used when nothing else does
+    # Sent with every prompt to this agent: the system text as the system message (ahead of the
+    # prompt for agents without one), the temperature in the request of a model that takes one.
+    system: str = ""
+    temperature: float | None = None
 
 
 class Plan(Model):
@@ -393,6 +398,8 @@ class Plan(Model):
     prices: dict[str, Price] = {}  # by model name, as the agent's replies report it
     version: str = ""
     agents: dict[str, AgentInfo] = {}  # declared agents by id; empty where a dialect declares none
+    # Graphs a cycgraph bundle carries for its subgraph nodes, by graph id, checked like the main one.
+    subgraphs: dict[str, Graph] = {}
     # A task tree's `completion: lenient` takes replies without a completion status.
     completion: Literal["strict", "lenient"] = "strict"
     # A template name no value was given for: an error, or empty as in plain Jinja (task trees).

@@ -1,5 +1,6 @@
-"""A state graph: its nodes, then its edges in the order they are tried, with their conditions;
-drawn as one line per edge, an edge back to a node already drawn marked as a cycle."""
+"""A state graph: its nodes, each with what it sees, then its ways out in the order they are
+tried, with their conditions; drawn as one line per way out, an edge back to a node already drawn
+marked as closing a cycle, which is spelled out; or as a Mermaid flowchart."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from client.blocks import Block
 from client.views.base import Entry, Scope, View
-from client.views.words import bare
+from client.views.words import bare, sub_tag
 from spec import ir
 
 if TYPE_CHECKING:
@@ -18,7 +19,8 @@ if TYPE_CHECKING:
 class GraphView(View[ir.Graph]):
     def describe(self, node: ir.Graph, at: Entry, gets: str, inspect: Describer) -> list[str]:
         lines = [at.head + _first(node)]
-        lines += inspect.substeps(at, list(node.nodes.values()), gets)
+        for i, (name, child) in enumerate(node.nodes.items()):
+            lines += inspect.step(child, sub_tag(at.tag, i), at.indent, sees(node.access.get(name, ir.Access())))
         return lines + [at.indent + line for line in edge_lines(node)]
 
     def dry_run(self, node: ir.Graph, at: Entry, scope: Scope, dry: DryRun) -> list[str]:
@@ -31,45 +33,99 @@ class GraphView(View[ir.Graph]):
 
 
 def _first(node: ir.Graph) -> str:
-    ends = ", ".join(node.end_nodes) or "where a supervisor says it is done"
-    return f"graph starting at {node.start}, ending at {ends}; at most {node.max_steps} node runs"
+    supervisors = [n for n in node.nodes.values() if isinstance(n, ir.Supervisor)]
+    if node.end_nodes:
+        ends = "ending at " + ", ".join(node.end_nodes)
+    elif supervisors:
+        ends = f"ending when supervisor {supervisors[0].id} chooses {ir.DONE}"
+    else:
+        ends = "with no end node"
+    return f"graph starting at {node.start}, {ends}; at most {node.max_steps} node runs"
+
+
+def sees(access: ir.Access) -> str:
+    """What a graph node's agent is given besides its instructions: the run's goal and constraints,
+    and the memory keys it reads."""
+    if "*" in access.read_keys:
+        return "the goal, the constraints and all of memory"
+    if not access.read_keys:
+        return "the goal and the constraints"
+    return "the goal, the constraints and memory " + ", ".join(access.read_keys)
+
+
+def ways_out(node: ir.Graph, name: str) -> list[tuple[str, str]]:
+    """A node's ways out in the order they are taken, each with its condition in words ('' for
+    always): its edges, a supervisor's choices (its plain edges to the nodes it manages are those
+    choices), an approval's rejection."""
+    child = node.nodes[name]
+    managed = set(child.managed) if isinstance(child, ir.Supervisor) else set()
+    found = [(e.target, bare(e.when) if e.when else "") for e in node.edges if e.source == name]
+    found = [(target, cond) for target, cond in found if cond or target not in managed]
+    if isinstance(child, ir.Supervisor):
+        found += [(m, "chosen") for m in child.managed] + [(ir.DONE, "chosen")]
+    reject = node.access.get(name, ir.Access()).on_reject
+    if reject:
+        found.append((reject, "rejected"))
+    return found
 
 
 def edge_lines(node: ir.Graph) -> list[str]:
     """Each node's ways out, in the order they are tried."""
     lines = []
     for name, child in node.nodes.items():
-        for edge in [e for e in node.edges if e.source == name]:
-            lines.append(f"{name} → {edge.target}" + (f" if {bare(edge.when)}" if edge.when else ""))
+        outs = ways_out(node, name)
         if isinstance(child, ir.Supervisor):
-            lines.append(f"{name} → {' | '.join(child.managed)} (the supervisor's choice)")
-        reject = node.access.get(name, ir.Access()).on_reject
-        if reject:
-            lines.append(f"{name} → {reject} if rejected")
+            choices = [t for t, cond in outs if cond == "chosen"]
+            outs = [(t, cond) for t, cond in outs if cond != "chosen"]
+            lines.append(f"{name} → {' | '.join(choices)} (the supervisor's choice; {ir.DONE} ends the graph)")
+        for target, cond in outs:
+            if cond == "rejected":
+                lines.append(f"{name} → {target} if rejected")
+            else:
+                lines.append(f"{name} → {target}" + (f" if {cond}" if cond else ""))
     return lines
 
 
 def text_drawing(node: ir.Graph) -> list[str]:
-    """The graph as text: its nodes in order from the start, one line per way out; `↺` marks an
-    edge back to a node earlier on the line of runs (a cycle)."""
+    """The graph as text: its nodes in order from the start, one line per way out with its
+    condition; `↺` marks an edge back to a node earlier on the line of runs, and each cycle it
+    closes is spelled out below."""
     order = _order(node)
     rank = {name: i for i, name in enumerate(order)}
-    lines = []
+    lines, cycles = [], []
     for name in order:
         child = node.nodes[name]
-        targets = [(e.target, f"({bare(e.when)})" if e.when else "") for e in node.edges if e.source == name]
-        if isinstance(child, ir.Supervisor):
-            targets += [(m, "(chosen)") for m in child.managed] + [(ir.DONE, "(chosen)")]
-        reject = node.access.get(name, ir.Access()).on_reject
-        if reject:
-            targets.append((reject, "(rejected)"))
         box = f"[{name}: {child.kind}]" if child.kind != "task" else f"[{name}]"
-        if not targets:
-            lines.append(box + (" (end)" if name in node.end_nodes or not node.end_nodes else ""))
-        for target, cond in targets:
-            back = " ↺" if target in rank and rank[target] <= rank[name] else ""
-            lines.append(f"{box} --{cond}--> [{target}]{back}" if cond else f"{box} --> [{target}]{back}")
-    return lines
+        outs = ways_out(node, name)
+        if not outs or name in node.end_nodes:
+            lines.append(box + " (end)" if name in node.end_nodes else box + " (no way out)")
+        for target, cond in outs:
+            back = target in rank and rank[target] <= rank[name]
+            arrow = f"--({cond})-->" if cond else "-->"
+            lines.append(f"{box} {arrow} [{target}]" + (" ↺" if back else ""))
+            if back:
+                cycles.append(_cycle(node, target, name, cond))
+    return lines + [""] + cycles if cycles else lines
+
+
+def _cycle(node: ir.Graph, start: str, last: str, cond: str) -> str:
+    path = _path(node, start, last) or [start, last]
+    back = f" (back while {cond})" if cond and cond not in ("chosen", "rejected") else f" ({cond})" if cond else ""
+    return f"↺ cycle: {' → '.join([*path, start])}{back}; at most {node.max_steps} node runs in all"
+
+
+def _path(node: ir.Graph, start: str, goal: str) -> list[str]:
+    """The shortest way from `start` to `goal` along the graph's ways out; [] if there is none."""
+    paths, seen = [[start]], {start}
+    while paths:
+        path = paths.pop(0)
+        if path[-1] == goal:
+            return path
+        for target, _ in ways_out(node, path[-1]) if path[-1] in node.nodes else []:
+            if target in node.nodes and target not in seen:
+                seen.add(target)
+                paths.append([*path, target])
+    return []
 
 
 def _order(node: ir.Graph) -> list[str]:
@@ -77,9 +133,7 @@ def _order(node: ir.Graph) -> list[str]:
     seen, todo = [node.start] if node.start in node.nodes else [], [node.start]
     while todo:
         current = todo.pop(0)
-        child = node.nodes.get(current)
-        nxt = [e.target for e in node.edges if e.source == current]
-        nxt += child.managed if isinstance(child, ir.Supervisor) else []
+        nxt = [t for t, _ in ways_out(node, current)] if current in node.nodes else []
         for target in nxt:
             if target in node.nodes and target not in seen:
                 seen.append(target)
@@ -88,24 +142,37 @@ def _order(node: ir.Graph) -> list[str]:
 
 
 def mermaid(node: ir.Graph) -> str:
-    """The graph in Mermaid's flowchart syntax, for pasting where Mermaid is drawn."""
-    lines = ["flowchart TD"]
+    """The graph as a Mermaid flowchart, to paste where Mermaid is drawn (GitHub, docs): a
+    supervisor or router is a rhombus, an approval a hexagon; a supervisor's choices are dotted."""
+    lines = ["flowchart TD", '    start(("start"))']
     for name, child in node.nodes.items():
-        shape = (
-            f'{_id(name)}{{"{name}"}}' if isinstance(child, (ir.Supervisor, ir.Evaluate)) else f'{_id(name)}["{name}"]'
-        )
-        lines.append(f"    {shape}")
-    lines.append(f"    START(( )) --> {_id(node.start)}")
-    for edge in node.edges:
-        label = f'|"{bare(edge.when)}"|' if edge.when else ""
-        lines.append(f"    {_id(edge.source)} -->{label} {_id(edge.target)}")
-    for name, child in node.nodes.items():
-        if isinstance(child, ir.Supervisor):
-            lines += [f"    {_id(name)} -.-> {_id(m)}" for m in child.managed]
-        reject = node.access.get(name, ir.Access()).on_reject
-        if reject:
-            lines.append(f'    {_id(name)} -->|"rejected"| {_id(reject)}')
-    return "\n".join(lines)
+        label = _label(name if child.kind == "task" else f"{name}: {child.kind}")
+        if isinstance(child, (ir.Supervisor, ir.Evaluate)):
+            lines.append(f"    {_id(name)}{{{label}}}")
+        elif isinstance(child, ir.Human):
+            lines.append(f"    {_id(name)}{{{{{label}}}}}")
+        else:
+            lines.append(f"    {_id(name)}[{label}]")
+    lines.append(f"    start --> {_id(node.start)}")
+    ends = False
+    for name in node.nodes:
+        for target, cond in ways_out(node, name):
+            if target == ir.DONE:
+                ends = True
+                lines.append(f'    {_id(name)} -.->|"{ir.DONE}"| stop')
+            elif cond == "chosen":
+                lines.append(f"    {_id(name)} -.-> {_id(target)}")
+            else:
+                lines.append(f"    {_id(name)} -->" + (f"|{_label(cond)}|" if cond else "") + f" {_id(target)}")
+        if name in node.end_nodes:
+            ends = True
+            lines.append(f"    {_id(name)} --> stop")
+    return "\n".join(lines[:2] + (['    stop(("end"))'] if ends else []) + lines[2:])
+
+
+def _label(text: str) -> str:
+    """Text as a quoted Mermaid label: quotes inside it become Mermaid's #quot; entity."""
+    return '"' + text.replace('"', "#quot;") + '"'
 
 
 def _id(name: str) -> str:

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 class SupervisorView(LeafView[ir.Supervisor]):
     def describe(self, node: ir.Supervisor, at: Entry, gets: str, inspect: Describer) -> list[str]:
-        return self.with_details(node, at, _text(node, inspect.agents), inspect.who)
+        return self.with_details(node, at, f"{_text(node, inspect.agents)}; it gets {gets}", inspect.who)
 
     def dry_run(self, node: ir.Supervisor, at: Entry, scope: Scope, dry: DryRun) -> list[str]:
         return self.with_details(node, at, _text(node, dry.agents) + ", decided at run time", dry.who)
