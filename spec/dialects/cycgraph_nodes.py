@@ -113,13 +113,11 @@ class NodeCompiler:
     # ------------------------------------------------------------------ kinds
 
     def _agent(self, raw: PosDict, cfg: dict, at: tuple, common: dict, access: ir.Access) -> ir.Node:
+        # The agent's system_prompt and temperature go with every call of it (ir.AgentInfo).
         agent_id = self._agent_id(raw, at)
-        agent = self.agents.get(agent_id, {})
-        system = agent.get("system_prompt")
         multi = len(access.write_keys) > 1
         return ir.Task(
             agent=agent_id,
-            system=raw_text(str(system)) if system else None,
             prompt=agent_prompt(common["title"] or common["id"], _text(cfg, "instructions", "prompt"), access),
             protocol="plain",
             output_format="json" if multi else "text",
@@ -142,14 +140,12 @@ class NodeCompiler:
 
     def _supervisor(self, raw: PosDict, cfg: dict, at: tuple, common: dict, access: ir.Access) -> ir.Node:
         agent_id = self._agent_id(raw, at)
-        system = self.agents.get(agent_id, {}).get("system_prompt")
         managed = cfg.get("managed_nodes")
         if not isinstance(managed, list) or not managed:
             self.build.problem(at, f"supervisor '{common['id']}' manages no nodes", "write managed_nodes: [a, b]")
             managed = []
         return ir.Supervisor(
             agent=agent_id,
-            system=str(system) if system else None,
             prompt=_text(cfg, "instructions", "prompt"),
             managed=[str(m) for m in managed],
             max_iterations=int(cfg.get("max_iterations") or 10),
@@ -181,11 +177,9 @@ class NodeCompiler:
         if mode == "expression":
             self._expression(expression, at, common["id"])
         agent_id = self._agent_id(raw, at) if mode == "llm_judge" else "default"
-        system = self.agents.get(agent_id, {}).get("system_prompt")
         return ir.Verifier(
             mode=mode,
             agent=agent_id,
-            system=str(system) if system else None,
             prompt=_text(cfg, "criteria", "prompt"),
             pass_threshold=float(cfg.get("pass_threshold", 0.7)),
             expression=expression,
@@ -235,7 +229,7 @@ class NodeCompiler:
         return common
 
     def _access(self, raw: PosDict, cfg: dict, at: tuple, kind: str, node_id: str) -> ir.Access:
-        reads = raw.get("read_keys", ["*"])
+        reads = raw.get("read_keys", [])  # cycgraph's least privilege: goal and constraints only
         if reads == ["*"] and "read_keys" in raw:
             self.build.warn(
                 (*at, "read_keys"), f"node '{node_id}' reads every memory key", "name the keys it needs in read_keys"

@@ -1,7 +1,7 @@
 """A state graph: named nodes run one at a time over the run's memory, the next chosen by the
 first of the node's edges whose condition holds (or by a supervisor, or an approval's rejection).
 
-Cycles are allowed; `max_steps` node runs bound them, so a run's history stays bounded too.
+Cycles are allowed; `max_steps` node runs bound them.
 """
 
 from __future__ import annotations
@@ -9,7 +9,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from spec import expressions, ir
+from spec.render import to_text
 from workflows import taint
+from workflows.contract import MAX_OUTPUT_CHARS
 from workflows.failures import TaskFailed
 from workflows.nodes.base import Handler
 from workflows.nodes.loop import as_data
@@ -41,7 +43,23 @@ async def execute(engine: Interpreter, node: ir.Graph, scope: Scope) -> Any:
         value = await engine.run(child, inner)
         write(engine, child, access, value, inner)
         current = next_node(engine, node, child, access, value, scope)
+    final_output(engine, node)
     return value
+
+
+def final_output(engine: Interpreter, graph: ir.Graph) -> None:
+    """What the run's report gives as its output: the graph's declared outputs, else what the last
+    node that wrote memory wrote (a supervisor's __done__ is no output)."""
+    memory, keys = engine.state.memory, [k for k in graph.outputs if k in engine.state.memory]
+    for name in reversed(engine.state.visited_nodes if not keys else []):
+        access, child = graph.access.get(name), graph.nodes.get(name)
+        if access is not None and not isinstance(child, ir.Supervisor):
+            keys = [k for k in dict.fromkeys([*access.write_keys, access.write_key]) if k and k in memory]
+        if keys:
+            break
+    if keys:
+        shown = memory[keys[0]] if len(keys) == 1 else {k: memory[k] for k in keys}
+        engine.state.final_output = to_text(shown)[:MAX_OUTPUT_CHARS]
 
 
 def visible(memory: dict[str, Any], access: ir.Access) -> dict[str, Any]:
@@ -82,8 +100,8 @@ def next_node(
 ) -> str | None:
     """Where the run goes after `node`; None when the graph is done. TaskFailed when a node that
     does not end the graph has nowhere to go."""
-    if isinstance(node, ir.Supervisor) and value != ir.DONE:
-        return str(value)
+    if isinstance(node, ir.Supervisor):  # its edges to the nodes it manages are its choices, not routes
+        return None if value == ir.DONE else str(value)
     if isinstance(node, ir.Human) and node.approval and value == ir.REJECT:
         if access.on_reject:
             return access.on_reject
@@ -91,7 +109,7 @@ def next_node(
     for edge in graph.edges:
         if edge.source == node.id and holds(engine, graph, edge, scope):
             return edge.target
-    if node.id in graph.end_nodes or isinstance(node, ir.Supervisor):
+    if node.id in graph.end_nodes:
         return None
     outgoing = [e for e in graph.edges if e.source == node.id]
     why = "none of its edges' conditions holds" if outgoing else "it has no outgoing edge"
