@@ -85,6 +85,11 @@ def to_markdown(state: RunState) -> str:
     if s["input_tokens"] or s["output_tokens"]:
         lines.append(f"- Tokens: {s['input_tokens']} in, {s['output_tokens']} out")
     lines += _spending(state)
+    if state.executions > 1:
+        lines.append(
+            f"- Temporal executions: {state.executions} (the run continued as new {state.executions - 1} "
+            "time(s) to keep each history short)"
+        )
     lines += [
         "",
         "## Step-by-Step Results",

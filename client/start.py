@@ -81,7 +81,19 @@ def prepare(args: argparse.Namespace) -> RunInput:
         max_iterations=args.max_iterations,
         lenient=args.lenient,
         heartbeat_s=float(os.environ.get("AGENTRUN_HEARTBEAT_S", "30")),
+        history_events=history_events(),
     )
+
+
+def history_events() -> int:
+    """AGENTRUN_HISTORY_EVENTS: how long a graph run's history may grow before it continues as new."""
+    raw = os.environ.get("AGENTRUN_HISTORY_EVENTS", "")
+    if not raw:
+        return contract.HISTORY_EVENTS
+    value = int(raw) if raw.strip().isdigit() else 0
+    if value < 1:
+        raise UsageError(f"AGENTRUN_HISTORY_EVENTS={raw!r} is not a whole number above 0")
+    return value
 
 
 def refuse_human_supervision(plan: ir.Plan) -> None:

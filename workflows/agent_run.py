@@ -18,7 +18,7 @@ from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from spec import ir
-    from workflows import contract, gates
+    from workflows import continuing, contract, gates
     from workflows.budgets import Budgets
     from workflows.contract import (
         Answer,
@@ -49,22 +49,15 @@ class AgentRun:
     def __init__(self, inp: RunInput) -> None:
         plan = inp.plan
         self.inp = inp
-        self.run_state = RunState(
-            run_id=workflow.info().workflow_id,
-            spec=plan.name,
-            dialect=plan.dialect,
-            goal=plan.goal or plan.description,
-            constraints=plan.constraints,
-            budget=plan.budget,
-            tasks={n.id: _task_state(n) for n in plan.leaves()},
-            memory=copy.deepcopy(plan.memory),
-            constants=plan.constants,
-        )
+        # A run that continues an earlier execution of itself (a long graph) goes on with its state.
+        self.run_state = inp.carried.state if inp.carried else _fresh_state(plan)
         self.humans = Humans(self.run_state, self._changed)
         self.budgets = Budgets(self.run_state, self.humans.pause)
         self.saga = Saga(self.run_state)
         self.conversation = Conversation(inp, self.run_state, self.budgets)
-        self.rollback = False  # set by rollback_on_cancel
+        self.rollback = inp.carried.rollback if inp.carried else False  # set by rollback_on_cancel
+        if inp.carried:
+            continuing.restore(inp, inp.carried, self.conversation)
         self.saga_ran = False
         self.published: tuple[str, str] | None = None
         self.driven = Driven(self.run_state, plan.constants, self._changed) if inp.driven else None
@@ -72,13 +65,20 @@ class AgentRun:
     @workflow.run
     async def run(self, inp: RunInput) -> RunState:
         self.run_state.move("running")
-        self.run_state.started_at = workflow.now()
+        self.run_state.started_at = self.run_state.started_at or workflow.now()
         self._publish()
         interpreter = Interpreter(
             inp, self.run_state, _skipped(inp), self.humans, self.saga, self.budgets, self.conversation
         )
+        if inp.carried:
+            interpreter.ran = {key: list(keys) for key, keys in inp.carried.ran.items()}
         try:
-            await asyncio.wait_for(self._walk(interpreter, inp.plan.root), timeout=inp.plan.timeout_s)
+            await asyncio.wait_for(self._walk(interpreter, inp.plan.root), timeout=self._time_left(inp))
+        except continuing.ContinueAt as at:
+            await workflow.wait_condition(workflow.all_handlers_finished)
+            workflow.continue_as_new(
+                continuing.carry(inp, self.run_state, at.cursor, self.conversation, interpreter.ran, self.rollback)
+            )
         except TaskFailed as exc:
             await self._failed(interpreter, exc)
         except TimeoutError:
@@ -101,6 +101,13 @@ class AgentRun:
         self._end("completed")
         await workflow.wait_condition(workflow.all_handlers_finished)
         return self.run_state
+
+    def _time_left(self, inp: RunInput) -> float | None:
+        """The run's timeout, less what earlier executions of it took."""
+        if inp.plan.timeout_s is None or inp.carried is None or self.run_state.started_at is None:
+            return inp.plan.timeout_s
+        spent = (workflow.now() - self.run_state.started_at).total_seconds()
+        return max(inp.plan.timeout_s - spent, 0.0)
 
     async def _walk(self, interpreter: Interpreter, root: ir.Node) -> None:
         """The plan's tree; a driven run's agent first accepts the protocol it is given."""
@@ -272,6 +279,20 @@ class AgentRun:
                 contract.WAITING_FOR.value_set(now[1]),
             ]
         )
+
+
+def _fresh_state(plan: ir.Plan) -> RunState:
+    return RunState(
+        run_id=workflow.info().workflow_id,
+        spec=plan.name,
+        dialect=plan.dialect,
+        goal=plan.goal or plan.description,
+        constraints=plan.constraints,
+        budget=plan.budget,
+        tasks={n.id: _task_state(n) for n in plan.leaves()},
+        memory=copy.deepcopy(plan.memory),
+        constants=plan.constants,
+    )
 
 
 def _refuse(refusal: str | None) -> None:

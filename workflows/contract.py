@@ -13,12 +13,15 @@ from pydantic import BaseModel, Field, PrivateAttr, computed_field
 from temporalio.common import SearchAttributeKey
 
 from spec import ir
-from spec.calls import Usage
+from spec.calls import ChatMessage, Usage
 from spec.render import to_text
 
 WORKFLOW = "AgentRun"
 TASK_QUEUE = "agentrun"
 DEFAULT_MAX_ITERATIONS = 25
+# A state graph's run continues as new (a fresh Temporal execution carrying its whole state) before
+# its history passes this many events: well under the 10,240 at which Temporal starts to warn.
+HISTORY_EVENTS = 5_000
 
 # Updates people (and tools) send a run, and the query that reads it.
 ANSWER = "answer"  # AnswerInput -> Answer
@@ -63,6 +66,9 @@ class RunInput(BaseModel):
     # A behaviour tree the agent walks itself over MCP: no agent is asked, the run waits for updates.
     driven: bool = False
     trace_output: str = ""  # a driven run's address as the agent knows it
+    history_events: int = HISTORY_EVENTS  # see HISTORY_EVENTS (AGENTRUN_HISTORY_EVENTS sets it)
+    # Set when the run continues an earlier execution of itself: where that one stopped.
+    carried: Carried | None = None
 
     def agent_uri(self, agent_id: str) -> str:
         return self.agents.get(agent_id, self.default_agent)
@@ -292,6 +298,38 @@ class SupervisorChoice(BaseModel):
     timestamp: datetime
 
 
+class GraphCursor(BaseModel):
+    """Where a state graph was when its run continued as new: the node it runs next, and how many
+    node runs it has made (max_iterations counts across the executions)."""
+
+    graph: str  # the graph's run key
+    node: str
+    runs: int
+
+
+class CarriedUndo(BaseModel):
+    """A compensation on the stack, as the next execution finds it again: the node whose undo it
+    is, the map elements it ran in, and the output the undo reads."""
+
+    node: str
+    elements: list[int] = []
+    output: Any = None
+
+
+class Carried(BaseModel):
+    """All a run hands the next execution of itself when it continues as new: its state, where its
+    graph goes on, and what the workflow keeps besides the state (prompts each run key sent, the
+    chat transcripts, which nodes each composite ran, the compensations' undo, a rollback asked for)."""
+
+    state: RunState
+    cursor: GraphCursor
+    turns: dict[str, int] = {}
+    transcripts: dict[str, list[ChatMessage]] = {}
+    ran: dict[str, list[str]] = {}
+    undo: list[CarriedUndo] = []
+    rollback: bool = False
+
+
 class InvalidTransition(RuntimeError):
     pass
 
@@ -334,6 +372,7 @@ class RunState(BaseModel):
     trace: list[TraceEntry] = []  # a behaviour tree's answers, in order
     drive: Drive | None = None  # a driven run's phase machine
     supervisor_history: list[SupervisorChoice] = []  # a graph's supervisors' choices, in order
+    executions: int = 1  # Temporal executions the run took: one more each time it continued as new
     final_output: str = ""
     warnings: list[str] = []
     queued_refusals: list[QueuedRefusal] = []
@@ -439,6 +478,9 @@ class RunState(BaseModel):
             else:
                 tasks[key] = task
         self.tasks = tasks
+
+
+RunInput.model_rebuild()
 
 
 def open_gates(state: RunState) -> list[Gate]:

@@ -1,7 +1,9 @@
 """A state graph: named nodes run one at a time over the run's memory, the next chosen by the
 first of the node's edges whose condition holds (or by a supervisor, or an approval's rejection).
 
-Cycles are allowed; `max_steps` node runs bound them.
+Cycles are allowed; `max_steps` node runs bound them. However many that is, each Temporal
+execution's history stays short: the run continues as new between two nodes when it grows long
+(`workflows.continuing`).
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from spec import expressions, ir
 from spec.render import to_text
-from workflows import taint
+from workflows import continuing, taint
 from workflows.contract import MAX_OUTPUT_CHARS
 from workflows.failures import TaskFailed
 from workflows.nodes.base import Handler
@@ -31,10 +33,15 @@ async def execute(engine: Interpreter, node: ir.Graph, scope: Scope) -> Any:
         if name not in RUN_PARAMS and name in engine.inp.params:
             memory.setdefault(name, engine.inp.params[name])
     current: str | None = node.start
-    runs = 0
+    runs, here = 0, 0  # node runs in all, and in this execution of the run
+    cursor = continuing.resume_at(engine, node, scope)
+    if cursor is not None:
+        current, runs = cursor.node, cursor.runs
     value: Any = None
     while current is not None:
-        runs += 1
+        if here:
+            continuing.boundary(engine, node, scope, current, runs)
+        runs, here = runs + 1, here + 1
         if runs > node.max_steps:
             raise TaskFailed(str(scope.key), _cut(node, current))
         child, access = node.nodes[current], node.access.get(current, ir.Access())
