@@ -143,9 +143,10 @@ def _agents(plan: ir.Plan) -> list[str]:
     if declared:
         return [line for aid, a in declared.items() for line in _agent_lines(aid, a)]
     users: dict[str, list[str]] = {}
-    for leaf in plan.leaves():
-        if not isinstance(leaf, ir.Human):
-            users.setdefault(getattr(leaf, "agent", None) or "(provider)", []).append(leaf.id)
+    for node in plan.walk():
+        judge = isinstance(node, ir.Verifier) and node.mode == "llm_judge"
+        if isinstance(node, (ir.Task, ir.Provider, ir.Supervisor)) or judge:
+            users.setdefault(getattr(node, "agent", None) or "(provider)", []).append(node.id)
     for node in plan.walk():
         if node.compensation is not None:
             users.setdefault(getattr(node.compensation, "agent", None) or "(provider)", []).append(node.compensation.id)
