@@ -160,7 +160,9 @@ def _process_alive(identity: str) -> bool:
 
 async def list_runs(client: Client, limit: int = 50) -> list[dict]:
     runs = []
-    async for wf in client.list_workflows('WorkflowType="AgentRun"', limit=limit):
+    # A run that continued as new is one run: only its latest execution is listed.
+    query = 'WorkflowType="AgentRun" AND ExecutionStatus!="ContinuedAsNew"'
+    async for wf in client.list_workflows(query, limit=limit):
         attrs = wf.search_attributes or {}
         runs.append(
             {
