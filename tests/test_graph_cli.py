@@ -155,3 +155,12 @@ def test_inspect_draws_a_graph_with_its_cycles_and_conditions_as_text_and_as_mer
 
     other = cli("inspect", str(ROOT / "examples" / "quickstart.yaml"), "--format", "mermaid")
     assert other.code == 2 and "--format mermaid draws state graphs" in other.err
+
+
+def test_dry_run_of_a_bundle_shows_each_agents_system_prompt_and_the_memory_it_reads(cli):
+    result = cli("dry-run", str(EXAMPLES / "market_analysis.json"), "-p", "sector=grid storage")
+    assert result.code == 0, result.err
+    research = result.out.split("1b. Researcher (researcher) via openai:gpt-4o-mini\n", 1)[1].split("1c.", 1)[0]
+    assert research.startswith("         system: You collect facts about a market sector")
+    assert '"sector": "<memory sector>"' in research and "findings" not in research
+    assert "No agent was called." in result.out

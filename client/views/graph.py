@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from client.blocks import Block
-from client.views.base import Entry, Scope, View
+from client.views.base import Entry, Scope, Shown, View
 from client.views.words import bare, sub_tag
 from spec import ir
 
@@ -25,7 +25,10 @@ class GraphView(View[ir.Graph]):
 
     def dry_run(self, node: ir.Graph, at: Entry, scope: Scope, dry: DryRun) -> list[str]:
         lines = [at.head + _first(node) + "; the route is decided at run time"]
-        lines += dry.substeps(at, list(node.nodes.values()), scope)
+        for i, (name, child) in enumerate(node.nodes.items()):
+            reads = node.access.get(name, ir.Access()).read_keys
+            shown = {"*": Shown("<all of memory>")} if "*" in reads else {k: Shown(f"<memory {k}>") for k in reads}
+            lines += dry.step(child, sub_tag(at.tag, i), at.indent, {**scope, "input": shown})
         return lines + [at.indent + line for line in edge_lines(node)]
 
     def draw(self, node: ir.Graph, tag: str, follows: bool, drawer: Drawer) -> Block:
