@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -131,3 +132,22 @@ def test_a_bundle_mistake_is_said_where_it_is(tmp_path, change, said):
     change(bundle)
     with pytest.raises(SpecError, match=said):
         load(str(write_spec(tmp_path, json.dumps(bundle, indent=2), name="b.json")))
+
+
+def test_a_bundle_agents_model_is_used_when_no_flag_or_agentrun_yaml_names_an_agent(tmp_path):
+    from client import agents
+    from spec.check import agent_ids
+
+    bundle = (Path(__file__).parent.parent / "examples" / "graphs" / "market_analysis.json").read_text()
+    plan = load(str(write_spec(tmp_path, bundle, name="m.json")))
+    declared = {aid: a.uri for aid, a in plan.agents.items() if a.uri}
+
+    def resolve(*flags: str) -> tuple[str, dict[str, str]]:
+        return agents.resolve(list(flags), str(tmp_path), agent_ids(plan), True, {}, declared)
+
+    models = {"lead-analyst": "openai:gpt-4o", "researcher": "openai:gpt-4o-mini", "writer": "openai:gpt-4o-mini"}
+    assert resolve() == ("", models)
+    assert resolve("researcher=openai:local") == ("", {**models, "researcher": "openai:local"})
+    assert resolve("openai:everyone") == ("openai:everyone", {}), "a default for the run is given: it wins"
+    (tmp_path / "agentrun.yaml").write_text("agents:\n  writer: 'command:cat'\n")
+    assert resolve() == ("", {**models, "writer": "command:cat"})
