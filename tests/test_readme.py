@@ -75,6 +75,7 @@ def test_readme_state_graphs_section_shows_the_example_and_inspect_as_printed():
     example = ROOT / "examples" / "graphs" / "hub_and_spoke.yaml"
     assert re.search(r"```yaml\n(.*?)```", section, re.DOTALL).group(1) == example.read_text()
     plan = load(str(example))
+    assert isinstance(plan.root, ir.Graph)
     shown = re.search(
         r"```\n\$ python -m client inspect examples/graphs/hub_and_spoke.yaml\n(.*?)```", section, re.DOTALL
     )
