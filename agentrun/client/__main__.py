@@ -70,7 +70,14 @@ def parser(prog: str = "python -m client") -> argparse.ArgumentParser:
     r.add_argument("--outputs", action="store_true", help="add each step's output in full")
     logs.add_arguments(sub.add_parser("logs", help="what each agent was asked and answered, in order"))
     sub.add_parser("validate", help="check a spec without running it").add_argument("spec")
-    sub.add_parser("inspect", help="explain a spec: its steps, execution graph and agents").add_argument("spec")
+    i = sub.add_parser("inspect", help="explain a spec: its steps, execution graph and agents")
+    i.add_argument("spec")
+    i.add_argument(
+        "--format",
+        choices=["text", "mermaid"],
+        default="text",
+        help="mermaid: a state graph as a Mermaid flowchart, and nothing else",
+    )
     d = sub.add_parser("dry-run", help="show the agent calls a run would make, calling none")
     _spec_and_inputs(d)
     _human_commands(sub)
@@ -166,7 +173,7 @@ def run(args: argparse.Namespace) -> int:
             from agentrun.client import explain  # its prompt rendering is not needed by the other commands
 
             return (
-                explain.inspect_command(args.spec, console)
+                explain.inspect_command(args.spec, console, args.format)
                 if args.command == "inspect"
                 else explain.dry_run_command(args, console)
             )

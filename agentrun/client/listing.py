@@ -33,7 +33,8 @@ def add_arguments(command: argparse.ArgumentParser) -> None:
 def visibility_query(status: str | None, spec: str | None) -> str:
     """The Temporal list filter for the options. A run ended from outside (terminated) never wrote
     its own status, so the server's execution status decides for it and for the live ones."""
-    parts = [f'WorkflowType="{contract.WORKFLOW}"']
+    # A run that continued as new is one run: only its latest execution is listed.
+    parts = [f'WorkflowType="{contract.WORKFLOW}"', 'ExecutionStatus!="ContinuedAsNew"']
     if spec:
         parts.append(f"{contract.SPEC.name}={json.dumps(spec)}")
     if status == "terminated":

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 
 from agentrun.workflows.contract import RunState, SpawnedAgent, TaskState, Verdict, dollars, limits_text
+
+MEMORY_CHARS = 200  # of each memory value in the report; `report --format json` has them whole
 
 _STEP_STATUS = {
     "completed": "SUCCESS",
@@ -89,6 +92,11 @@ def to_markdown(state: RunState) -> str:
     if s["input_tokens"] or s["output_tokens"]:
         lines.append(f"- Tokens: {s['input_tokens']} in, {s['output_tokens']} out")
     lines += _spending(state)
+    if state.executions > 1:
+        lines.append(
+            f"- Temporal executions: {state.executions} (the run continued as new {state.executions - 1} "
+            "time(s) to keep each history short)"
+        )
     lines += [
         "",
         "## Step-by-Step Results",
@@ -106,8 +114,31 @@ def to_markdown(state: RunState) -> str:
     issues = [_issue("ERROR", e) for e in state.errors] + [_issue("WARNING", w) for w in state.warnings]
     lines += issues or ["- none"]
     lines += _human_input(state) + _supervision(state) + _sub_agents(state) + _compensations(state) + _taint(state)
-    lines += _blackboard(state) + _trace(state)
+    lines += _blackboard(state) + _trace(state) + _graph(state)
     return "\n".join(lines) + "\n"
+
+
+def _graph(state: RunState) -> list[str]:
+    """A state graph's run: how often each node ran, its supervisors' choices, its memory at the end."""
+    if state.dialect != "cycgraph":
+        return []
+    runs = Counter({key: n for key, n in state.node_runs.items() if key != state.spec})  # not the graph itself
+    lines = ["", "## State Graph", "", f"- Node runs: {sum(runs.values())} (" + _counts(runs) + ")"]
+    if state.supervisor_history:
+        lines += ["", "| # | Supervisor | Chose | Reasoning |", "|---|---|---|---|"]
+        lines += [
+            f"| {n} | {c.supervisor_id} | {c.delegated_to} | {_cell(c.reasoning)} |"
+            for n, c in enumerate(state.supervisor_history, 1)
+        ]
+    lines += ["", "| Memory key | Value |", "|---|---|"]
+    for key, value in state.memory.items():
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+        lines.append(f"| {_cell(key)} | {_cell(text[:MEMORY_CHARS])}{'…' if len(text) > MEMORY_CHARS else ''} |")
+    return lines
+
+
+def _counts(runs: Counter[str]) -> str:
+    return ", ".join(f"{node} ×{count}" for node, count in runs.items()) or "none"
 
 
 def _blackboard(state: RunState) -> list[str]:

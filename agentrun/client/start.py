@@ -51,7 +51,8 @@ def load_run(args: argparse.Namespace, agents_required: bool = True) -> Loaded:
         print(warning, file=sys.stderr)
     values = params.bind(plan, ask_missing(plan, given))
     requires = {name: a.requires for name, a in plan.agents.items() if a.requires}
-    resolved = agents.resolve(args.agent, plan.spec_dir, agent_ids(plan), agents_required, requires)
+    declared = {name: a.uri for name, a in plan.agents.items() if a.uri}
+    resolved = agents.resolve(args.agent, plan.spec_dir, agent_ids(plan), agents_required, requires, declared)
     return Loaded(plan, values, *resolved)
 
 

@@ -250,14 +250,72 @@ class Edge(Model):
     source: str
     target: str
     when: str | None = None
+    line: int = 0
+
+
+class Access(Model):
+    """What one node of a graph reads from memory and where its value goes.
+
+    It sees only `read_keys` (`*` for all); its value is written to `write_key`, and a JSON object
+    it returns may also write any of `write_keys` by name (nothing else). An approval rejected goes
+    to `on_reject` when it names a node.
+    """
+
+    read_keys: list[str] = ["*"]
+    write_keys: list[str] = []
+    write_key: str | None = None
+    on_reject: str | None = None
 
 
 class Graph(NodeBase):
+    """Named nodes joined by edges tried in order, the first whose condition holds taken; cycles
+    allowed, at most `max_steps` node runs. A node with no edge that holds ends the graph when it
+    is one of `end_nodes`, else fails it; a supervisor ends it by choosing `DONE`."""
+
     kind: Literal["graph"] = "graph"
     nodes: dict[str, Node] = {}
     edges: list[Edge] = []
     start: str
     max_steps: int = 50
+    end_nodes: list[str] = []
+    access: dict[str, Access] = {}
+    outputs: list[str] = []  # the memory keys it declares as its result
+    # A condition reading a key whose value came from outside (a tool, the web) is false.
+    strict_taint: bool = False
+
+
+class Supervisor(NodeBase):
+    """An agent picks which of `managed` runs next, or `DONE` to finish, with its reasons; it
+    chooses at most `max_iterations` times in a run."""
+
+    kind: Literal["supervisor"] = "supervisor"
+    agent: str = "default"
+    prompt: str = ""
+    system: str | None = None
+    managed: list[str] = []
+    max_iterations: int = 10
+
+
+VerifierMode = Literal["llm_judge", "expression", "jsonpath"]
+PathCheck = Literal["exists", "equals", "matches", "gt", "gte", "lt", "lte"]
+
+
+class Verifier(NodeBase):
+    """Checks the work so far: an agent's score against `pass_threshold`, an expression, or a
+    JSON path into memory compared by `check`. Its value is {passed, score?, reason}; with
+    `throw_on_fail` a failed check fails the node."""
+
+    kind: Literal["verifier"] = "verifier"
+    mode: VerifierMode = "expression"
+    agent: str = "default"
+    prompt: str = ""
+    system: str | None = None
+    pass_threshold: float = 0.7
+    expression: str = ""
+    path: str = ""
+    check: PathCheck = "exists"
+    expected: Any = None
+    throw_on_fail: bool = False
 
 
 class Supervised(NodeBase):
@@ -281,13 +339,16 @@ Node = Annotated[
     | Evaluate
     | Subflow
     | Graph
+    | Supervisor
+    | Verifier
     | Supervised,
     Field(discriminator="kind"),
 ]
 
 # Kinds in the IR that no engine handler runs yet; `spec.check` refuses a Plan using one. Every
 # other kind has a handler in `workflows.nodes` (tests/test_node_kinds.py keeps the two in step).
-NOT_RUNNABLE_YET = frozenset({"graph", "subflow", "supervised"})
+NOT_RUNNABLE_YET = frozenset({"subflow", "supervised"})
+DONE = "__done__"  # what a supervisor answers to finish
 APPROVE, REJECT = "approve", "reject"
 
 # A task `input` that stands for every earlier step's output.
@@ -302,6 +363,7 @@ class Param(Model):
     description: str = ""
     examples: list[Any] = []
     line: int = 0
+    json_schema: dict[str, Any] | None = None  # a value given is checked against it before the run
 
 
 class AgentInfo(Model):
@@ -313,6 +375,11 @@ class AgentInfo(Model):
     role: str = ""
     tools: list[str] = []
     requires: str = ""
+    uri: str = ""  # the agent the spec names for it (a cycgraph bundle's model), used when nothing else does
+    # Sent with every prompt to this agent: the system text as the system message (ahead of the
+    # prompt for agents without one), the temperature in the request of a model that takes one.
+    system: str = ""
+    temperature: float | None = None
 
 
 class Plan(Model):
@@ -331,6 +398,8 @@ class Plan(Model):
     prices: dict[str, Price] = {}  # by model name, as the agent's replies report it
     version: str = ""
     agents: dict[str, AgentInfo] = {}  # declared agents by id; empty where a dialect declares none
+    # Graphs a cycgraph bundle carries for its subgraph nodes, by graph id, checked like the main one.
+    subgraphs: dict[str, Graph] = {}
     # A task tree's `completion: lenient` takes replies without a completion status.
     completion: Literal["strict", "lenient"] = "strict"
     # A template name no value was given for: an error, or empty as in plain Jinja (task trees).
@@ -415,6 +484,8 @@ for _model in (
     Map,
     Subflow,
     Graph,
+    Supervisor,
+    Verifier,
     Supervised,
     Task,
     Provider,

@@ -76,7 +76,7 @@ class AgentRun:
         self.conversation = Conversation(inp, self.run_state, self.budgets)
         if inp.carried is not None:
             self.conversation.transcripts, self.conversation.turns = inp.carried.transcripts, inp.carried.turns
-        self.rollback = False  # set by rollback_on_cancel
+        self.rollback = inp.carried.rollback if inp.carried else False  # set by rollback_on_cancel
         self.saga_ran = False
         self.published: tuple[str, str] | None = None
         self.driven = Driven(self.run_state, plan.constants, self._changed) if inp.driven else None
@@ -92,7 +92,7 @@ class AgentRun:
         )
         # An agent driving a tree over MCP holds a phase machine the carried state lacks: such runs
         # are as long as an agent keeps at it, and stay one execution.
-        interpreter.continuing = None if inp.driven else Continuing(inp)
+        interpreter.continuing = None if inp.driven else Continuing(inp, lambda: self.rollback)
         if inp.carried is not None:
             interpreter.journal, interpreter.ran = Journal(inp.carried.journal), inp.carried.ran
         try:

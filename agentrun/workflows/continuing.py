@@ -10,6 +10,7 @@ should continue, continues as new. People notice nothing: the workflow id stays,
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from temporalio import workflow
@@ -24,10 +25,9 @@ CONTINUE_AS_NEW = "continue-as-new"
 
 
 class Continuing:
-    def __init__(self, inp: RunInput) -> None:
-        self.inp = inp
+    def __init__(self, inp: RunInput, rollback: Callable[[], bool]) -> None:
+        self.inp, self.rollback = inp, rollback  # rollback: whether a cancellation should undo the run
         self.limit = inp.history_limit or HISTORY_LIMIT
-        self.executions = inp.carried.executions if inp.carried else 1
 
     def due(self) -> bool:
         info = workflow.info()
@@ -43,6 +43,7 @@ class Continuing:
         await workflow.wait_condition(workflow.all_handlers_finished)
         if engine.busy != own:  # another branch started a step meanwhile: the next boundary will do
             return
+        engine.state.executions += 1
         carried = Carried(
             state=engine.state,
             journal=engine.journal.entries,
@@ -50,6 +51,6 @@ class Continuing:
             turns=engine.conversation.turns,
             ran=engine.ran,
             undos=engine.saga.carried(),
-            executions=self.executions + 1,
+            rollback=self.rollback(),
         )
         workflow.continue_as_new(self.inp.model_copy(update={"carried": carried}))

@@ -61,7 +61,7 @@ class Carried(BaseModel):
     # What each compensation_stack entry runs (it is not sent with the state): the compensation
     # node's id, the map element indexes of its run key, the output it undoes.
     undos: list[tuple[str, list[int], Any]] = []
-    executions: int = 1  # of this run so far, this one included
+    rollback: bool = False  # a cancellation asked for before it continued undoes what it did
 
 
 class RunInput(BaseModel):
@@ -305,6 +305,16 @@ class TraceEntry(BaseModel):
     note: str = ""
 
 
+class SupervisorChoice(BaseModel):
+    """One decision of a graph's supervisor: which managed node it handed the work to, and why."""
+
+    supervisor_id: str
+    delegated_to: str
+    reasoning: str = ""
+    iteration: int = 0
+    timestamp: datetime
+
+
 class InvalidTransition(RuntimeError):
     pass
 
@@ -330,6 +340,7 @@ class RunState(BaseModel):
     total_cost_usd: float = 0.0
     usage_by_model: dict[str, ModelUsage] = {}
     visited_nodes: list[str] = []  # the last VISITED_KEPT, oldest first
+    node_runs: dict[str, int] = {}  # how often each node ran (by run key), however long the run
     compensation_stack: list[CompensationEntry] = []
     compensations: list[CompensationResult] = []
     taint: dict[str, TaintMark] = {}
@@ -346,6 +357,8 @@ class RunState(BaseModel):
     constants: dict[str, Any] = {}  # a behaviour tree's $CONST; its $VAR is `memory`
     trace: list[TraceEntry] = []  # a behaviour tree's answers, in order
     drive: Drive | None = None  # a driven run's phase machine
+    supervisor_history: list[SupervisorChoice] = []  # a graph's supervisors' choices, in order
+    executions: int = 1  # Temporal executions the run took: one more each time it continued as new
     final_output: str = ""
     warnings: list[str] = []
     queued_refusals: list[QueuedRefusal] = []
@@ -365,6 +378,7 @@ class RunState(BaseModel):
         return self.usage.input_tokens + self.usage.output_tokens
 
     def visit(self, key: str) -> None:
+        self.node_runs[key] = self.node_runs.get(key, 0) + 1
         self.visited_nodes.append(key)
         if len(self.visited_nodes) > VISITED_KEPT:  # a loop of any length keeps the state small
             del self.visited_nodes[: len(self.visited_nodes) - VISITED_KEPT]

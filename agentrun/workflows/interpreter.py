@@ -84,7 +84,8 @@ class Interpreter:
             if str(key) not in ran:  # a loop runs its body again and again: once is enough for taint
                 ran.append(str(key))
         scope = self._budgeted(node, scope.at(key))
-        self.state.visit(str(key))
+        if not self.journal.resuming(scope.path):  # visited once, however many executions it spans
+            self.state.visit(str(key))
         if node.gate and self._asks(node, scope) and not await self._gate(node, scope):
             value, done = self.skipped(node, scope, f"not approved at gate '{node.gate.id}'; skipped"), False
         else:

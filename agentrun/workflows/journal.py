@@ -24,6 +24,10 @@ class Journal:
     def get(self, path: str) -> Any:
         return self.entries[path]
 
+    def resuming(self, path: str) -> bool:
+        """Whether the node at `path` was under way when the run continued as new."""
+        return any(_under(key, path) for key in self.entries)
+
     def done(self, path: str, value: Any) -> None:
         """The node at `path` finished with `value`."""
         self.forget_under(path)

@@ -6,9 +6,37 @@ budget, retries, failure policy, timeout, the values it keeps and its compensati
 
 from __future__ import annotations
 
-from agentrun.workflows.nodes import evaluate, human, loop, map, parallel, provider, selector, sequence, switch, task
+from agentrun.workflows.nodes import (
+    evaluate,
+    graph,
+    human,
+    loop,
+    map,
+    parallel,
+    provider,
+    selector,
+    sequence,
+    supervisor,
+    switch,
+    task,
+    verifier,
+)
 from agentrun.workflows.nodes.base import Handler
 
-_MODULES = (task, provider, human, evaluate, sequence, parallel, selector, switch, loop, map)
+_MODULES = (
+    task,
+    provider,
+    human,
+    evaluate,
+    sequence,
+    parallel,
+    selector,
+    switch,
+    loop,
+    map,
+    graph,
+    supervisor,
+    verifier,
+)
 HANDLERS: dict[str, Handler] = {m.KIND.model_fields["kind"].default: m.HANDLER for m in _MODULES}
 RUNNABLE_KINDS = frozenset(HANDLERS)
