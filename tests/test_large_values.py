@@ -1,7 +1,8 @@
 """Large values go by reference: an agent's 10 MB reply, too big for Temporal's history, is stored
 outside it — in a folder beside the state by default, in an S3 bucket when AGENTRUN_BLOB_URL names
 one — and history keeps a small reference that says where the value is and how big it is. The next
-step's prompt, `status`, `report` and `logs` get the whole value back."""
+step's prompt, `status`, `report` and `logs` get the whole value back. A map's collected results and
+a provider's result go the same way; a small value stays inline."""
 
 from __future__ import annotations
 
@@ -42,6 +43,7 @@ workflow:
 AGENTS = ("--agent", "writer=openai:writer", "--agent", "reader=openai:reader")
 BIG = "".join(f"line {i:07d} of the long report\n" for i in range(350_000))  # 11.2 MB
 REFERENCE = b"temporal.api.sdk.v1.ExternalStorageReference"
+SCHEDULED = EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
 DEFAULT_FOLDER = {blobs.URL_ENV: ""}  # not the session's folder: the default one, beside the state
 
 
@@ -228,3 +230,45 @@ def test_a_worker_refuses_a_setting_that_cannot_work(address):
         [sys.executable, "-m", "agentrun.worker"], env=environ, capture_output=True, text=True, timeout=60, cwd=ROOT
     )
     assert ran.returncode == 2 and "error: AGENTRUN_BLOB_URL: 's3://' names no bucket\n  hint: " in ran.stderr
+
+
+MAPPED = """\
+workflow:
+  name: mapped
+  agents:
+    lister: {prompt: "List the parts."}
+    worker: {prompt: "Write part {{ item }}."}
+    editor: {prompt: "Join the parts."}
+  steps:
+    - {id: list, agent: lister, output: {format: json}}
+    - {id: each, type: map, map: {over: "{{ steps.list.output.items }}", agent: worker}}
+    - {id: join, agent: editor, input: "{{ steps.each.output }}"}
+"""
+PROVIDED = """\
+name: provided
+subtasks:
+  dump:
+    provider_call: {provider: shell, method: run, params: {command: "python3 -c \\"print('row ' * 80000)\\""}}
+"""
+
+
+@pytest.mark.usefixtures("worker")
+async def test_a_maps_collected_results_and_a_providers_result_go_by_reference(client, llm, tmp_path):
+    part = "words of a part " * 6_000  # 96 KB: each part inline, the three together not
+    llm.by_model.update({"lister": '{"items": [1, 2, 3]}', "worker": part, "editor": "joined"})
+    agents = {name: f"openai:{name}" for name in ("lister", "worker", "editor")}
+    state = await run_spec(client, write_spec(tmp_path, MAPPED), "openai:m", agents=agents)
+    assert state.status == "completed", state.errors
+    assert llm.prompts_for("editor")[0].count(part.strip()) == 3
+    events = await history(client, state.run_id)
+    assert {p.metadata["encoding"] for p in results(events)} == {b"json/plain"}  # each reply inline
+    scheduled = [e.activity_task_scheduled_event_attributes for e in events if e.event_type == SCHEDULED]
+    assert scheduled[-1].activity_id.startswith("6: editor")  # given the three parts
+    assert placeholder(scheduled[-1].input.payloads[0])["driverName"] == "agentrun.folder"
+
+    state = await run_spec(client, write_spec(tmp_path, PROVIDED), "openai:m")
+    assert state.status == "completed", state.errors
+    assert state.tasks["dump"].output_size == 320_001 and state.outputs["dump"] == ("row " * 80_000)[:64_000]
+    [dump] = results(await history(client, state.run_id))
+    assert placeholder(dump)["driverName"] == "agentrun.folder"
+    assert "row " * 80_000 in str((await client.data_converter.decode([dump]))[0])  # fetched back whole
