@@ -1,6 +1,11 @@
 """Runs of any size against raw Temporal, on one dev server in the same run.
 
-    python bench/scale.py [--concurrent 100] [--tasks 10]
+    python bench/scale.py [--loops 1000,10000] [--concurrent 100] [--tasks 10]
+
+Long loops: a task whose agent (instant `scripted:`) answers CONTINUE for `--loops` rounds, which
+continues as new as its history grows; raw: RawLoop, one run_agent activity per round with the
+same call, continuing as new at the same history length. Printed: wall time, ms per round, the
+executions, and the largest single execution's history (events, bytes), for each.
 
 Many runs: `--concurrent` runs of a `--tasks`-task chain (an instant `scripted:` agent) started at
 once on one `python -m worker` process, then the same number of RawChain runs (bench/overhead.py:
@@ -12,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import signal
 import subprocess
@@ -23,21 +29,121 @@ from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
-from overhead import HEARTBEAT_S, REPLY, RawChain, raw_input, stdout_to_devnull, write_chain
+from temporalio import workflow
 from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from agentrun.spec import ir
-from agentrun.spec.load import load
-from agentrun.worker.build import ACTIVITIES, runner
-from agentrun.worker.embedded import temporal_binary
-from agentrun.workflows import contract
-from agentrun.workflows.contract import RunInput, RunState
+# The sandbox re-imports this file to check RawLoop; our modules come from outside it, once.
+with workflow.unsafe.imports_passed_through():
+    from overhead import HEARTBEAT_S, REPLY, RawChain, raw_input, stdout_to_devnull, write_chain
+    from pydantic import BaseModel
+
+    from agentrun.spec import ir
+    from agentrun.spec.calls import RUN_AGENT, AgentCall, AgentReply
+    from agentrun.spec.load import load
+    from agentrun.worker.blobs import data_converter
+    from agentrun.worker.build import ACTIVITIES, runner
+    from agentrun.worker.embedded import temporal_binary
+    from agentrun.workflows import contract
+    from agentrun.workflows.contract import HISTORY_LIMIT, RunInput, RunState
 
 ROOT = Path(__file__).resolve().parent.parent
 ENGINE_QUEUE, RAW_QUEUE = "agentrun-scale", "agentrun-scale-raw"
+
+
+CONTINUE = "more\nCOMPLETION_STATUS: CONTINUE"
+
+
+class LoopInput(BaseModel):
+    call: AgentCall
+    rounds: int
+    history_limit: int
+
+
+@workflow.defn(name="RawLoop")
+class RawLoop:
+    """The baseline loop: one run_agent activity per round, continuing as new at the same length."""
+
+    @workflow.run
+    async def run(self, inp: LoopInput) -> int:
+        for done in range(inp.rounds):
+            if workflow.info().get_current_history_length() >= inp.history_limit:
+                workflow.continue_as_new(inp.model_copy(update={"rounds": inp.rounds - done}))
+            await workflow.execute_activity(
+                RUN_AGENT,
+                inp.call,
+                result_type=AgentReply,
+                start_to_close_timeout=timedelta(seconds=inp.call.timeout_s),
+                heartbeat_timeout=timedelta(seconds=HEARTBEAT_S),
+            )
+        return inp.rounds
+
+
+@dataclass
+class Chain:
+    """A run's executions: how many, and the largest one's history."""
+
+    wall_s: float
+    executions: int
+    most_events: int
+    most_bytes: int
+
+
+async def chain(client: Client, workflow_id: str, wall_s: float) -> Chain:
+    events, sizes = [], []
+    async for execution in client.list_workflows(f'WorkflowId = "{workflow_id}"'):
+        described = await client.get_workflow_handle(workflow_id, run_id=execution.run_id).describe()
+        info = described.raw_description.workflow_execution_info
+        events.append(info.history_length)
+        sizes.append(info.history_size_bytes)
+    return Chain(wall_s, len(events), max(events), max(sizes))
+
+
+def loop_spec(folder: Path, rounds: int) -> Path:
+    spec = folder / f"loop{rounds}.yaml"
+    spec.write_text(
+        f"name: loop{rounds}\nsubtasks:\n  grind:\n    instructions: Grind.\n"
+        f"    loop_until: {{status: DONE, max_iterations: {rounds}}}\n"
+    )
+    (folder / "loop-replies.yaml").write_text(f"default: {json.dumps(CONTINUE)}\n")
+    return spec
+
+
+async def loops(client: Client, address: str, counts: list[int]) -> None:
+    with tempfile.TemporaryDirectory(prefix="agentrun-scale-") as tmp:
+        uri = "scripted:loop-replies.yaml"
+        engine = worker_process(address, "-m", "agentrun.worker", "--task-queue", ENGINE_QUEUE)
+        raw = worker_process(address, str(Path(__file__)), "--serve-raw")
+        try:
+            for rounds in counts:
+                plan = load(str(loop_spec(Path(tmp), rounds)))
+                inp = RunInput(plan=plan, params={}, workdir=tmp, default_agent=uri, heartbeat_s=HEARTBEAT_S)
+                run_id = f"scale-loop-{uuid.uuid4().hex[:8]}"
+                began = time.perf_counter()
+                state = await client.execute_workflow(
+                    "AgentRun", inp, id=run_id, task_queue=ENGINE_QUEUE, result_type=RunState
+                )
+                engine_chain = await chain(client, run_id, time.perf_counter() - began)
+                if state.status != "completed" or state.tasks["grind"].iterations != rounds:
+                    raise RuntimeError(f"the engine's loop did not run {rounds} rounds: {state.status}")
+                call = raw_input(plan, run_id, tmp, uri).calls[0]
+                raw_id = f"scale-raw-loop-{uuid.uuid4().hex[:8]}"
+                began = time.perf_counter()
+                looped = LoopInput(call=call, rounds=rounds, history_limit=HISTORY_LIMIT)
+                await client.execute_workflow(RawLoop.run, looped, id=raw_id, task_queue=RAW_QUEUE)
+                raw_chain = await chain(client, raw_id, time.perf_counter() - began)
+                print(f"a loop of {rounds} rounds:")
+                for name, c in (("engine", engine_chain), ("raw", raw_chain)):
+                    print(
+                        f"  {name + ':':7} {c.wall_s:.1f} s, {c.wall_s / rounds * 1000:.2f} ms/round, "
+                        f"{c.executions} executions, largest history {c.most_events} events / "
+                        f"{c.most_bytes / 1024:.0f} KB"
+                    )
+                print(f"  ratio {engine_chain.wall_s / raw_chain.wall_s:.2f}")
+        finally:
+            stop(engine)
+            stop(raw)
 
 
 @dataclass
@@ -136,11 +242,11 @@ async def concurrent(client: Client, address: str, count: int, tasks: int) -> No
 
 async def serve_raw() -> None:
     """The raw side's worker: RawChain and the activities, no engine workflow."""
-    client = await Client.connect(os.environ["TEMPORAL_ADDRESS"], data_converter=pydantic_data_converter)
+    client = await Client.connect(os.environ["TEMPORAL_ADDRESS"], data_converter=data_converter())
     worker = Worker(
         client,
         task_queue=RAW_QUEUE,
-        workflows=[RawChain],
+        workflows=[RawChain, RawLoop],
         activities=ACTIVITIES,
         workflow_runner=runner(),
         max_concurrent_activities=100,
@@ -158,19 +264,23 @@ async def main(args: argparse.Namespace) -> None:
     with stdout_to_devnull():
         env = await WorkflowEnvironment.start_local(
             dev_server_existing_path=temporal_binary(),
-            data_converter=pydantic_data_converter,
+            data_converter=data_converter(),
             search_attributes=list(contract.SEARCH_ATTRIBUTES),
             dev_server_log_level="error",
             dev_server_startup_timeout=timedelta(seconds=90),
         )
     async with env:
         address = env.client.service_client.config.target_host
-        await concurrent(env.client, address, args.concurrent, args.tasks)
+        if args.loops:
+            await loops(env.client, address, [int(n) for n in args.loops.split(",")])
+        if args.concurrent:
+            await concurrent(env.client, address, args.concurrent, args.tasks)
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description="Runs of any size against raw Temporal.")
-    parser.add_argument("--concurrent", type=int, default=100)
+    parser.add_argument("--loops", default="1000,10000", help="rounds of each loop run, comma-separated ('' for none)")
+    parser.add_argument("--concurrent", type=int, default=100, help="concurrent runs (0 for none)")
     parser.add_argument("--tasks", type=int, default=10)
     parser.add_argument("--serve-raw", action="store_true", help=argparse.SUPPRESS)
     arguments = parser.parse_args()
