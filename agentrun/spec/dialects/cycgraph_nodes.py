@@ -118,7 +118,7 @@ class NodeCompiler:
             return None
         if kind in NOT_RUN_HERE:
             hint = "the types this engine runs: " + ", ".join(TYPES)
-            build.problem((*at, "type"), f"node '{node_id}' is a {kind} node, which this engine does not run", hint)
+            build.problem((*at, "type"), f"node '{node_id}' is {_a(kind)} node, which this engine does not run", hint)
             return None
         if kind not in TYPES:
             hint = did_you_mean(str(kind), TYPES) or "the types are " + ", ".join(TYPES)
@@ -184,7 +184,11 @@ class NodeCompiler:
         message = raw_text(str(cfg.get("prompt_message") or f"Approve {common['title'] or common['id']}?"))
         review = [str(k) for k in cfg.get("review_keys") or []]
         shown = "".join(f"\n\n{k}:\n{{{{ {k} }}}}" for k in review if k.isidentifier())
-        common = {**common, "timeout_s": common.get("timeout_s") or APPROVAL_TIMEOUT_MS / 1000}
+        waits = cfg.get("timeout_ms", APPROVAL_TIMEOUT_MS)
+        if isinstance(waits, bool) or not isinstance(waits, (int, float)) or waits <= 0:
+            self.build.problem(self.at(at, "approval", "timeout_ms"), "timeout_ms: must be a number above 0", "")
+            waits = APPROVAL_TIMEOUT_MS
+        common = {**common, "timeout_s": waits / 1000}
         return ir.Human(
             prompt=message + shown,
             approval=True,
@@ -321,6 +325,10 @@ class NodeCompiler:
             self.build.problem(
                 at, f"verifier '{node_id}': expression cannot be read: {exc}", "write e.g. memory.score >= 0.8"
             )
+
+
+def _a(word: str) -> str:
+    return ("an " if word[:1] in "aeiou" else "a ") + word
 
 
 def _mode_of(cfg: dict) -> str:

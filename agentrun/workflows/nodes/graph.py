@@ -14,6 +14,7 @@ from temporalio import workflow
 
 from agentrun.spec import expressions, ir
 from agentrun.spec.render import to_text
+from agentrun.workflows import taint
 from agentrun.workflows.budgets import overrun
 from agentrun.workflows.contract import MAX_OUTPUT_CHARS, ModelUsage
 from agentrun.workflows.failures import TaskFailed
@@ -132,8 +133,11 @@ def holds(engine: Interpreter, graph: ir.Graph, edge: ir.Edge, scope: Scope) -> 
     if graph.strict_taint:
         tainted = [k for k in memory_reads(edge.when) if k in engine.state.taint]
         if tainted:
-            source = engine.state.taint[tainted[0]].source
-            engine.warn(scope, f"condition '{edge.when}' reads tainted key {tainted[0]} ({source}); taken as false")
+            source = taint.origin(tainted[0], engine.state)
+            engine.warn(
+                scope,
+                f"edge {edge.source} → {edge.target}: condition '{edge.when}' reads tainted key {tainted[0]} ({source}); taken as false",
+            )
             return False
     values = {**engine.values(scope), "memory": engine.state.memory}
     taken, warning = expressions.condition(edge.when, values)
