@@ -8,9 +8,11 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from pathlib import Path
+from typing import Any
 
 import pytest
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowHandle
 
 from agentrun.client.report import to_markdown
 from agentrun.client.runs import fetch_state
@@ -176,7 +178,7 @@ def note(rejection: str) -> str:
     return text.replace("REVISE\n", "").replace("[publish, revise]", "[publish]")
 
 
-async def _start(client: Client, spec, queue: str, **options) -> tuple:
+async def _start(client: Client, spec: Path, queue: str, **options: Any) -> WorkflowHandle:
     plan = load(str(spec), given_params=("topic",))
     inp = RunInput(
         plan=plan,
