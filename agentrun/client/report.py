@@ -133,7 +133,8 @@ def _graph(state: RunState) -> list[str]:
     """A state graph's run: how often each node ran, its supervisors' choices, its memory at the end."""
     if state.dialect != "cycgraph":
         return []
-    runs = Counter({key: n for key, n in state.node_runs.items() if key != state.spec})  # not the graph itself
+    graph = next(iter(state.node_runs), None)  # the graph itself runs first: its nodes are what count
+    runs = Counter({key: n for key, n in state.node_runs.items() if key != graph})
     lines = ["", "## State Graph", "", f"- Node runs: {sum(runs.values())} (" + _counts(runs) + ")"]
     for node, children in state.subgraph_runs.items():
         for child in children:
