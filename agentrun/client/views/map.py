@@ -38,8 +38,13 @@ class MapView(View[ir.Map]):
         item = Shown(f"<one item of {over}>")
         body_tag = sub_tag(at.tag, 0) if node.reduce else at.tag
         index = Shown("<its index>")
-        given = scope.get("input") if isinstance(scope.get("input"), dict) else {}
-        context = {**given, "map_item": item, "map_index": index, "map_total": Shown("<how many items>")}
+        given = scope.get("input")
+        context = {
+            **(given if isinstance(given, dict) else {}),
+            "map_item": item,
+            "map_index": index,
+            "map_total": Shown("<how many items>"),
+        }
         each = {**scope, "item": item, "index": index, "input": context if node.outcomes else item}
         lines = [at.head + first] + dry.step(node.body, body_tag, at.indent, each, "once per item: ")
         if node.reduce:
