@@ -1,7 +1,7 @@
 """A vote: the voter agents answer at once, each a task of its own; a voter that fails casts no
 vote. The votes are counted (the most votes wins, or the most weight by voter agent id; a tie goes
-to the vote cast first), or a judge agent picks the winner from them. Fewer valid votes than the
-quorum fail the node, saying which voters gave none and why."""
+to the vote of the voter listed first), or a judge agent picks the winner from them. Fewer valid
+votes than the quorum fail the node, saying which voters gave none and why."""
 
 from __future__ import annotations
 
