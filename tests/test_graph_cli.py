@@ -164,3 +164,15 @@ def test_dry_run_of_a_bundle_shows_each_agents_system_prompt_and_the_memory_it_r
     assert research.startswith("         system: You collect facts about a market sector")
     assert '"sector": "<memory sector>"' in research and "findings" not in research
     assert "No agent was called." in result.out
+
+
+def test_inspect_shows_a_map_a_vote_and_a_subgraph_and_the_subgraphs_own_nodes(cli):
+    result = cli("inspect", str(EXAMPLES / "fan_out.yaml"))
+    assert result.code == 0, result.err
+    out = result.out
+    assert "1b. map: researcher (researcher) runs once per item of $.memory.questions, at most 3 at a time" in out
+    assert "1d. vote headline: critic, editor, reader vote at once, the most votes win; at least 2 valid votes" in out
+    assert "1e. subgraph brief runs graph draft as a child run; it gets summary as summary" in out
+    assert "  [headline: voting] --> [brief]\n  [brief: subgraph] (end)" in out
+    subgraph = out.split("\nSubgraph draft\n", 1)[1]
+    assert "S1. writer (writer) gets the goal, the constraints and memory title, summary" in subgraph

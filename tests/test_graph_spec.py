@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from agentrun.spec import params
+from agentrun.spec import ir, params
 from agentrun.spec.errors import SpecError
 from agentrun.spec.load import load
 from tests.conftest import write_spec
@@ -151,3 +151,90 @@ def test_a_bundle_agents_model_is_used_when_no_flag_or_agentrun_yaml_names_an_ag
     assert resolve("openai:everyone") == ("openai:everyone", {}), "a default for the run is given: it wins"
     (tmp_path / "agentrun.yaml").write_text("agents:\n  writer: 'command:cat'\n")
     assert resolve() == ("", {**models, "writer": "command:cat"})
+
+
+FANOUT = """manifest: {name: g}
+graph:
+  id: main
+  nodes:
+    - {id: m, type: map, map_reduce_config: {worker_node_id: w, items_path: $.memory.xs}}
+    - {id: w, type: agent}
+    - {id: v, type: voting, voting_config: {voter_agent_ids: [a, b], strategy: majority_vote}}
+    - {id: s, type: subgraph, subgraph_config: {subgraph_id: child}}
+    - {id: ok, type: approval}
+  edges:
+    - {source: m, target: v}
+    - {source: v, target: s}
+    - {source: s, target: ok}
+  start_node: m
+  end_nodes: [ok]
+graphs:
+  - {id: child, nodes: [{id: only, type: agent}], edges: [], start_node: only, end_nodes: [only]}
+"""
+
+
+def test_map_voting_subgraph_and_failure_policies_compile_with_cycgraphs_defaults(tmp_path):
+    from agentrun.workflows.interpreter import backoff_s
+
+    graph = load(str(write_spec(tmp_path, FANOUT, "g.yaml"))).root
+    assert isinstance(graph, ir.Graph)
+    mapper, vote, sub, ok = (graph.nodes[n] for n in ("m", "v", "s", "ok"))
+    assert isinstance(mapper, ir.Map) and mapper.body.id == "w" and "w" not in graph.nodes, "the worker is the map's"
+    assert (mapper.concurrency, mapper.error_strategy, mapper.max_items) == (5, "best_effort", 1000)
+    assert graph.access["m"].write_keys == ["m_results", "m_errors", "m_count", "m_error_count"]
+    assert isinstance(vote, ir.Voting) and [t.agent for t in vote.voters] == ["a", "b"] and vote.vote_key == "vote"
+    assert isinstance(sub, ir.Subflow) and sub.graph == "child"
+    retry = vote.retry
+    assert retry == ir.Retry(attempts=3, backoff="exponential", delay_s=1.0, counts="retries", max_delay_s=60.0)
+    assert [backoff_s(retry, n) for n in (2, 3)] == [1.0, 2.0], "the first retry waits initial_backoff_ms"
+    assert [backoff_s(retry.model_copy(update={"delay_s": 40.0}), n) for n in (2, 3)] == [40.0, 60.0]
+    assert isinstance(ok, ir.Human) and ok.retry == ir.Retry(), "a person's answer is never retried"
+    assert (ok.timeout_s, ok.on_timeout, ok.choices) == (86400, "reject", ["approve", "reject"])
+    once = load(
+        str(
+            write_spec(
+                tmp_path, FANOUT.replace("type: agent}", "type: agent, failure_policy: {max_retries: 0}}", 1), "g.yaml"
+            )
+        )
+    )
+    assert once.root.nodes["m"].body.retry.attempts == 1
+
+
+@pytest.mark.parametrize(
+    ("change", "said"),
+    [
+        (
+            ("{id: w, type: agent}", "{id: w, type: evolution}"),
+            r":6:15: error: node 'w' is an evolution node, which this engine does not run",
+        ),
+        (("worker_node_id: w,", "worker_node_id: x,"), r"error: map 'm': worker node 'x' is not a node of the graph"),
+        ((", items_path: $.memory.xs", ""), r"error: map 'm' needs items_path or static_items \(one of them\)"),
+        (
+            ("items_path:", "item_path:"),
+            r":5:65: error: unknown key 'item_path' in map_reduce_config\n  hint: did you mean 'items_path'\?",
+        ),
+        (
+            ("strategy: majority_vote", "strategy: llm_judge"),
+            r"error: voting 'v' is judged \(llm_judge\) but names no judge_agent_id",
+        ),
+        (
+            ("strategy: majority_vote", "strategy: majority"),
+            r"error: voting 'v': no strategy 'majority'\n  hint: did you mean 'majority_vote'\?",
+        ),
+        (
+            ("subgraph_id: child}", "subgraph_id: chld}"),
+            r":8:49: error: no graph 'chld' among the bundle's graphs\n  hint: did you mean 'child'\?",
+        ),
+        (
+            ("nodes: [{id: only, type: agent}]", "nodes: [{id: only, type: subgraph, subgraph_id: child}]"),
+            r"error: graph 'child' runs 'child', which runs it again: subgraphs cannot recurse",
+        ),
+        (
+            ("{id: w, type: agent}", "{id: w, type: agent, failure_policy: {max_retries: 11}}"),
+            r"error: max_retries: must be a whole number from 0 to 10",
+        ),
+    ],
+)
+def test_a_fanout_or_policy_mistake_is_said_where_it_is(tmp_path, change, said):
+    with pytest.raises(SpecError, match=said):
+        load(str(write_spec(tmp_path, FANOUT.replace(*change), "g.yaml")))

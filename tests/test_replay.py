@@ -308,6 +308,29 @@ async def test_a_graph_run_that_continued_as_new_replays(client, tmp_path):
         assert result.replay_failure is None, result.replay_failure
 
 
+async def test_a_graph_run_with_a_map_a_vote_and_a_subgraph_replays(client, tmp_path):
+    """Recorded after the fan-out kinds: examples/graphs/fan_out.yaml on its recorded replies, a
+    map with its synthesizer, a vote and a subgraph run as a child workflow; the parent's history
+    and the child's are kept."""
+    graphs = ROOT / "examples" / "graphs"
+    spec = write_spec(tmp_path, (graphs / "fan_out.yaml").read_text(), "fan_out.yaml")
+    (tmp_path / "replies.yaml").write_text((graphs / "fan_out.replies.yaml").read_text())
+    state = await run_spec(client, spec, "scripted:replies.yaml", params={"topic": "tides"})
+    assert state.status == "completed", state.errors
+    assert state.memory["headline_consensus"] == "The Moon Moves the Sea" and state.memory["research_count"] == 3
+    child = state.subgraph_runs["brief"][0]
+    assert child.status == "completed" and state.memory["brief"].startswith("The Moon Moves the Sea.")
+    histories = [
+        await client.get_workflow_handle(state.run_id).fetch_history(),
+        await client.get_workflow_handle(child.run_id).fetch_history(),
+    ]
+    for name, history in zip(("graph-fanout", "graph-subgraph"), histories):
+        if name in _to_record():
+            (HISTORIES / f"{name}.json").write_text(_scrub(history.to_json(), tmp_path))
+        result = await _replayer().replay_workflow(history, raise_on_replay_failure=False)
+        assert result.replay_failure is None, result.replay_failure
+
+
 def _scrub(text: str, tmp_path) -> str:
     """Recorded histories keep no paths of the machine that recorded them (replay ignores them),
     in the JSON and in the payloads it holds as base64."""
@@ -340,11 +363,15 @@ def _recorded() -> list[str]:
 
 @pytest.mark.parametrize("name", _recorded())
 async def test_committed_histories_still_replay(name):
-    history = WorkflowHistory.from_json(name, json.loads((HISTORIES / name).read_text()))
+    data = json.loads((HISTORIES / name).read_text())
+    # Replayed under the id it ran with: a run names its child workflows after it.
+    started = data["events"][0].get("workflowExecutionStartedEventAttributes", {})
+    history = WorkflowHistory.from_json(started.get("workflowId") or name, data)
     await _replayer().replay_workflow(history)
 
 
 def test_histories_are_committed():
     recorded = [*SPECS, *AFTER_SEAMS, "gated", "agentfile", "tree", "tree-mcp", "graph", "graph-continued"]
+    recorded += ["graph-fanout", "graph-subgraph"]
     expected = sorted(f"{name}.json" for name in recorded)
     assert _recorded() == expected, "record new ones with AGENTRUN_RECORD_HISTORIES=name,name"

@@ -74,6 +74,8 @@ def inspect_text(plan: ir.Plan) -> str:
     for i, node in enumerate(top_steps(plan)):
         lines += described.step(node, str(i + 1), "  ", "nothing but its prompt")
     lines += ["", "Graph"] + ["  " + line if line else "" for line in draw(plan).splitlines()]
+    for name, graph in plan.subgraphs.items():  # a bundle's graphs, which its subgraph nodes run
+        lines += ["", f"Subgraph {name}"] + described.step(graph, "S", "  ", "what input_mapping gives it")
     lines += ["", "Agents"] + _agents(plan) + _supervisor(plan)
     return "\n".join(lines)
 

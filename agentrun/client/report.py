@@ -5,7 +5,15 @@ from __future__ import annotations
 import json
 from collections import Counter
 
-from agentrun.workflows.contract import RunState, SpawnedAgent, TaskState, Verdict, dollars, limits_text
+from agentrun.workflows.contract import (
+    RunState,
+    SpawnedAgent,
+    SubgraphRun,
+    TaskState,
+    Verdict,
+    dollars,
+    limits_text,
+)
 
 MEMORY_CHARS = 200  # of each memory value in the report; `report --format json` has them whole
 
@@ -92,6 +100,8 @@ def to_markdown(state: RunState) -> str:
     if s["input_tokens"] or s["output_tokens"]:
         lines.append(f"- Tokens: {s['input_tokens']} in, {s['output_tokens']} out")
     lines += _spending(state)
+    if state.parent_run:
+        lines.append(f"- Part of run: {state.parent_run} (this run is one of its subgraphs)")
     if state.executions > 1:
         lines.append(
             f"- Temporal executions: {state.executions} (the run continued as new {state.executions - 1} "
@@ -110,6 +120,7 @@ def to_markdown(state: RunState) -> str:
             f"{_duration(t.duration_s)} | {_retries(t)} | {_size(t.output_size)} |"
         )
         lines += _sub_agent_rows(n, state.spawned.get(t.id, []))
+        lines += _subgraph_rows(n, state.subgraph_runs.get(t.id, []))
     lines += ["", "## Final Output", "", state.final_output.strip() or "(none)", "", "## Issues and Warnings", ""]
     issues = [_issue("ERROR", e) for e in state.errors] + [_issue("WARNING", w) for w in state.warnings]
     lines += issues or ["- none"]
@@ -122,8 +133,13 @@ def _graph(state: RunState) -> list[str]:
     """A state graph's run: how often each node ran, its supervisors' choices, its memory at the end."""
     if state.dialect != "cycgraph":
         return []
-    runs = Counter({key: n for key, n in state.node_runs.items() if key != state.spec})  # not the graph itself
+    graph = next(iter(state.node_runs), None)  # the graph itself runs first: its nodes are what count
+    runs = Counter({key: n for key, n in state.node_runs.items() if key != graph})
     lines = ["", "## State Graph", "", f"- Node runs: {sum(runs.values())} (" + _counts(runs) + ")"]
+    for node, children in state.subgraph_runs.items():
+        for child in children:
+            ended = f": {_cell(child.error)}" if child.error else ""
+            lines.append(f"- Subgraph {node} ran graph {child.graph} as run {child.run_id}: {child.status}{ended}")
     if state.supervisor_history:
         lines += ["", "| # | Supervisor | Chose | Reasoning |", "|---|---|---|---|"]
         lines += [
@@ -245,6 +261,18 @@ def _sub_agent_rows(step: int, spawned: list[SpawnedAgent]) -> list[str]:
         f"| {step}.{n} | ↳ {a.key} | {_cell(a.role)} | {_SUB_STATUS[a.status]} | - | 0 | {_size(len(a.output.encode()))} |"
         for n, a in enumerate(spawned, 1)
     ]
+
+
+def _subgraph_rows(step: int, children: list[SubgraphRun]) -> list[str]:
+    """A subgraph node's child runs, as rows right under its own: `report RUN` on each gives its steps."""
+    return [
+        f"| {step}.{n} | ↳ run {c.run_id} | graph {_cell(c.graph)} | {_RUN_STATUS.get(c.status, c.status.upper())} "
+        "| - | 0 | - |"
+        for n, c in enumerate(children, 1)
+    ]
+
+
+_RUN_STATUS = {"completed": "SUCCESS", "failed": "FAILED", "compensated": "ROLLED BACK", "running": "RUNNING"}
 
 
 def _sub_agents(state: RunState) -> list[str]:

@@ -25,11 +25,18 @@ class Model(BaseModel):
 
 
 class Retry(Model):
-    """Node-level attempts; transport errors are retried separately by the activity retry policy."""
+    """Node-level attempts; transport errors are retried separately by the activity retry policy.
+
+    The wait before attempt n grows with n (`counts: attempts`: linear delay × n, exponential
+    delay × 2^n), or with the retry's own number r = n - 1 (`counts: retries`, cycgraph's schedule:
+    the first retry waits delay, linear delay × r, exponential delay × 2^(r-1)); never past `max_delay_s`.
+    """
 
     attempts: int = 1
     backoff: Literal["none", "linear", "exponential"] = "none"
     delay_s: float = 1.0
+    counts: Literal["attempts", "retries"] = "attempts"
+    max_delay_s: float | None = None
 
 
 class Criteria(Model):
@@ -210,11 +217,24 @@ class Loop(NodeBase):
 
 
 class Map(NodeBase):
+    """`body` once per item of a list: the value of the expression `over`, the fixed `items`, or
+    what the JSON path `items_path` finds in the map's input (a graph's view of memory), at most
+    `max_items` of them. With `fail_fast` the first failed item fails the map and cancels the rest;
+    with `best_effort` failures are recorded and the rest go on. With `outcomes` the value is
+    {results: [{index, value}], errors: [{index, error}]} instead of the list of values, and each
+    item's input is the map's own input with map_item, map_index and map_total added (a graph's
+    map, as cycgraph gives its workers their task context)."""
+
     kind: Literal["map"] = "map"
-    over: str
+    over: str = ""
+    items: list[Any] | None = None
+    items_path: str = ""
+    max_items: int | None = None
     body: Node
     concurrency: int = 20
     reduce: Node | None = None
+    error_strategy: Literal["fail_fast", "best_effort"] = "fail_fast"
+    outcomes: bool = False
 
 
 class Human(NodeBase):
@@ -242,8 +262,17 @@ class Evaluate(NodeBase):
 
 
 class Subflow(NodeBase):
+    """One of the plan's `subgraphs` run as a child workflow of its own (the same workflow type, a
+    plan made of the subgraph): its memory starts as `input_mapping` says (parent key -> child
+    key), and `output_mapping` (child key -> parent key) brings its results back. What it did that
+    has an undo joins the parent's compensation stack once it succeeds; a child that fails undoes
+    its own work first."""
+
     kind: Literal["subflow"] = "subflow"
-    body: Node
+    graph: str
+    input_mapping: dict[str, str] = {}
+    output_mapping: dict[str, str] = {}
+    max_steps: int | None = None  # the child graph's node runs, if not its own max_iterations
 
 
 class Edge(Model):
@@ -316,6 +345,25 @@ class Verifier(NodeBase):
     check: PathCheck = "exists"
     expected: Any = None
     throw_on_fail: bool = False
+    # The memory key a JSON path reads into, and the one key a judge is shown; None: all it reads.
+    target_key: str | None = None
+
+
+VotingStrategy = Literal["majority_vote", "weighted_vote", "llm_judge"]
+
+
+class Voting(NodeBase):
+    """Voter agents answer in parallel; their votes are tallied (the most votes, or the most weight
+    by voter agent id), or a judge agent picks the winner. Fewer than `quorum` valid votes fails the
+    node. Its value is {winner, tally, votes, strategy}."""
+
+    kind: Literal["voting"] = "voting"
+    voters: list[Task] = []
+    strategy: VotingStrategy = "majority_vote"
+    weights: dict[str, float] = {}
+    quorum: int | None = None
+    judge: Task | None = None
+    vote_key: str = "vote"  # the field of a voter's JSON reply that is its vote
 
 
 class Supervised(NodeBase):
@@ -341,13 +389,14 @@ Node = Annotated[
     | Graph
     | Supervisor
     | Verifier
+    | Voting
     | Supervised,
     Field(discriminator="kind"),
 ]
 
 # Kinds in the IR that no engine handler runs yet; `spec.check` refuses a Plan using one. Every
 # other kind has a handler in `workflows.nodes` (tests/test_node_kinds.py keeps the two in step).
-NOT_RUNNABLE_YET = frozenset({"subflow", "supervised"})
+NOT_RUNNABLE_YET = frozenset({"supervised"})
 DONE = "__done__"  # what a supervisor answers to finish
 APPROVE, REJECT = "approve", "reject"
 
@@ -440,6 +489,10 @@ class Plan(Model):
         """Every node, depth first, in execution order."""
         return list(_walk(self.root))
 
+    def walk_all(self) -> list[NodeBase]:
+        """Every node of the plan and of its subgraphs, which run as child workflows."""
+        return [n for graph in self.subgraphs.values() for n in _walk(graph)] + self.walk()
+
     def leaves(self) -> list[Task | Provider | Human]:
         """The nodes that do the work: agent prompts, provider calls and questions to people."""
         return [n for n in self.walk() if isinstance(n, (Task, Provider, Human))]
@@ -447,6 +500,11 @@ class Plan(Model):
     def gates(self) -> list[Human]:
         """Every question a run may ask a person: human nodes and the gates before other nodes."""
         return [n for n in self.walk() if isinstance(n, Human)] + [n.gate for n in self.walk() if n.gate]
+
+
+def walk(node: NodeBase) -> list[NodeBase]:
+    """`node` and every node under it, depth first."""
+    return list(_walk(node))
 
 
 def _walk(node: NodeBase):
@@ -465,7 +523,9 @@ def _own_children(node: NodeBase) -> list[Any]:
         return list(node.children)
     if isinstance(node, Switch):
         return [c.node for c in node.cases] + ([node.default] if node.default else [])
-    if isinstance(node, (Loop, Map, Subflow, Supervised)):
+    if isinstance(node, Voting):
+        return [*node.voters, *([node.judge] if node.judge else [])]
+    if isinstance(node, (Loop, Map, Supervised)):
         extra = [getattr(node, "validator", None), getattr(node, "reduce", None)]
         return [node.body] + [n for n in extra if n is not None]
     if isinstance(node, Graph):
@@ -486,6 +546,7 @@ for _model in (
     Graph,
     Supervisor,
     Verifier,
+    Voting,
     Supervised,
     Task,
     Provider,

@@ -65,6 +65,7 @@ class AgentRun:
             tasks=contract.task_rows(plan),
             memory=copy.deepcopy(plan.memory),
             constants=plan.constants,
+            parent_run=inp.parent_run,
         )
         if inp.carried is not None:  # the run continued as new: it goes on where it was
             self.run_state = inp.carried.state
@@ -117,6 +118,8 @@ class AgentRun:
             self._end("cancelled")
             raise
         self._end("completed")
+        if inp.parent_run:  # a subgraph's undos join its parent's stack (workflows.nodes.subflow)
+            self.run_state.compensation_undos = self.saga.carried()
         await workflow.wait_condition(workflow.all_handlers_finished)
         return self.run_state
 

@@ -85,6 +85,7 @@ class RunInput(BaseModel):
     # 10,240); None is HISTORY_LIMIT.
     history_limit: int | None = None
     carried: Carried | None = None  # set when the run continued as new: where it was
+    parent_run: str = ""  # a subgraph's run: the run whose node started it as a child workflow
 
     def agent_uri(self, agent_id: str) -> str:
         return self.agents.get(agent_id, self.default_agent)
@@ -315,6 +316,15 @@ class SupervisorChoice(BaseModel):
     timestamp: datetime
 
 
+class SubgraphRun(BaseModel):
+    """A run of a graph node's subgraph: a child workflow of its own, with its own run id."""
+
+    graph: str
+    run_id: str
+    status: str = "running"  # the child's run status once it ended
+    error: str = ""
+
+
 class InvalidTransition(RuntimeError):
     pass
 
@@ -359,6 +369,11 @@ class RunState(BaseModel):
     drive: Drive | None = None  # a driven run's phase machine
     supervisor_history: list[SupervisorChoice] = []  # a graph's supervisors' choices, in order
     executions: int = 1  # Temporal executions the run took: one more each time it continued as new
+    subgraph_runs: dict[str, list[SubgraphRun]] = {}  # child runs by the run key of their subgraph node
+    parent_run: str = ""  # set in a subgraph's run: the run it is part of
+    # A subgraph's run that completed hands its parent what its compensation stack runs (each
+    # entry's compensation node id, map element indexes and output), so the parent can undo it.
+    compensation_undos: list[tuple[str, list[int], Any]] = []
     final_output: str = ""
     warnings: list[str] = []
     queued_refusals: list[QueuedRefusal] = []

@@ -162,7 +162,7 @@ class Conversation:
             await self.budgets.check(list(scope.budgets))
         except BudgetExceeded as exc:
             metrics.failed("budget")
-            raise TaskFailed(key, exc.message) from None
+            raise TaskFailed(key, exc.message, retryable=False) from None
 
     def _count(self, key: str, scope: Scope, reply: calls.AgentReply, uri: str) -> float:
         """Tokens and cost of a reply, by task, model, run and budgeted step; the cost."""

@@ -29,6 +29,9 @@ from agentrun.workflows.nodes.leaf import check_preconditions
 from agentrun.workflows.saga import Saga
 from agentrun.workflows.scope import RunKey, Scope
 
+# Runs recorded before this retried a node whose budget had run out, though no prompt could be sent.
+NO_RETRY_PAST_BUDGET = "no-retry-past-budget"
+
 
 class Interpreter:
     def __init__(
@@ -212,7 +215,7 @@ class Interpreter:
             try:
                 return await self._dispatch(node, scope), True
             except TaskFailed as exc:
-                if attempt == node.retry.attempts:
+                if attempt == node.retry.attempts or (not exc.retryable and workflow.patched(NO_RETRY_PAST_BUDGET)):
                     return await self._on_failure(node, scope, exc)
                 await self._backoff(node, scope, attempt, exc)
         return None, True
@@ -276,9 +279,12 @@ class Interpreter:
 
 
 def backoff_s(retry: ir.Retry, attempt: int) -> float:
-    """The wait before `attempt` (2, 3, …): linear delay × attempt, exponential delay × 2^attempt."""
+    """The wait before `attempt` (2, 3, …), as `retry.counts` says (spec.ir.Retry)."""
+    n = attempt if retry.counts == "attempts" else attempt - 1
     if retry.backoff == "linear":
-        return retry.delay_s * attempt
-    if retry.backoff == "exponential":
-        return retry.delay_s * (2**attempt)
-    return retry.delay_s
+        wait = retry.delay_s * n
+    elif retry.backoff == "exponential":
+        wait = retry.delay_s * (2 ** (n if retry.counts == "attempts" else n - 1))
+    else:
+        wait = retry.delay_s
+    return wait if retry.max_delay_s is None else min(wait, retry.max_delay_s)

@@ -98,7 +98,7 @@ def text_drawing(node: ir.Graph) -> list[str]:
     lines, cycles = [], []
     for name in order:
         child = node.nodes[name]
-        box = f"[{name}: {child.kind}]" if child.kind != "task" else f"[{name}]"
+        box = f"[{name}: {kind_name(child)}]" if child.kind != "task" else f"[{name}]"
         outs = ways_out(node, name)
         if not outs or name in node.end_nodes:
             lines.append(box + " (end)" if name in node.end_nodes else box + " (no way out)")
@@ -149,7 +149,7 @@ def mermaid(node: ir.Graph) -> str:
     supervisor or router is a rhombus, an approval a hexagon; a supervisor's choices are dotted."""
     lines = ["flowchart TD", '    start(("start"))']
     for name, child in node.nodes.items():
-        label = _label(name if child.kind == "task" else f"{name}: {child.kind}")
+        label = _label(name if child.kind == "task" else f"{name}: {kind_name(child)}")
         if isinstance(child, (ir.Supervisor, ir.Evaluate)):
             lines.append(f"    {_id(name)}{{{label}}}")
         elif isinstance(child, ir.Human):
@@ -171,6 +171,11 @@ def mermaid(node: ir.Graph) -> str:
             ends = True
             lines.append(f"    {_id(name)} --> stop")
     return "\n".join(lines[:2] + (['    stop(("end"))'] if ends else []) + lines[2:])
+
+
+def kind_name(node: ir.Node) -> str:
+    """A node's kind as cycgraph names it, where the names differ."""
+    return {"subflow": "subgraph"}.get(node.kind, node.kind)
 
 
 def _label(text: str) -> str:

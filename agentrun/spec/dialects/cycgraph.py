@@ -20,6 +20,7 @@ from typing import Any
 from agentrun.spec import expressions, ir
 from agentrun.spec.dialects.builder import Builder
 from agentrun.spec.dialects.cycgraph_checks import check_graph
+from agentrun.spec.dialects.cycgraph_fanout import attach_workers, check_subgraph_refs
 from agentrun.spec.dialects.cycgraph_nodes import Compiled, NodeCompiler
 from agentrun.spec.errors import SpecError, did_you_mean
 from agentrun.spec.yamlpos import PosDict, load_mapping, mapping_or_none, position
@@ -91,6 +92,7 @@ def compile(path: str, text: str, params: set[str]) -> ir.Plan:
     compiler = NodeCompiler(build, agents)
     root = _graph(build, compiler, graph, base)
     subgraphs = _subgraphs(build, compiler, data.get("graphs") if bundle else None)
+    check_subgraph_refs(build, compiler.subgraph_refs, subgraphs)
     name = str(manifest.get("name") or graph.get("name") or graph.get("id") or os.path.basename(path))
     description = str(manifest.get("description") or graph.get("description") or "")
     inputs, inputs_at = (graph.get("inputs"), base) if "inputs" in graph else (manifest.get("inputs"), ("manifest",))
@@ -142,10 +144,12 @@ def _graph(build: Builder, compiler: NodeCompiler, graph: PosDict, base: tuple) 
     if not isinstance(raw_nodes, list):
         build.problem((*base, "nodes"), "nodes: must be a list of nodes", "write nodes: [{id: a, type: agent}, ...]")
         return None
+    compiler.graph_id = _graph_id(graph)
     compiled = [compiler.node(raw, (*base, "nodes", i)) for i, raw in enumerate(raw_nodes)]
     nodes = {c.node.id: c for c in compiled if c is not None}
     _team_reads(nodes, raw_nodes)
     edges = _edges(build, graph.get("edges"), base)
+    workers = attach_workers(build, nodes, edges, raw_nodes)
     start = graph.get("start_node")
     end_nodes = [str(n) for n in graph.get("end_nodes") or []]
     check_graph(build, graph, base, nodes, edges, bool(graph.get("strict_keys")), _input_names(graph))
@@ -155,18 +159,22 @@ def _graph(build: Builder, compiler: NodeCompiler, graph: PosDict, base: tuple) 
         build.problem((*base, "max_iterations"), "max_iterations: must be a whole number of 1 or more", "")
         max_steps = MAX_ITERATIONS
     return ir.Graph(
-        id=str(graph.get("id") or graph.get("name") or "graph"),
+        id=_graph_id(graph),
         title=str(graph.get("name") or ""),
         line=line,
         nodes={nid: c.node for nid, c in nodes.items()},
         edges=edges,
         start=str(start or ""),
         end_nodes=end_nodes,
-        access={nid: c.access for nid, c in nodes.items()},
+        access={**workers, **{nid: c.access for nid, c in nodes.items()}},
         strict_taint=bool(graph.get("strict_taint")),
         max_steps=max_steps,
         outputs=[str(k) for k in graph.get("outputs") or {}] if isinstance(graph.get("outputs"), dict) else [],
     )
+
+
+def _graph_id(graph: PosDict) -> str:
+    return str(graph.get("id") or graph.get("name") or "graph")
 
 
 def _team_reads(nodes: dict[str, Compiled], raw_nodes: list[Any]) -> None:

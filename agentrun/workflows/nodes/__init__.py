@@ -16,10 +16,12 @@ from agentrun.workflows.nodes import (
     provider,
     selector,
     sequence,
+    subflow,
     supervisor,
     switch,
     task,
     verifier,
+    voting,
 )
 from agentrun.workflows.nodes.base import Handler
 
@@ -37,6 +39,8 @@ _MODULES = (
     graph,
     supervisor,
     verifier,
+    voting,
+    subflow,
 )
 HANDLERS: dict[str, Handler] = {m.KIND.model_fields["kind"].default: m.HANDLER for m in _MODULES}
 RUNNABLE_KINDS = frozenset(HANDLERS)

@@ -10,19 +10,24 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from temporalio import workflow
+
 from agentrun.spec import expressions, ir
 from agentrun.spec.render import to_text
 from agentrun.workflows import taint
-from agentrun.workflows.contract import MAX_OUTPUT_CHARS
+from agentrun.workflows.budgets import overrun
+from agentrun.workflows.contract import MAX_OUTPUT_CHARS, ModelUsage
 from agentrun.workflows.failures import TaskFailed
 from agentrun.workflows.nodes.base import Handler
-from agentrun.workflows.nodes.loop import as_data
+from agentrun.workflows.nodes.graph_memory import visible, write
 
 if TYPE_CHECKING:
     from agentrun.workflows.interpreter import Interpreter
     from agentrun.workflows.scope import Scope
 
 KIND = ir.Graph
+# Runs recorded before this counted a node's budget over all its runs, and only before each prompt.
+NODE_BUDGET_PER_RUN = "graph-node-budget-per-run"
 # Params every graph has that are the run's own, not memory keys (cycgraph's goal and constraints).
 RUN_PARAMS = frozenset({"goal", "constraints"})
 
@@ -43,11 +48,33 @@ async def execute(engine: Interpreter, node: ir.Graph, scope: Scope) -> Any:
         child, access = node.nodes[current], node.access.get(current, ir.Access())
         reads = visible(memory, access)
         inner = scope.in_round(runs).with_values(input=reads).derived([k for k in reads if k in engine.state.taint])
+        budgeted = child.budget is not None and workflow.patched(NODE_BUDGET_PER_RUN)
+        if budgeted:
+            _fresh_budget(engine, child, inner)
         value = await engine.run(child, inner)
-        write(engine, child, access, value, inner)
+        if budgeted:
+            _within_budget(engine, child, inner)
+        write(engine, node, child, value, inner)
         current = next_node(engine, node, child, access, value, scope)
     final_output(engine, node)
     return value
+
+
+def _fresh_budget(engine: Interpreter, child: ir.Node, scope: Scope) -> None:
+    """A node's budget caps each run of it, as in cycgraph: a new run starts with nothing spent
+    (unless it is the run that was under way when the run continued as new)."""
+    if not engine.journal.resuming(scope.path_of(engine.key_of(child, scope))):
+        engine.state.step_usage.pop(child.id, None)
+
+
+def _within_budget(engine: Interpreter, child: ir.Node, scope: Scope) -> None:
+    """After the node: what this run of it spent against its budget. Over it, the node fails and
+    writes nothing (the engine already refuses a prompt past it within the run)."""
+    assert child.budget is not None
+    over = overrun(child.budget, engine.state.step_usage.get(child.id, ModelUsage()))
+    if over:
+        key = str(engine.key_of(child, scope))
+        raise TaskFailed(key, f"budget exceeded in node {child.id}: {over}", retryable=False)
 
 
 def _resumed(engine: Interpreter, scope: Scope) -> tuple[str, int] | None:
@@ -75,39 +102,6 @@ def final_output(engine: Interpreter, graph: ir.Graph) -> None:
     if keys:
         shown = memory[keys[0]] if len(keys) == 1 else {k: memory[k] for k in keys}
         engine.state.final_output = to_text(shown)[:MAX_OUTPUT_CHARS]
-
-
-def visible(memory: dict[str, Any], access: ir.Access) -> dict[str, Any]:
-    """The memory a node sees: its read keys, or every key not reserved (`_…`) for `*`."""
-    if "*" in access.read_keys:
-        return {k: v for k, v in memory.items() if not k.startswith("_")}
-    return {k: memory[k] for k in access.read_keys if k in memory}
-
-
-def write(engine: Interpreter, node: ir.Node, access: ir.Access, value: Any, scope: Scope) -> None:
-    """Put a node's value in memory: a JSON object from a node with several write keys key by
-    key (a key outside them fails the node), anything else under its write key."""
-    key = str(engine.key_of(node, scope))
-    memory = engine.state.memory
-    value = as_data(value) if isinstance(node, ir.Task) else value  # a reply that is JSON is kept as data
-    if len(access.write_keys) > 1 and isinstance(value, dict):
-        outside = sorted(set(value) - set(access.write_keys))
-        if outside:
-            message = f"wrote {', '.join(outside)}, outside its write_keys ({', '.join(access.write_keys)})"
-            task = engine.state.tasks.get(key)
-            if task is not None:
-                task.status, task.error = "failed", message
-            raise TaskFailed(key, message)
-        for name, item in value.items():
-            memory[name] = item
-            taint.copy_to(name, key, engine.state)
-        return
-    if access.write_key is None or isinstance(node, ir.Supervisor):
-        return
-    memory[access.write_key] = value
-    taint.copy_to(access.write_key, key, engine.state)
-    if isinstance(node, ir.Verifier) and isinstance(value, dict):
-        memory[f"{access.write_key}_passed"] = value.get("passed") is True
 
 
 def next_node(
@@ -139,8 +133,11 @@ def holds(engine: Interpreter, graph: ir.Graph, edge: ir.Edge, scope: Scope) -> 
     if graph.strict_taint:
         tainted = [k for k in memory_reads(edge.when) if k in engine.state.taint]
         if tainted:
-            source = engine.state.taint[tainted[0]].source
-            engine.warn(scope, f"condition '{edge.when}' reads tainted key {tainted[0]} ({source}); taken as false")
+            source = taint.origin(tainted[0], engine.state)
+            engine.warn(
+                scope,
+                f"edge {edge.source} → {edge.target}: condition '{edge.when}' reads tainted key {tainted[0]} ({source}); taken as false",
+            )
             return False
     values = {**engine.values(scope), "memory": engine.state.memory}
     taken, warning = expressions.condition(edge.when, values)

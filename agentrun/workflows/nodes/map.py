@@ -1,5 +1,8 @@
 """A map: its body once per element of a list, at most `concurrency` at a time, each run as
-`<map id>[i]`; then the optional reduce gets every result in the elements' order."""
+`<map id>[i]`; then the optional reduce gets every result in the elements' order.
+
+With `fail_fast` the first element that fails fails the map, and the elements still running are
+cancelled; with `best_effort` a failed element is recorded and the others go on."""
 
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ from agentrun.spec import expressions, ir
 from agentrun.workflows.contract import TaskState
 from agentrun.workflows.failures import TaskFailed
 from agentrun.workflows.nodes.base import Handler
+from agentrun.workflows.nodes.json_path import MISSING, JsonPathError, read_path
 from agentrun.workflows.nodes.loop import as_data
 
 if TYPE_CHECKING:
@@ -24,19 +28,30 @@ KIND = ir.Map
 async def execute(engine: Interpreter, node: ir.Map, scope: Scope) -> Any:
     assert scope.key is not None
     items = _items(engine, node, scope)
+    if node.max_items is not None and len(items) > node.max_items:
+        message = f"{len(items)} items, over its max_items of {node.max_items}; split the list or raise max_items"
+        raise TaskFailed(str(scope.key), message)
     elements = [scope.key.element(i) for i in range(len(items))]
     rows = [
         TaskState(id=str(key), title=f"{node.body.label} #{i + 1}", kind=node.body.kind)
         for i, key in enumerate(elements)
     ]
     engine.state.expand(node.body.id, rows)
-    results = await _run_elements(engine, node, scope, items)
+    results, errors = await _run_elements(engine, node, scope, items)
+    if node.outcomes:
+        failed = {e["index"] for e in errors}
+        done = [{"index": i, "value": v} for i, v in enumerate(results) if i not in failed]
+        return {"results": done, "errors": errors}
     if node.reduce is None:
         return results
     return await engine.run(node.reduce, scope.with_values(input=results).derived([str(k) for k in elements]))
 
 
 def _items(engine: Interpreter, node: ir.Map, scope: Scope) -> list[Any]:
+    if node.items is not None:
+        return list(node.items)
+    if node.items_path:
+        return _items_at_path(engine, node, scope)
     try:
         items = expressions.resolve(node.over, engine.values(scope))
     except expressions.ExpressionError as exc:
@@ -47,32 +62,78 @@ def _items(engine: Interpreter, node: ir.Map, scope: Scope) -> list[Any]:
     return items
 
 
-async def _run_elements(engine: Interpreter, node: ir.Map, scope: Scope, items: list[Any]) -> list[Any]:
-    """One run of the body per element, at most `concurrency` in flight; results in the elements' order."""
+def _items_at_path(engine: Interpreter, node: ir.Map, scope: Scope) -> list[Any]:
+    """The list a JSON path finds in the map's view: the memory it reads, the goal, the constraints."""
+    params = engine.inp.params
+    view = {
+        "memory": scope.values.get("input") or {},
+        "goal": params.get("goal") or engine.inp.plan.goal,
+        "constraints": params.get("constraints") or [],
+    }
+    try:
+        found = read_path(node.items_path, view)
+    except JsonPathError as exc:
+        raise TaskFailed(str(scope.key), str(exc)) from None
+    if found is MISSING:
+        seen = ", ".join(sorted(view["memory"])) or "nothing"
+        message = f"items_path {node.items_path} finds nothing in what the map reads (memory: {seen})"
+        raise TaskFailed(str(scope.key), message)
+    found = as_data(found)
+    if not isinstance(found, list):
+        raise TaskFailed(str(scope.key), f"items_path {node.items_path} is a {type(found).__name__}, not a list")
+    return found
+
+
+async def _run_elements(
+    engine: Interpreter, node: ir.Map, scope: Scope, items: list[Any]
+) -> tuple[list[Any], list[dict[str, Any]]]:
+    """One run of the body per element, at most `concurrency` in flight; results in the elements'
+    order, and the elements that failed under best_effort."""
     assert scope.key is not None
     results: list[Any] = [None] * len(items)
-    over = [str(path[1]) for path in expressions.references(node.over) if len(path) > 1 and path[0] == "steps"]
+    errors: list[dict[str, Any]] = []
+    over = (
+        [str(path[1]) for path in expressions.references(node.over) if len(path) > 1 and path[0] == "steps"]
+        if node.over
+        else []
+    )
     running: dict[asyncio.Future, int] = {}
     try:
         for index, item in enumerate(items):
             if len(running) >= node.concurrency:
-                await _collect(running, results)
-            element = scope.with_values(item=item, index=index, input=item).derived(over)
-            running[asyncio.ensure_future(engine.run(node.body, element, scope.key.element(index)))] = index
+                await _collect(node, running, results, errors)
+            element = scope.with_values(item=item, index=index, input=_input(node, scope, item, index, len(items)))
+            running[asyncio.ensure_future(engine.run(node.body, element.derived(over), scope.key.element(index)))] = (
+                index
+            )
         while running:
-            await _collect(running, results)
+            await _collect(node, running, results, errors)
     finally:
         for fut in running:
             fut.cancel()
         if running:
             await workflow.wait(list(running))
-    return results
+    return results, sorted(errors, key=lambda e: e["index"])
 
 
-async def _collect(running: dict[asyncio.Future, int], results: list[Any]) -> None:
+def _input(node: ir.Map, scope: Scope, item: Any, index: int, total: int) -> Any:
+    """An element's input: its item, or (a graph's map) the map's input with the item's task context."""
+    if not node.outcomes:
+        return item
+    return {**(scope.values.get("input") or {}), "map_item": item, "map_index": index, "map_total": total}
+
+
+async def _collect(
+    node: ir.Map, running: dict[asyncio.Future, int], results: list[Any], errors: list[dict[str, Any]]
+) -> None:
     done, _ = await workflow.wait(list(running), return_when=asyncio.FIRST_COMPLETED)
     for fut in done:
-        results[running.pop(fut)] = fut.result()  # a failed element fails the map
+        index = running.pop(fut)
+        failure = fut.exception()
+        if isinstance(failure, TaskFailed) and node.error_strategy == "best_effort":
+            errors.append({"index": index, "error": failure.message})
+        else:
+            results[index] = fut.result()  # under fail_fast a failed element fails the map
 
 
 HANDLER = Handler(execute)

@@ -24,6 +24,8 @@ KIND = ir.Verifier
 
 async def execute(engine: Interpreter, node: ir.Verifier, scope: Scope) -> dict[str, Any]:
     if node.mode == "llm_judge":
+        if node.target_key:  # the judge is shown the one key it judges
+            scope = scope.with_values(input={node.target_key: engine.state.memory.get(node.target_key)})
         verdict = await _judge(engine, node, scope)
     elif node.mode == "expression":
         passed, warning = expressions.condition(
@@ -31,7 +33,8 @@ async def execute(engine: Interpreter, node: ir.Verifier, scope: Scope) -> dict[
         )
         verdict = {"passed": passed, "reason": warning or f"{node.expression} is {str(passed).lower()}"}
     else:
-        verdict = _path(node, engine.state.memory, str(scope.key))
+        memory = engine.state.memory
+        verdict = _path(node, memory.get(node.target_key) if node.target_key else memory, str(scope.key))
     if node.throw_on_fail and not verdict["passed"]:
         raise TaskFailed(str(scope.key), f"verification failed: {verdict['reason']}")
     return verdict
@@ -59,9 +62,10 @@ async def _judge(engine: Interpreter, node: ir.Verifier, scope: Scope) -> dict[s
     return verdict
 
 
-def _path(node: ir.Verifier, memory: dict[str, Any], key: str) -> dict[str, Any]:
+def _path(node: ir.Verifier, data: Any, key: str) -> dict[str, Any]:
+    """The JSON path read into memory, or into its `target_key` (cycgraph's form)."""
     try:
-        found = read_path(node.path, memory)
+        found = read_path(node.path, data)
     except JsonPathError as exc:
         raise TaskFailed(key, str(exc)) from None
     passed = compare(node.check, found, node.expected)
