@@ -39,6 +39,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.failures import TaskFailed
     from workflows.humans import Humans
     from workflows.interpreter import Interpreter
+    from workflows.reuse import STEP_LOG, Reuse
     from workflows.saga import Saga
 
 
@@ -63,6 +64,9 @@ class AgentRun:
             memory=copy.deepcopy(plan.memory),
             constants=plan.constants,
         )
+        if inp.fork is not None:
+            state, fork = self.run_state, inp.fork
+            state.parent, state.forked_at, state.fork_changes = fork.parent, fork.at, fork.changes
         self.humans = Humans(self.run_state, self._changed)
         self.budgets = Budgets(self.run_state, self.humans.pause)
         self.saga = Saga(self.run_state)
@@ -77,8 +81,9 @@ class AgentRun:
         self.run_state.move("running")
         self.run_state.started_at = workflow.now()
         self._publish()
+        reuse = Reuse(self.run_state, inp.fork, recording=workflow.patched(STEP_LOG))
         interpreter = Interpreter(
-            inp, self.run_state, _skipped(inp), self.humans, self.saga, self.budgets, self.conversation
+            inp, self.run_state, _skipped(inp), self.humans, self.saga, self.budgets, self.conversation, reuse
         )
         try:
             await asyncio.wait_for(self._walk(interpreter, inp.plan.root), timeout=inp.plan.timeout_s)

@@ -24,6 +24,7 @@ from workflows.failures import TaskFailed, unexpected
 from workflows.humans import GateTimedOut, Humans, rejected
 from workflows.nodes import HANDLERS
 from workflows.nodes.leaf import check_preconditions
+from workflows.reuse import STEPS, Replayed, Reuse, take_over
 from workflows.saga import Saga
 from workflows.scope import RunKey, Scope
 
@@ -38,9 +39,11 @@ class Interpreter:
         saga: Saga,
         budgets: Budgets,
         conversation: Conversation,
+        reuse: Reuse,
     ):
         self.inp, self.state, self.skip = inp, state, skip
         self.humans, self.saga, self.budgets, self.conversation = humans, saga, budgets, conversation
+        self.reuse = reuse
         self.ran: dict[str, list[str]] = {}  # run key -> the run keys of the nodes it ran, for taint
         self.driven: Driven | None = None  # in a driven run, the agent asks for a tree's steps itself
 
@@ -54,12 +57,17 @@ class Interpreter:
             self.ran.setdefault(str(scope.key), []).append(str(key))
         scope = self._budgeted(node, scope.at(key))
         self.state.visited_nodes.append(str(key))
-        if node.gate and str(key) not in self.skip and not await self._gate(node, scope):
+        if node.gate and not self._passed(node, str(key)) and not await self._gate(node, scope):
             value, done = self.skipped(node, scope, f"not approved at gate '{node.gate.id}'; skipped"), False
         else:
             value, done = await self._attempts(node, scope)
         self._keep(node, scope, value, done)
         return value
+
+    def _passed(self, node: ir.NodeBase, key: str) -> bool:
+        """Was the node's gate passed already: the node is skipped by --resume-from, or a fork takes
+        over its next run from the parent, where the gate let it run."""
+        return key in self.skip or (isinstance(node, STEPS) and self.reuse.next_is_taken(key))
 
     def key_of(self, node: ir.NodeBase, scope: Scope) -> RunKey:
         """The run key of `node` run under `scope`: its id, in the map elements `scope` is in."""
@@ -169,15 +177,33 @@ class Interpreter:
             return None, False
         for attempt in range(1, node.retry.attempts + 1):
             try:
-                return await self._dispatch(node, scope), True
+                return await self._once(node, scope), True
             except TaskFailed as exc:
                 if attempt == node.retry.attempts:
                     return await self._on_failure(node, scope, exc)
                 await self._backoff(node, scope, attempt, exc)
         return None, True
 
+    async def _once(self, node: ir.NodeBase, scope: Scope) -> Any:
+        """One attempt at the node. A step's is recorded in the run's step log, or, in a fork, taken
+        over from the parent's record; compensations are neither."""
+        if not isinstance(node, STEPS) or self.conversation.rolling_back:
+            return await self._dispatch(node, scope)
+        turn = self.reuse.begin(str(scope.key), node.id)
+        if turn.record is not None:
+            return take_over(self.reuse, node, scope, turn)
+        self.reuse.going_on(turn.key)
+        try:
+            value = await self._dispatch(node, scope)
+        except TaskFailed as exc:
+            self.reuse.ended(turn, "failed", error=exc.message)
+            raise
+        self.reuse.ended(turn, "completed", value)
+        return value
+
     async def _backoff(self, node: ir.NodeBase, scope: Scope, attempt: int, exc: TaskFailed) -> None:
-        delay = backoff_s(node.retry, attempt + 1)
+        # A failure taken over from a fork's parent was waited on there already.
+        delay = 0.0 if isinstance(exc, Replayed) else backoff_s(node.retry, attempt + 1)
         task = self.state.tasks.get(str(scope.key))
         if task is not None:
             task.retries += 1
