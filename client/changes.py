@@ -35,11 +35,11 @@ def apply(plan: ir.Plan, given: dict[str, Any], args: Any) -> Changes:
     """The fork's plan, params and memory values from `--param`, `--set` and `--prompt`. Raises SpecError."""
     plan = plan.model_copy(deep=True)
     said: list[str] = []
-    values = dict(given)
-    for name, value in cli_params(args.param):
+    values, changed = dict(given), cli_params(args.param)
+    for name, value in changed:
         values[name] = _param(plan, name, value)
         said.append(f"param {name} = {values[name]!r}")
-    for warning in mistakes.unknown_params(plan, [name for name, _ in cli_params(args.param)]):
+    for warning in mistakes.unknown_params(plan, [name for name, _ in changed]):
         print(warning, file=sys.stderr)
     memory = {}
     for item in args.set:

@@ -182,12 +182,13 @@ def start_options(inp: RunInput) -> dict[str, Any]:
         pairs += [SearchAttributePair(contract.PARENT, parent)] if parent else []
         attrs = TypedSearchAttributes(pairs)
     memo = {contract.PARENT_MEMO: parent} if parent else None
-    return {"search_attributes": attrs, "memo": memo, "static_summary": _summary(inp.plan)}
+    return {"search_attributes": attrs, "memo": memo, "static_summary": _summary(inp)}
 
 
-def _summary(plan: ir.Plan) -> str:
-    count = len(plan.leaves())
-    return f"{plan.name} ({plan.dialect}, {count} task{'' if count == 1 else 's'})"
+def _summary(inp: RunInput) -> str:
+    plan, count = inp.plan, len(inp.plan.leaves())
+    forked = f", forked from {inp.fork.parent} at {inp.fork.at}" if inp.fork else ""
+    return f"{plan.name} ({plan.dialect}, {count} task{'' if count == 1 else 's'}{forked})"
 
 
 @contextlib.asynccontextmanager

@@ -68,7 +68,9 @@ async def test_a_failed_pipeline_forked_at_its_failure_with_a_new_prompt_sends_o
     state = await fetch_state(client, fork)
     assert state.parent == parent and state.tasks["research"].usage.input_tokens == 0
     assert state.usage.input_tokens == sum(r.reported[0] for r in llm.requests[3:] if r.reported)
-    assert await (await client.get_workflow_handle(fork).describe()).memo_value(PARENT_MEMO) == parent
+    described = await client.get_workflow_handle(fork).describe()
+    assert await described.memo_value(PARENT_MEMO) == parent
+    assert await described.static_summary() == f"chain (pipeline, 4 tasks, forked from {parent} at check)"
     assert await children(client, parent) == [fork]
 
     diff = cli("diff", parent, fork, "--json")
