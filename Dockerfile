@@ -3,10 +3,6 @@
 FROM python:3.11-slim
 WORKDIR /opt/agentrun
 COPY pyproject.toml README.md ./
-COPY spec spec
-COPY workflows workflows
-COPY activities activities
-COPY worker worker
-COPY client client
+COPY agentrun agentrun
 RUN pip install --no-cache-dir . && rm -rf /opt/agentrun/*
-CMD ["python", "-m", "worker"]
+CMD ["agentrun", "worker"]

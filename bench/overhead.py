@@ -50,14 +50,14 @@ from temporalio.worker import Worker
 with workflow.unsafe.imports_passed_through():
     from pydantic import BaseModel
 
-    from spec import ir
-    from spec.calls import RUN_AGENT, AgentCall, AgentReply
-    from spec.load import load
-    from worker.build import ACTIVITIES, WORKFLOWS, runner
-    from worker.embedded import temporal_binary
-    from workflows import contract
-    from workflows.contract import TASK_QUEUE, RunInput, RunState
-    from workflows.protocols import status
+    from agentrun.spec import ir
+    from agentrun.spec.calls import RUN_AGENT, AgentCall, AgentReply
+    from agentrun.spec.load import load
+    from agentrun.worker.build import ACTIVITIES, WORKFLOWS, runner
+    from agentrun.worker.embedded import temporal_binary
+    from agentrun.workflows import contract
+    from agentrun.workflows.contract import TASK_QUEUE, RunInput, RunState
+    from agentrun.workflows.protocols import status
 
 BENCH_QUEUE = "agentrun-bench"
 TRACING_QUEUES = {"off": "agentrun-bench-plain", "on": "agentrun-bench-traced"}
@@ -171,7 +171,7 @@ def start_to_first_prompt(folder: Path, address: str) -> float:
     environ.pop("TEMPORAL_PROFILE", None)
     started = time.time()
     done = subprocess.run(
-        [sys.executable, "-m", "client", "start", str(spec), "--agent", agent],
+        [sys.executable, "-m", "agentrun.client", "start", str(spec), "--agent", agent],
         cwd=folder,
         env=environ,
         capture_output=True,
@@ -297,7 +297,10 @@ def worker_process(address: str, queue: str, telemetry: dict[str, str]) -> subpr
     environ.pop("TEMPORAL_PROFILE", None)
     root = Path(__file__).resolve().parent.parent
     proc = subprocess.Popen(
-        [sys.executable, "-u", "-m", "worker", "--task-queue", queue], env=environ, cwd=root, stdout=subprocess.PIPE
+        [sys.executable, "-u", "-m", "agentrun.worker", "--task-queue", queue],
+        env=environ,
+        cwd=root,
+        stdout=subprocess.PIPE,
     )
     assert proc.stdout is not None and b"worker polling" in proc.stdout.readline(), "the worker did not start"
     return proc

@@ -19,9 +19,9 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
-from worker.build import build_worker
-from worker.embedded import temporal_binary
-from workflows import contract
+from agentrun.worker.build import build_worker
+from agentrun.worker.embedded import temporal_binary
+from agentrun.workflows import contract
 
 ROOT = Path(__file__).resolve().parent.parent
 SHELL_AGENT = f"command:{sys.executable} {ROOT / 'examples' / 'agents' / 'shell_agent.py'}"
@@ -69,7 +69,11 @@ def start_worker(address: str, *args: str, log: Path | None = None, env: dict | 
     environ = {**os.environ, "TEMPORAL_ADDRESS": address, **(env or {})}
     out = open(log, "ab") if log else subprocess.DEVNULL
     proc = subprocess.Popen(
-        [sys.executable, "-u", "-m", "worker", *args], env=environ, cwd=ROOT, stdout=subprocess.PIPE, stderr=out
+        [sys.executable, "-u", "-m", "agentrun.worker", *args],
+        env=environ,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=out,
     )
     assert b"worker polling" in proc.stdout.readline(), "the worker did not start"
     return proc
@@ -151,7 +155,7 @@ def cli(address, tmp_path):
 
     def run(*args: str, timeout: float = 120, extra_env: dict | None = None) -> Result:
         proc = subprocess.run(
-            [sys.executable, "-m", "client", *args],
+            [sys.executable, "-m", "agentrun.client", *args],
             capture_output=True,
             text=True,
             timeout=timeout,
@@ -170,7 +174,7 @@ def cli_process(address, tmp_path):
 
     def spawn(*args: str) -> subprocess.Popen:
         proc = subprocess.Popen(
-            [sys.executable, "-u", "-m", "client", *args],
+            [sys.executable, "-u", "-m", "agentrun.client", *args],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,

@@ -12,13 +12,13 @@ from typing import Any
 
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 
-from client.runs import fetch_state
-from spec import ir
-from spec import params as spec_params
-from spec.load import load
+from agentrun.client.runs import fetch_state
+from agentrun.spec import ir
+from agentrun.spec import params as spec_params
+from agentrun.spec.load import load
+from agentrun.workflows import contract
+from agentrun.workflows.contract import Answer, RunInput, RunState
 from tests.conftest import ROOT, TEST_QUEUE, run_id
-from workflows import contract
-from workflows.contract import Answer, RunInput, RunState
 
 SHELL_BRAIN = [sys.executable, str(ROOT / "examples" / "agents" / "shell_agent.py")]
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from spec import ir
-from spec.errors import SpecError
-from spec.load import load
+from agentrun.spec import ir
+from agentrun.spec.errors import SpecError
+from agentrun.spec.load import load
 from tests.conftest import ROOT, write_spec
 
 
@@ -53,5 +53,5 @@ def run_cli(*args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "TEMPORAL_ADDRESS": "127.0.0.1:1"}
     env.pop("AGENTRUN_AGENT", None)
     return subprocess.run(
-        [sys.executable, "-m", "client", *args], capture_output=True, text=True, timeout=60, env=env, cwd=ROOT
+        [sys.executable, "-m", "agentrun.client", *args], capture_output=True, text=True, timeout=60, env=env, cwd=ROOT
     )

@@ -21,11 +21,11 @@ import pytest
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from activities.criteria import check_criteria
-from activities.preconditions import check_preconditions
-from activities.provider import call_provider
-from activities.providers.registry import get_provider, provider_names
-from spec.calls import CheckResult, CriteriaCall, PreconditionCall, ProviderCall, ProviderResult
+from agentrun.activities.criteria import check_criteria
+from agentrun.activities.preconditions import check_preconditions
+from agentrun.activities.provider import call_provider
+from agentrun.activities.providers.registry import get_provider, provider_names
+from agentrun.spec.calls import CheckResult, CriteriaCall, PreconditionCall, ProviderCall, ProviderResult
 from tests.conftest import alive
 
 # ---------------------------------------------------------------- helpers

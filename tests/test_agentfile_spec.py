@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from client.explain import dry_run_text, inspect_text
-from spec import ir
-from spec.dialects import agentfile
-from spec.errors import SpecError
-from spec.load import load
+from agentrun.client.explain import dry_run_text, inspect_text
+from agentrun.spec import ir
+from agentrun.spec.dialects import agentfile
+from agentrun.spec.errors import SpecError
+from agentrun.spec.load import load
 from tests.specs import run_cli
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -15,14 +15,14 @@ import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle
 
-from client import report
-from client.__main__ import main
-from spec import ir
+from agentrun.client import report
+from agentrun.client.__main__ import main
+from agentrun.spec import ir
+from agentrun.workflows.contract import RunInput, RunState
+from agentrun.workflows.protocols import reconcile
 from tests.conftest import TEST_QUEUE, run_id
 from tests.fakes.openai_server import FakeOpenAI, Messages
 from tests.runs import answer, finish, open_gate, plan
-from workflows.contract import RunInput, RunState
-from workflows.protocols import reconcile
 
 pytestmark = pytest.mark.usefixtures("worker")
 

@@ -38,4 +38,4 @@ def test_compose_builds_scalable_workers_that_see_the_project_at_its_host_path()
     assert "container_name" not in worker and "ports" not in worker  # each scaled copy needs neither
     assert worker["volumes"] == ["${PWD}:${PWD}"] and worker["environment"]["AGENTRUN_PATH_MAP"]
     dockerfile = (ROOT / "Dockerfile").read_text()
-    assert "RUN pip install --no-cache-dir ." in dockerfile and 'CMD ["python", "-m", "worker"]' in dockerfile
+    assert "RUN pip install --no-cache-dir ." in dockerfile and 'CMD ["agentrun", "worker"]' in dockerfile

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from spec import ir
+from agentrun.spec import ir
+from agentrun.workflows.contract import RunInput
 from tests.conftest import TEST_QUEUE, run_id
 from tests.runs import finish
-from workflows.contract import RunInput
 
 pytestmark = pytest.mark.usefixtures("worker")
 

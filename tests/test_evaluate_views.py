@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from client.explain import dry_run_text, inspect_text
-from client.graph import draw
-from spec import ir
+from agentrun.client.explain import dry_run_text, inspect_text
+from agentrun.client.graph import draw
+from agentrun.spec import ir
 
 CONDITION = "{{ steps.score.output.score }} > 50"
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from client.explain import dry_run_text, inspect_text
-from client.graph import draw
-from spec.load import load
+from agentrun.client.explain import dry_run_text, inspect_text
+from agentrun.client.graph import draw
+from agentrun.spec.load import load
 from tests.specs import run_cli
 
 ROOT = Path(__file__).resolve().parent.parent

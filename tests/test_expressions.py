@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from spec.expressions import (
+from agentrun.spec.expressions import (
     ExpressionError,
     compile_expression,
     condition,

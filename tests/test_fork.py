@@ -7,10 +7,10 @@ from __future__ import annotations
 import asyncio
 import json
 
-from client.runs import fetch_state
+from agentrun.client.runs import fetch_state
+from agentrun.workflows.contract import PARENT_MEMO
 from tests.conftest import run_id, write_spec
 from tests.trees import Brain, action, composite, tree_file
-from workflows.contract import PARENT_MEMO
 
 CHAIN = """workflow:
   name: chain

@@ -7,7 +7,7 @@ import re
 import resource
 import time
 
-from client.__main__ import main
+from agentrun.client.__main__ import main
 from tests.fuzz_specs import write_corpus
 
 LIMIT_S = 10.0

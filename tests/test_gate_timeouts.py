@@ -12,11 +12,11 @@ import time
 import pytest
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 
-from client.runs import fetch_state
-from spec import ir
+from agentrun.client.runs import fetch_state
+from agentrun.spec import ir
+from agentrun.workflows.contract import RunInput, RunState
 from tests.conftest import TIME_QUEUE, run_id
 from tests.runs import approval, plan, task
-from workflows.contract import RunInput, RunState
 
 pytestmark = pytest.mark.usefixtures("time_worker")
 HOUR = 3600.0

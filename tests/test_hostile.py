@@ -9,15 +9,15 @@ import sys
 
 import pytest
 
-from activities.providers.process import run_process
-from client import report
-from spec.errors import SpecError
-from spec.load import load
+from agentrun.activities.providers.process import run_process
+from agentrun.client import report
+from agentrun.spec.errors import SpecError
+from agentrun.spec.load import load
+from agentrun.workflows.contract import RunInput
 from tests.conftest import ROOT, TEST_QUEUE, run_id, until, write_spec
 from tests.fuzz_specs import HOSTILE
 from tests.runs import finish, run_spec
 from tests.specs import run_cli
-from workflows.contract import RunInput
 
 REFUSED = {
     "nul": ("2:23", "a control character (#x0000) is not allowed in YAML"),
@@ -98,7 +98,9 @@ def test_a_timeout_that_would_leave_a_run_stuck_is_refused_when_the_spec_is_read
 @pytest.mark.parametrize("address", ["::bad::", "localhost:notaport"])
 def test_a_malformed_temporal_address_is_one_error_and_exit_3(address):
     env = {**os.environ, "TEMPORAL_ADDRESS": address}
-    result = subprocess.run([sys.executable, "-m", "client", "list"], capture_output=True, text=True, env=env, cwd=ROOT)
+    result = subprocess.run(
+        [sys.executable, "-m", "agentrun.client", "list"], capture_output=True, text=True, env=env, cwd=ROOT
+    )
     assert result.returncode == 3 and "Traceback" not in result.stderr
     assert result.stderr.startswith(f"error: TEMPORAL_ADDRESS '{address}' is not an address")
 
@@ -165,7 +167,7 @@ async def test_a_command_that_writes_gigabytes_keeps_only_its_tail(tmp_path):
 @pytest.mark.parametrize("value", ["-3", "0", "many"])
 def test_a_limit_on_the_command_line_must_be_above_0(value):
     result = subprocess.run(
-        [sys.executable, "-m", "client", "start", "examples/quickstart.yaml", "--max-iterations", value],
+        [sys.executable, "-m", "agentrun.client", "start", "examples/quickstart.yaml", "--max-iterations", value],
         capture_output=True,
         text=True,
         cwd=ROOT,

@@ -11,10 +11,10 @@ from datetime import timedelta
 import pytest
 from temporalio.client import WorkflowHistory
 
-from spec.load import load
+from agentrun.spec.load import load
+from agentrun.workflows.contract import RunInput
 from tests.conftest import run_id, start_worker, until, write_spec
 from tests.runs import finish, run_spec
-from workflows.contract import RunInput
 
 QUEUE = "hostile-runs"
 SECRET = "sk-live-4f9a8b7c6d5e4f3a2b1c"  # what the worker's OPENAI_API_KEY holds in these tests

@@ -16,12 +16,11 @@ import pytest
 from rich.console import Console
 from temporalio.api.enums.v1 import EventType
 
-from client import report
-from client.follow import _Printer
-from spec.calls import Usage
-from spec.ir import Budget
-from tests.conftest import run_id, start_worker, until, wait_for, write_spec
-from workflows.contract import (
+from agentrun.client import report
+from agentrun.client.follow import _Printer
+from agentrun.spec.calls import Usage
+from agentrun.spec.ir import Budget
+from agentrun.workflows.contract import (
     Answer,
     CompensationEntry,
     CompensationResult,
@@ -32,6 +31,7 @@ from workflows.contract import (
     TaintMark,
     TaskState,
 )
+from tests.conftest import run_id, start_worker, until, wait_for, write_spec
 
 T0 = datetime(2026, 11, 21, 9, 30, 0, tzinfo=UTC)
 T1 = datetime(2026, 11, 21, 9, 41, 5, tzinfo=UTC)
@@ -327,7 +327,7 @@ def test_cancel_with_rollback_runs_the_compensations_of_a_waiting_run(cli, serve
 
 
 async def test_watch_answers_inline_through_the_prompter(cli, client, served, llm, tmp_path):
-    from client.start import watch
+    from agentrun.client.start import watch
 
     rid = _start(cli, tmp_path, served)
     asked: list[str] = []

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import pytest
 
-from client.explain import dry_run_text, inspect_text
-from client.graph import draw
-from spec import ir
-from spec.check import agent_ids, check
-from spec.errors import SpecError
+from agentrun.client.explain import dry_run_text, inspect_text
+from agentrun.client.graph import draw
+from agentrun.spec import ir
+from agentrun.spec.check import agent_ids, check
+from agentrun.spec.errors import SpecError
 from tests.specs import at, error, nodes, plan_of, swap
 
 # ---- task tree ---------------------------------------------------------------------------------

@@ -4,9 +4,9 @@ and a check's many-line error (kept whole in the report)."""
 
 from __future__ import annotations
 
-from client import report
+from agentrun.client import report
+from agentrun.workflows.contract import RunState, TaskState
 from tests.conftest import write_spec
-from workflows.contract import RunState, TaskState
 
 SPEC = """\
 name: typos

@@ -7,12 +7,12 @@ import typing
 
 import pytest
 
-from client.views import VIEWS
-from client.views.base import View
-from spec import ir
-from spec.check import check
-from spec.errors import SpecError
-from workflows.nodes import HANDLERS, RUNNABLE_KINDS
+from agentrun.client.views import VIEWS
+from agentrun.client.views.base import View
+from agentrun.spec import ir
+from agentrun.spec.check import check
+from agentrun.spec.errors import SpecError
+from agentrun.workflows.nodes import HANDLERS, RUNNABLE_KINDS
 
 MODELS = typing.get_args(typing.get_args(ir.Node)[0])
 KINDS = [model.model_fields["kind"].default for model in MODELS]
@@ -68,6 +68,6 @@ def test_a_plan_using_a_kind_not_runnable_yet_is_refused_before_the_run(kind: st
 
 
 def test_every_reply_protocol_of_the_ir_has_its_module():
-    from workflows.protocols import PROTOCOLS
+    from agentrun.workflows.protocols import PROTOCOLS
 
     assert set(PROTOCOLS) == set(typing.get_args(ir.Protocol))

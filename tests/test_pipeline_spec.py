@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from client import start
-from spec import expressions, ir, params
-from spec.check import check
-from spec.errors import SpecError
-from spec.load import load
-from spec.render import render
+from agentrun.client import start
+from agentrun.spec import expressions, ir, params
+from agentrun.spec.check import check
+from agentrun.spec.errors import SpecError
+from agentrun.spec.load import load
+from agentrun.spec.render import render
 from tests.conftest import write_spec
 from tests.specs import at, error, nodes, plan_of, swap
 
@@ -822,7 +822,7 @@ def test_agent_output_cannot_rewrite_a_condition():
 
 def _validate(path: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "client", "validate", path],
+        [sys.executable, "-m", "agentrun.client", "validate", path],
         capture_output=True,
         text=True,
         cwd=ROOT,

@@ -16,14 +16,14 @@ from temporalio.client import WorkflowFailureError, WorkflowHandle
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
-from client import report
-from client.runs import fetch_state
-from spec import params as spec_params
-from spec.load import load
+from agentrun.client import report
+from agentrun.client.runs import fetch_state
+from agentrun.spec import params as spec_params
+from agentrun.spec.load import load
+from agentrun.worker.build import build_worker
+from agentrun.workflows.contract import RunInput, RunState
 from tests.conftest import SERVER_STARTUP, TIME_QUEUE, run_id, time_server_binary, write_spec
 from tests.fakes.openai_server import FakeOpenAI
-from worker.build import build_worker
-from workflows.contract import RunInput, RunState
 
 
 @pytest_asyncio.fixture(loop_scope="session")

@@ -9,11 +9,11 @@ import json
 
 from rich.console import Console
 
-from client import report
-from client.follow import _Printer
-from client.humans import how_to_answer
+from agentrun.client import report
+from agentrun.client.follow import _Printer
+from agentrun.client.humans import how_to_answer
+from agentrun.workflows.contract import CompensationEntry, Gate, RunState, TaskState
 from tests.conftest import SHELL_AGENT, run_id, write_spec
-from workflows.contract import CompensationEntry, Gate, RunState, TaskState
 
 
 def test_progress_shows_every_start_line_attempt_and_loop_round_between_two_polls():

@@ -13,8 +13,8 @@ import subprocess
 import sys
 import time
 
+from agentrun.worker import embedded
 from tests.conftest import ROOT, alive
-from worker import embedded
 
 
 def _free_port() -> int:
@@ -31,7 +31,12 @@ def _client(*args: str, cwd, state) -> subprocess.CompletedProcess:
     environ["AGENTRUN_STATE_DIR"] = str(state)
     environ["AGENTRUN_SERVER_PORT"], environ["AGENTRUN_UI_PORT"] = str(SERVER_PORT), str(UI_PORT)
     return subprocess.run(
-        [sys.executable, "-m", "client", *args], cwd=cwd, env=environ, capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "agentrun.client", *args],
+        cwd=cwd,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 

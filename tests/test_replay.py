@@ -14,14 +14,14 @@ from temporalio.client import WorkflowHandle, WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
-from client import executions
-from spec import calls
-from spec.load import load
+from agentrun.client import executions
+from agentrun.spec import calls
+from agentrun.spec.load import load
+from agentrun.worker.build import WORKFLOWS, runner
+from agentrun.workflows.contract import RunInput
 from tests.conftest import HISTORIES, ROOT, SHELL_AGENT, TEST_QUEUE, run_id, write_spec
 from tests.runs import answer, finish, open_gate, run_spec, sh
 from tests.trees import action, composite
-from worker.build import WORKFLOWS, runner
-from workflows.contract import RunInput
 
 pytestmark = pytest.mark.usefixtures("worker")
 
@@ -286,6 +286,28 @@ def _driven() -> list:
 DRIVEN = _driven()
 
 
+async def test_a_graph_run_that_continued_as_new_replays(client, tmp_path):
+    """Recorded after state graphs: the hub-and-spoke supervisor graph on its recorded replies, with
+    a history limit so low that it continues as new every few nodes; its first execution and its
+    last (which starts from the state the one before carried) are kept."""
+    graphs = ROOT / "examples" / "graphs"
+    spec = write_spec(tmp_path, (graphs / "hub_and_spoke.yaml").read_text(), "graph.yaml")
+    (tmp_path / "replies.yaml").write_text((graphs / "hub_and_spoke.replies.yaml").read_text())
+    state = await run_spec(client, spec, "scripted:replies.yaml", params={"topic": "tides"}, history_limit=20)
+    assert state.status == "completed", state.errors
+    assert [c.delegated_to for c in state.supervisor_history] == ["research", "write", "__done__"]
+    runs = [e.run_id async for e in client.list_workflows(f'WorkflowId = "{state.run_id}"')]
+    assert len(runs) == state.executions >= 2
+    histories = [await client.get_workflow_handle(state.run_id, run_id=r).fetch_history() for r in runs]
+    first, last = histories[-1], histories[0]  # listed newest first
+    for name, history in (("graph", first), ("graph-continued", last)):
+        if name in _to_record():
+            (HISTORIES / f"{name}.json").write_text(_scrub(history.to_json(), tmp_path))
+    for history in histories:
+        result = await _replayer().replay_workflow(history, raise_on_replay_failure=False)
+        assert result.replay_failure is None, result.replay_failure
+
+
 def _scrub(text: str, tmp_path) -> str:
     """Recorded histories keep no paths of the machine that recorded them (replay ignores them),
     in the JSON and in the payloads it holds as base64."""
@@ -323,5 +345,6 @@ async def test_committed_histories_still_replay(name):
 
 
 def test_histories_are_committed():
-    expected = sorted(f"{name}.json" for name in [*SPECS, *AFTER_SEAMS, "gated", "agentfile", "tree", "tree-mcp"])
+    recorded = [*SPECS, *AFTER_SEAMS, "gated", "agentfile", "tree", "tree-mcp", "graph", "graph-continued"]
+    expected = sorted(f"{name}.json" for name in recorded)
     assert _recorded() == expected, "record new ones with AGENTRUN_RECORD_HISTORIES=name,name"

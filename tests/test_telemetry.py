@@ -17,11 +17,11 @@ import pytest
 from temporalio.client import Client, WorkflowHandle
 from temporalio.service import RPCError
 
+from agentrun.worker.telemetry import Settings, TelemetryError, settings
 from tests.conftest import ROOT, run_id, start_worker, write_spec
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.otlp_receiver import OtlpReceiver, Span
 from tests.runs import answer, open_gate
-from worker.telemetry import Settings, TelemetryError, settings
 
 API_KEY = "sk-canary-9f3e7d1c5b2a"  # the agents' key: no exported byte may hold it
 COLLECTOR_KEY = "hdr-canary-4b8e2f6a"  # the collector's, sent as a header and nowhere else
@@ -72,7 +72,7 @@ def otel_env(otlp: OtlpReceiver, llm: FakeOpenAI, **more: str) -> dict[str, str]
 
 def client_start(address: str, spec: Path, rid: str, queue: str, env: dict[str, str], *agents: str):
     environ = {**_environ(), "TEMPORAL_ADDRESS": address, **env}
-    argv = [sys.executable, "-m", "client", "start", str(spec), "--id", rid, "--task-queue", queue]
+    argv = [sys.executable, "-m", "agentrun.client", "start", str(spec), "--id", rid, "--task-queue", queue]
     for agent in agents:
         argv += ["--agent", agent]
     return subprocess.Popen(argv, env=environ, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -294,7 +294,7 @@ def test_no_variable_no_telemetry_and_mistakes_are_one_line():
     with pytest.raises(TelemetryError, match="OTEL_EXPORTER_OTLP_PROTOCOL=http/json: OTLP goes out as"):
         settings({"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"})
     done = subprocess.run(
-        [sys.executable, "-m", "worker"],
+        [sys.executable, "-m", "agentrun.worker"],
         env={**_environ(), "OTEL_TRACES_EXPORTER": "zipkin", "TEMPORAL_ADDRESS": "127.0.0.1:1"},
         cwd=ROOT,
         capture_output=True,

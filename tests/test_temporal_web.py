@@ -38,11 +38,13 @@ subtasks:
 """
 
 
-async def _close_and_summaries(handle: WorkflowHandle) -> tuple[object, list[str]]:
+async def _close_and_summaries(handle: WorkflowHandle, ids: list[str] | None = None) -> tuple[object, list[str]]:
     summaries, close = [], None
     async for event in handle.fetch_history_events():
         if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
             summaries.append(json.loads(event.user_metadata.summary.data))
+            if ids is not None:
+                ids.append(event.activity_task_scheduled_event_attributes.activity_id)
         if event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED:
             close = event.workflow_execution_failed_event_attributes.failure
     return close, summaries
@@ -63,8 +65,11 @@ async def test_activities_are_named_by_task_and_round_not_by_the_shared_system_t
     )
     state = await run_spec(client, write_spec(tmp_path, LOOPED), agent)
     assert state.status == "completed", state.errors
-    _, summaries = await _close_and_summaries(client.get_workflow_handle(state.run_id))
+    ids: list[str] = []
+    _, summaries = await _close_and_summaries(client.get_workflow_handle(state.run_id), ids)
     assert summaries == ["research — round 1", "research — round 2", "build", "build: reminder"]
+    # Temporal Web's Pending Activities card shows the id, not the summary.
+    assert ids == ["1: research — round 1", "2: research — round 2", "3: build", "4: build: reminder"]
 
 
 async def test_a_rolled_back_run_fails_saying_so_first_without_an_engine_stack_trace(client, tmp_path):

@@ -69,7 +69,7 @@ def test_output_cut_short_by_its_reader_exits_quietly(cli, address, tmp_path):
     assert cli("start", str(spec), "--agent", SHELL_AGENT, "--id", rid, "--task-queue", run_id("q-pipe")).code == 0
     # `status --json | head -1`, with the reader gone before anything is written
     proc = subprocess.Popen(
-        [sys.executable, "-m", "client", "status", rid, "--json"],
+        [sys.executable, "-m", "agentrun.client", "status", rid, "--json"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=_cli_env(address, tmp_path),
@@ -92,7 +92,7 @@ subtasks:
 def _interrupt(address: str, tmp_path: Path, *args: str, presses: int, after: str) -> tuple[int, str, str]:
     """Run the CLI as from a terminal, press Ctrl-C `presses` times once `after` is printed."""
     proc = subprocess.Popen(
-        [sys.executable, "-u", "-m", "client", *args],
+        [sys.executable, "-u", "-m", "agentrun.client", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

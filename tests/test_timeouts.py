@@ -14,13 +14,13 @@ import pytest
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
-from client import report
-from client.runs import fetch_state
-from spec import params as spec_params
-from spec.load import load
+from agentrun.client import report
+from agentrun.client.runs import fetch_state
+from agentrun.spec import params as spec_params
+from agentrun.spec.load import load
+from agentrun.workflows.contract import RunInput, RunState
 from tests.conftest import TIME_QUEUE, run_id, until, write_spec
 from tests.fakes.openai_server import FakeOpenAI
-from workflows.contract import RunInput, RunState
 
 pytestmark = pytest.mark.usefixtures("time_worker")
 WEDGED_S = 30  # a skip or a result slower than this in wall time means the session's server is stuck

@@ -79,7 +79,10 @@ def mcp_env(address: str) -> dict[str, str]:
 
 def stdio_server(address: str, queue: str) -> StdioServerParameters:
     return StdioServerParameters(
-        command=sys.executable, args=["-m", "client", "mcp", "--task-queue", queue], env=mcp_env(address), cwd=str(ROOT)
+        command=sys.executable,
+        args=["-m", "agentrun.client", "mcp", "--task-queue", queue],
+        env=mcp_env(address),
+        cwd=str(ROOT),
     )
 
 
@@ -164,7 +167,7 @@ def free_port() -> int:
 
 def http_server(address: str, port: int, *args: str) -> subprocess.Popen:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "client", "mcp", "--http", str(port), *args],
+        [sys.executable, "-m", "agentrun.client", "mcp", "--http", str(port), *args],
         env=mcp_env(address),
         cwd=ROOT,
         stdout=subprocess.DEVNULL,

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from client import executions
+from agentrun.client import executions
 from tests.conftest import TEST_QUEUE
 from tests.runs import run_spec
 from tests.trees import Brain, action, by_action, composite, tree_file

@@ -10,12 +10,12 @@ import json
 import pytest
 from temporalio.client import WorkflowFailureError
 
-from client.runs import fetch_state
-from spec.load import load
+from agentrun.client.runs import fetch_state
+from agentrun.spec.load import load
+from agentrun.workflows.contract import RunInput
 from tests.conftest import TEST_QUEUE, TIME_QUEUE, run_id
 from tests.runs import run_spec
 from tests.trees import Brain, action, composite, tree_file
-from workflows.contract import RunInput
 
 pytestmark = pytest.mark.usefixtures("worker")
 

@@ -11,9 +11,9 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from activities.validation import EMPTY_OUTPUT, validate_output
-from spec.calls import ValidateCall, ValidateResult
-from spec.rules import Rule, check_rule, extract_json, parse_rule
+from agentrun.activities.validation import EMPTY_OUTPUT, validate_output
+from agentrun.spec.calls import ValidateCall, ValidateResult
+from agentrun.spec.rules import Rule, check_rule, extract_json, parse_rule
 
 PAIN_POINTS = [
     {"problem": "slow onboarding", "impact": "3 weeks lost", "solution": "templates"},

@@ -1,1 +1,2 @@
-"""`python -m worker`: polls the task queue and runs AgentRun workflows and their activities."""
+"""`python -m worker` inside a checkout. Installed, the command is `agentrun worker` and the code is
+`agentrun.worker`; this folder is not installed (AGENTRUN-SHIM)."""

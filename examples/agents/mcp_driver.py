@@ -29,7 +29,7 @@ UNSAFE = re.compile(r"\W")
 
 
 async def main(tree: str, address: str) -> int:
-    server = StdioServerParameters(command=sys.executable, args=["-m", "client", "mcp"], env=dict(os.environ))
+    server = StdioServerParameters(command=sys.executable, args=["-m", "agentrun.client", "mcp"], env=dict(os.environ))
     async with Client(server) as session:
 
         async def call(tool: str, **args: Any) -> dict[str, Any]:

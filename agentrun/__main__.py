@@ -1,0 +1,5 @@
+"""`python -m agentrun`: the `agentrun` command."""
+
+from agentrun.cli import main
+
+main()

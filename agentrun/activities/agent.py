@@ -1,0 +1,183 @@
+"""The run_agent activity: send one prompt to one agent and return its reply.
+
+The driver is picked by the URI scheme. This module owns two cross-cutting concerns so the
+drivers stay small: heartbeating (a crashed worker is noticed and cancellation reaches the
+driver) and turning driver failures into ApplicationErrors the retry policy can act on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
+from email.utils import parsedate_to_datetime
+
+import httpx
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from agentrun.activities.agents import agentapi, anthropic, command, openai, scripted
+from agentrun.activities.agents._common import AGENT_ERROR, AGENT_UNAVAILABLE
+from agentrun.activities.redact import raise_redacted, redact
+from agentrun.activities.sizes import check_size
+from agentrun.spec.calls import RELEASE_AGENT, RUN_AGENT, AgentCall, AgentReply
+
+Driver = Callable[[AgentCall], Awaitable[AgentReply]]
+
+DRIVERS: dict[str, Driver] = {
+    "agentapi": agentapi.send,
+    "anthropic": anthropic.send,
+    "command": command.send,
+    "openai": openai.send,
+    "scripted": scripted.send,
+}
+
+HEARTBEAT_EVERY_S = 2.0
+RETRYABLE_STATUS = frozenset({408, 409, 429})
+
+
+@activity.defn(name=RUN_AGENT)
+async def run_agent(call: AgentCall) -> AgentReply:
+    try:
+        reply = await _ask(driver_for(call.uri), call)
+    except ApplicationError as err:
+        raise_redacted(err)
+    return _outgoing(reply, call)
+
+
+async def _ask(driver: Driver, call: AgentCall) -> AgentReply:
+    beating = asyncio.create_task(_heartbeat_forever(_heartbeat_interval()))
+    try:
+        reply = await driver(call)
+        return reply.model_copy(update={"attempt": activity.info().attempt})
+    except (ApplicationError, asyncio.CancelledError):
+        raise
+    except Exception as err:
+        raise to_application_error(err, call) from err
+    finally:
+        beating.cancel()
+
+
+def _outgoing(reply: AgentReply, call: AgentCall) -> AgentReply:
+    """The reply as history may keep it: no secret in it, and not too big to keep (then the step
+    fails without asking the agent again)."""
+    calls = [tc.model_copy(update={"arguments": redact(tc.arguments)}) for tc in reply.tool_calls]
+    reply = reply.model_copy(update={"text": redact(reply.text), "tool_calls": calls, "stderr": redact(reply.stderr)})
+    check_size(f"the reply of agent '{call.agent_id}' to task '{call.task_id}'", len(reply.model_dump_json().encode()))
+    return reply
+
+
+def driver_for(uri: str) -> Driver:
+    scheme = uri.split(":", 1)[0]
+    driver = DRIVERS.get(scheme)
+    if driver is None:
+        known = ", ".join(sorted(DRIVERS))
+        raise ApplicationError(
+            f"unknown agent scheme {scheme!r} in {uri!r}; known schemes: {known}",
+            type=AGENT_ERROR,
+            non_retryable=True,
+        )
+    return driver
+
+
+def _heartbeat_interval() -> float:
+    # A short heartbeat timeout must still see several beats before it expires.
+    timeout = activity.info().heartbeat_timeout
+    if timeout is None:
+        return HEARTBEAT_EVERY_S
+    return max(0.05, min(HEARTBEAT_EVERY_S, timeout.total_seconds() / 3))
+
+
+async def _heartbeat_forever(every_s: float) -> None:
+    while True:
+        activity.heartbeat()
+        await asyncio.sleep(every_s)
+
+
+def to_application_error(err: Exception, call: AgentCall) -> ApplicationError:
+    """Classify a driver failure: transient ones are retried, the rest fail the task."""
+    where = call.uri.split(":", 1)[0]
+    if isinstance(err, httpx.HTTPStatusError):
+        return _from_status(err.response, where)
+    if isinstance(err, httpx.TransportError):
+        return _retryable(f"{where}: {type(err).__name__} talking to {_url_of(err)}: {err}")
+    if isinstance(err, TimeoutError):
+        return _retryable(f"{where}: {str(err) or f'no reply within {call.timeout_s:g}s'}")
+    if isinstance(err, ConnectionError):
+        return _retryable(f"{where}: connection failed: {err}")
+    if isinstance(err, (ValueError, KeyError, TypeError)):
+        # Malformed JSON or a missing field: the other side broke the protocol; a retry won't help.
+        return ApplicationError(
+            f"{where}: protocol violation: {type(err).__name__}: {err}",
+            type=AGENT_ERROR,
+            non_retryable=True,
+        )
+    return ApplicationError(f"{where}: {type(err).__name__}: {err}", type=AGENT_ERROR, non_retryable=True)
+
+
+def _url_of(err: httpx.TransportError) -> str:
+    try:
+        return str(err.request.url)
+    except RuntimeError:  # raised when the error was not tied to a request
+        return "the server"
+
+
+def _from_status(response: httpx.Response, where: str) -> ApplicationError:
+    status = response.status_code
+    message = f"{where}: HTTP {status} from {response.request.url}: {error_detail(response)}"
+    if status in RETRYABLE_STATUS or status >= 500:
+        return _retryable(message, retry_after(response))
+    return ApplicationError(message, type=AGENT_ERROR, non_retryable=True)
+
+
+def _retryable(message: str, delay: timedelta | None = None) -> ApplicationError:
+    return ApplicationError(message, type=AGENT_UNAVAILABLE, non_retryable=False, next_retry_delay=delay)
+
+
+def error_detail(response: httpx.Response) -> str:
+    """The server's own explanation: problem+json detail, or an OpenAI/Anthropic error message."""
+    try:
+        body = response.json()
+    except (ValueError, json.JSONDecodeError):
+        return response.text[:500] or response.reason_phrase
+    if isinstance(body, dict):
+        nested = body.get("error")
+        if isinstance(nested, dict) and nested.get("message"):
+            return str(nested["message"])
+        for key in ("detail", "message", "title", "error"):
+            if body.get(key):
+                return str(body[key])
+    return json.dumps(body)[:500]
+
+
+def retry_after(response: httpx.Response) -> timedelta | None:
+    """Retry-After (seconds or an HTTP date), or retry-after-ms as some compatible servers send."""
+    millis = response.headers.get("retry-after-ms")
+    if millis:
+        try:
+            return timedelta(milliseconds=max(0.0, float(millis)))
+        except ValueError:
+            pass
+    value = response.headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return timedelta(seconds=max(0.0, float(value)))
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(timedelta(0), when - datetime.now(UTC))
+
+
+@activity.defn(name=RELEASE_AGENT)
+async def release_agent(call: AgentCall) -> bool:
+    """End a task's refresh-mode agent (agentapi servers the driver started). True if one stopped."""
+    if call.uri.split(":", 1)[0] != "agentapi":
+        return False
+    return await agentapi.release(call)

@@ -1,0 +1,275 @@
+"""agentapi:http://HOST:PORT[?type=AGENT&cmd=AGENT+COMMAND] — a terminal agent behind agentapi.
+
+The client rules from the protocol notes, each of which fixed a real bug:
+- strip the prompt and never send while the agent is `running` (the server rejects it);
+- remember the highest message id before sending and accept only a newer `agent` message,
+  once the status is `stable` again (else the banner or the previous reply is taken);
+- a long timeout on POST /message (it blocks until the agent starts), short ones on GETs;
+- the task timeout bounds the whole exchange.
+
+lifecycle "reuse" talks to a server that is already running and keeps the conversation.
+lifecycle "refresh" starts a private server for the task on its first prompt; later prompts of
+the same task (loop iterations, retries, the reminder) reach the same agent, and `release`
+(called when the task ends) stops it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shlex
+import socket
+import tempfile
+from dataclasses import dataclass
+from typing import IO, Any
+from urllib.parse import parse_qs, urlsplit
+
+import httpx
+
+from agentrun.activities.agents._common import (
+    agent_error,
+    http_client,
+    scheme_rest,
+    spawn,
+    stop_process_group,
+    tail,
+)
+from agentrun.spec.calls import AgentCall, AgentReply
+
+POLL_S = 0.5
+GET_TIMEOUT_S = 5.0
+# A fresh server needs a few seconds to settle; codex can take up to two minutes.
+STARTUP_S = 180.0
+# Once a prompt is sent, a retry would send it again, so ride out short blips while waiting.
+MAX_POLL_FAILURES = 6
+DEFAULT_TYPE = "claude"
+
+
+@dataclass(frozen=True)
+class Target:
+    scheme: str
+    host: str
+    port: int | None
+    path: str
+    agent_type: str
+    command: list[str]
+
+    def base_url(self, port: int | None = None) -> str:
+        port = port or self.port
+        netloc = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{self.scheme}://{netloc}{f':{port}' if port else ''}{self.path}"
+
+
+def parse(uri: str) -> Target:
+    rest = scheme_rest(uri)
+    parts = urlsplit(rest)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise agent_error(f"agentapi: expected agentapi:http://HOST:PORT, got {uri!r}")
+    query = parse_qs(parts.query)
+    agent_type = (query.get("type") or [DEFAULT_TYPE])[0]
+    try:
+        command = shlex.split((query.get("cmd") or [""])[0]) or [agent_type]
+        port = parts.port
+    except ValueError as err:
+        raise agent_error(f"agentapi: cannot parse {uri!r}: {err}") from None
+    return Target(parts.scheme, parts.hostname, port, parts.path.rstrip("/"), agent_type, command)
+
+
+async def send(call: AgentCall) -> AgentReply:
+    target = parse(call.uri)
+    prompt = call.prompt.strip()
+    if not prompt:
+        raise agent_error(f"agentapi: empty prompt for task {call.task_id!r}")
+    async with asyncio.timeout(call.timeout_s):
+        if call.lifecycle == "refresh":
+            return await _converse_refreshed(target, call, prompt)
+        return await _converse(target.base_url(), prompt, call.timeout_s)
+
+
+@dataclass
+class _TaskServer:
+    proc: asyncio.subprocess.Process
+    base_url: str
+    log: IO[bytes]
+
+
+# Refresh-mode servers of tasks still running, by run and task, in this worker process.
+_task_servers: dict[str, _TaskServer] = {}
+
+
+def _task_key(call: AgentCall) -> str:
+    return f"{call.run_id}/{call.task_id}"
+
+
+async def _converse_refreshed(target: Target, call: AgentCall, prompt: str) -> AgentReply:
+    server = _task_servers.get(_task_key(call))
+    if server is None or server.proc.returncode is not None:
+        server = await _start_task_server(target, call)
+    try:
+        return await _converse(server.base_url, prompt, call.timeout_s)
+    except asyncio.CancelledError:
+        await release(call)  # the task is being cancelled: nobody will release it later
+        raise
+
+
+async def _start_task_server(target: Target, call: AgentCall) -> _TaskServer:
+    port = target.port or _free_port(target.host)
+    argv = [*_binary(), "server", f"--type={target.agent_type}", "--port", str(port), "--", *target.command]
+    log = tempfile.TemporaryFile()
+    proc = await spawn(
+        argv,
+        call.task_id,
+        call.workdir,
+        "agentapi (set AGENTRUN_AGENTAPI_BIN)",
+        credentials=True,  # the coding agent it starts signs in to its model with them
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=log,
+        stderr=log,
+    )
+    server = _TaskServer(proc, target.base_url(port), log)
+    try:
+        await _wait_started(server.base_url, proc, log)
+    except BaseException:
+        await stop_process_group(proc)
+        log.close()
+        raise
+    _task_servers[_task_key(call)] = server
+    return server
+
+
+async def release(call: AgentCall) -> bool:
+    """Stop the refresh-mode server of call's task, if this process runs one. True if it did."""
+    server = _task_servers.pop(_task_key(call), None)
+    if server is None:
+        return False
+    await _stop(server)
+    return True
+
+
+async def release_all() -> None:
+    for key in list(_task_servers):
+        await _stop(_task_servers.pop(key))
+
+
+async def _stop(server: _TaskServer) -> None:
+    await stop_process_group(server.proc)
+    server.log.close()
+
+
+async def _converse(base_url: str, prompt: str, timeout_s: float) -> AgentReply:
+    async with http_client(GET_TIMEOUT_S) as client:
+        await _wait_stable(client, base_url)
+        last_id = _highest_id(await _messages(client, base_url))
+        await _post_message(client, base_url, prompt, timeout_s)
+        return await _await_reply(client, base_url, last_id)
+
+
+async def _status(client: httpx.AsyncClient, base_url: str) -> dict[str, Any]:
+    response = await client.get(f"{base_url}/status")
+    response.raise_for_status()
+    body = response.json()
+    if not isinstance(body, dict) or body.get("status") not in ("running", "stable"):
+        raise agent_error(f"agentapi: {base_url}/status returned {str(body)[:200]}")
+    return body
+
+
+async def _messages(client: httpx.AsyncClient, base_url: str) -> list[dict[str, Any]]:
+    response = await client.get(f"{base_url}/messages")
+    response.raise_for_status()
+    body = response.json()
+    messages = body.get("messages") if isinstance(body, dict) else None
+    if not isinstance(messages, list) or not all(_is_message(m) for m in messages):
+        raise agent_error(f"agentapi: {base_url}/messages returned {str(body)[:200]}")
+    return messages
+
+
+def _is_message(m: Any) -> bool:
+    return isinstance(m, dict) and isinstance(m.get("id"), int) and isinstance(m.get("content"), str)
+
+
+def _highest_id(messages: list[dict[str, Any]]) -> int:
+    return max((m["id"] for m in messages), default=-1)
+
+
+async def _wait_stable(client: httpx.AsyncClient, base_url: str) -> None:
+    while (await _status(client, base_url))["status"] != "stable":
+        await asyncio.sleep(POLL_S)
+
+
+async def _post_message(client: httpx.AsyncClient, base_url: str, prompt: str, timeout_s: float) -> None:
+    # The server answers only once the agent has started working, which can take a while.
+    response = await client.post(
+        f"{base_url}/message",
+        json={"content": prompt, "type": "user"},
+        timeout=httpx.Timeout(timeout_s, connect=GET_TIMEOUT_S),
+    )
+    response.raise_for_status()
+    body = response.json()
+    if not isinstance(body, dict) or body.get("ok") is not True:
+        raise agent_error(f"agentapi: {base_url}/message did not accept the prompt: {str(body)[:200]}")
+
+
+async def _await_reply(client: httpx.AsyncClient, base_url: str, last_id: int) -> AgentReply:
+    failures = 0
+    while True:
+        await asyncio.sleep(POLL_S)
+        try:
+            reply = await _settled_reply(client, base_url, last_id)
+        except httpx.TransportError:
+            failures += 1
+            if failures >= MAX_POLL_FAILURES:
+                raise
+            continue
+        failures = 0
+        if reply is not None:
+            return reply
+
+
+async def _settled_reply(client: httpx.AsyncClient, base_url: str, last_id: int) -> AgentReply | None:
+    """The newest agent message after last_id, if the agent was stable before and after reading.
+
+    Checking the status on both sides means a reply still being written is never taken, even if
+    the agent starts working between two requests.
+    """
+    if (await _status(client, base_url))["status"] != "stable":
+        return None
+    fresh = [m for m in await _messages(client, base_url) if m["id"] > last_id and m.get("role") == "agent"]
+    after = await _status(client, base_url)
+    if not fresh or after["status"] != "stable":
+        return None
+    newest = max(fresh, key=lambda m: m["id"])
+    return AgentReply(text=newest["content"], model=str(after.get("agent_type") or ""))
+
+
+def _binary() -> list[str]:
+    # shlex lets tests and wrappers use e.g. "python -m tests.fakes.agentapi_server".
+    return shlex.split(os.environ.get("AGENTRUN_AGENTAPI_BIN") or "agentapi")
+
+
+def _free_port(host: str) -> int:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+async def _wait_started(base_url: str, proc: asyncio.subprocess.Process, log: IO[bytes]) -> None:
+    try:
+        async with asyncio.timeout(STARTUP_S), http_client(GET_TIMEOUT_S) as client:
+            while not await _is_stable(client, base_url):
+                if proc.returncode is not None:
+                    log.seek(0)
+                    raise agent_error(
+                        f"agentapi: server exited with code {proc.returncode} before it was ready: "
+                        f"{tail(log.read()) or '(no output)'}"
+                    )
+                await asyncio.sleep(POLL_S / 2)
+    except TimeoutError:
+        raise TimeoutError(f"agentapi server at {base_url} was not stable within {STARTUP_S:g}s") from None
+
+
+async def _is_stable(client: httpx.AsyncClient, base_url: str) -> bool:
+    try:
+        return (await _status(client, base_url))["status"] == "stable"
+    except httpx.TransportError:
+        return False  # not listening yet

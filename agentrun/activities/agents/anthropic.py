@@ -1,0 +1,102 @@
+"""anthropic:MODEL — one call to the Anthropic Messages API.
+
+System-role transcript entries go to the top-level `system` field; the API has no system turns.
+Secrets come only from the environment (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from agentrun.activities.agents._common import agent_error, http_client, scheme_rest
+from agentrun.activities.agents.tools import anthropic_tools
+from agentrun.spec.calls import AgentCall, AgentReply, ChatMessage, ToolCall, Usage
+
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+API_VERSION = "2023-06-01"
+MAX_TOKENS = 4096
+
+
+async def send(call: AgentCall) -> AgentReply:
+    model = scheme_rest(call.uri)
+    base = (os.environ.get("ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+    async with http_client(call.timeout_s) as client:
+        response = await client.post(f"{base}/v1/messages", json=_body(call, model), headers=_headers())
+        response.raise_for_status()
+        return _reply(response.json(), model)
+
+
+def _headers() -> dict[str, str]:
+    headers = {"anthropic-version": API_VERSION}
+    key = os.environ.get("ANTHROPIC_API_KEY")
+    if key:
+        headers["x-api-key"] = key
+    return headers
+
+
+def _body(call: AgentCall, model: str) -> dict[str, Any]:
+    system = [m.content for m in call.transcript if m.role == "system"]
+    turns = _turns([m for m in call.transcript if m.role != "system"])
+    if call.prompt:
+        turns.append({"role": "user", "content": call.prompt})
+    body: dict[str, Any] = {"model": model, "max_tokens": MAX_TOKENS, "messages": turns}
+    if system:
+        body["system"] = "\n\n".join(system)
+    if call.tools:
+        body["tools"] = anthropic_tools(call.tools)
+    if call.temperature is not None:
+        body["temperature"] = call.temperature
+    return body
+
+
+def _turns(messages: list[ChatMessage]) -> list[dict[str, Any]]:
+    """The transcript as Messages API turns: tool calls are `tool_use` blocks of the assistant's
+    turn, and the results that answer them `tool_result` blocks of one user turn."""
+    turns: list[dict[str, Any]] = []
+    for m in messages:
+        if m.role == "tool":
+            result = {"type": "tool_result", "tool_use_id": m.tool_call_id, "content": m.content}
+            if turns and turns[-1]["role"] == "user" and isinstance(turns[-1]["content"], list):
+                turns[-1]["content"].append(result)
+            else:
+                turns.append({"role": "user", "content": [result]})
+        elif m.tool_calls:
+            text = [{"type": "text", "text": m.content}] if m.content else []
+            uses = [{"type": "tool_use", "id": c.id, "name": c.name, "input": _input(c)} for c in m.tool_calls]
+            turns.append({"role": "assistant", "content": text + uses})
+        else:
+            turns.append({"role": m.role, "content": m.content})
+    return turns
+
+
+def _input(call: ToolCall) -> Any:
+    try:
+        return json.loads(call.arguments)
+    except ValueError:
+        return {}  # the model's own malformed call, already answered with an error
+
+
+def _reply(data: Any, asked_model: str) -> AgentReply:
+    blocks = data.get("content") if isinstance(data, dict) else None
+    if not isinstance(blocks, list):
+        raise agent_error(f"anthropic: response has no content: {str(data)[:300]}")
+    texts = [b["text"] for b in blocks if isinstance(b, dict) and b.get("type") == "text"]
+    uses = [
+        ToolCall(id=str(b.get("id")), name=str(b.get("name")), arguments=json.dumps(b.get("input") or {}))
+        for b in blocks
+        if isinstance(b, dict) and b.get("type") == "tool_use"
+    ]
+    if not texts and not uses:
+        raise agent_error(f"anthropic: reply has no text block (stop_reason={data.get('stop_reason')})")
+    usage = data.get("usage") or {}
+    return AgentReply(
+        text="".join(texts),
+        tool_calls=uses,
+        usage=Usage(
+            input_tokens=int(usage.get("input_tokens") or 0),
+            output_tokens=int(usage.get("output_tokens") or 0),
+        ),
+        model=str(data.get("model") or asked_model),
+    )

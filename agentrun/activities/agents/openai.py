@@ -1,0 +1,87 @@
+"""openai:MODEL — one chat completion from an OpenAI-compatible server.
+
+The protocol is stateless, so the conversation so far travels in call.transcript.
+Secrets come only from the environment (OPENAI_API_KEY, OPENAI_BASE_URL), never from the spec.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from agentrun.activities.agents._common import agent_error, http_client, scheme_rest
+from agentrun.activities.agents.tools import openai_tools
+from agentrun.spec.calls import AgentCall, AgentReply, ChatMessage, ToolCall, Usage
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+
+
+async def send(call: AgentCall) -> AgentReply:
+    model = scheme_rest(call.uri)
+    base = (os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+    body: dict[str, Any] = {"model": model, "messages": _messages(call)}
+    if call.tools:
+        body["tools"] = openai_tools(call.tools)
+    if call.temperature is not None:
+        body["temperature"] = call.temperature
+    async with http_client(call.timeout_s) as client:
+        response = await client.post(f"{base}/chat/completions", json=body, headers=_headers())
+        response.raise_for_status()
+        return _reply(response.json(), model)
+
+
+def _headers() -> dict[str, str]:
+    key = os.environ.get("OPENAI_API_KEY")
+    return {"Authorization": f"Bearer {key}"} if key else {}
+
+
+def _messages(call: AgentCall) -> list[dict[str, Any]]:
+    earlier = [_message(m) for m in call.transcript]
+    return [*earlier, {"role": "user", "content": call.prompt}] if call.prompt else earlier
+
+
+def _message(m: ChatMessage) -> dict[str, Any]:
+    if m.role == "tool":
+        return {"role": "tool", "tool_call_id": m.tool_call_id, "content": m.content}
+    if m.role == "assistant" and m.tool_calls:
+        calls = [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for c in m.tool_calls
+        ]
+        return {"role": "assistant", "content": m.content or None, "tool_calls": calls}
+    return {"role": m.role, "content": m.content}
+
+
+def _reply(data: Any, asked_model: str) -> AgentReply:
+    try:
+        choice = data["choices"][0]
+    except (KeyError, IndexError, TypeError):
+        raise agent_error(f"openai: response has no choices: {str(data)[:300]}") from None
+    message = choice.get("message") or {}
+    content, calls = message.get("content"), _tool_calls(message.get("tool_calls"))
+    if not isinstance(content, str) and not calls:
+        reason = choice.get("finish_reason")
+        raise agent_error(f"openai: reply has no text content (finish_reason={reason})")
+    usage = data.get("usage") or {}
+    return AgentReply(
+        text=content if isinstance(content, str) else "",
+        tool_calls=calls,
+        usage=Usage(
+            input_tokens=int(usage.get("prompt_tokens") or 0),
+            output_tokens=int(usage.get("completion_tokens") or 0),
+        ),
+        model=str(data.get("model") or asked_model),
+    )
+
+
+def _tool_calls(raw: Any) -> list[ToolCall]:
+    """The function calls of a reply; anything else in the list is a protocol violation."""
+    calls = []
+    for item in raw or []:
+        function = item.get("function") if isinstance(item, dict) else None
+        if not isinstance(function, dict) or not isinstance(item.get("id"), str):
+            raise agent_error(f"openai: a tool call without an id or function: {str(item)[:300]}")
+        calls.append(
+            ToolCall(id=item["id"], name=str(function.get("name")), arguments=str(function.get("arguments") or "{}"))
+        )
+    return calls

@@ -1,0 +1,69 @@
+"""scripted:FILE — canned replies from a YAML file, for tests and dry runs.
+
+default: "reply for any task not listed"      # optional
+delay_s: 0.5                                   # optional, sleeps before replying
+tasks:
+  TASK_ID: "one reply"
+  OTHER: ["reply to turn 0", "reply to turn 1", "last one repeats"]
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from agentrun.activities.agents._common import agent_error, scheme_rest
+from agentrun.spec.calls import AgentCall, AgentReply
+
+
+async def send(call: AgentCall) -> AgentReply:
+    path = _path(call)
+    script = await asyncio.to_thread(_load, path)
+    delay = script.get("delay_s") or 0
+    if not isinstance(delay, (int, float)) or delay < 0:
+        raise agent_error(f"scripted: delay_s in {path} must be a non-negative number")
+    if delay:
+        async with asyncio.timeout(call.timeout_s):
+            await asyncio.sleep(delay)
+    return AgentReply(text=_pick(script, call, path), model="scripted")
+
+
+def _path(call: AgentCall) -> Path:
+    name = scheme_rest(call.uri).strip()
+    if not name:
+        raise agent_error(f"scripted: no file in {call.uri!r}")
+    path = Path(name).expanduser()
+    return path if path.is_absolute() else Path(call.workdir) / path
+
+
+def _load(path: Path) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(path.read_text())
+    except OSError as err:
+        raise agent_error(f"scripted: cannot read {path}: {err}") from None
+    except yaml.YAMLError as err:
+        raise agent_error(f"scripted: {path} is not valid YAML: {err}") from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict) or not isinstance(data.get("tasks", {}), dict):
+        raise agent_error(f"scripted: {path} must be a mapping with an optional `tasks` mapping")
+    return data
+
+
+def _pick(script: dict[str, Any], call: AgentCall, path: Path) -> str:
+    # YAML reads `1:` as an int; task ids are always strings.
+    tasks = {str(k): v for k, v in (script.get("tasks") or {}).items()}
+    entry = tasks.get(call.task_id, script.get("default"))
+    if entry is None:
+        raise agent_error(f"scripted: task {call.task_id!r} is not in {path} and there is no default")
+    if isinstance(entry, list):
+        if not entry:
+            raise agent_error(f"scripted: task {call.task_id!r} in {path} has an empty reply list")
+        # The last reply repeats, so a script need not know how many turns a task will take.
+        entry = entry[min(call.turn, len(entry) - 1)]
+    if not isinstance(entry, (str, int, float)):
+        raise agent_error(f"scripted: reply for task {call.task_id!r} in {path} must be text")
+    return str(entry)

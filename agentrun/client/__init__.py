@@ -1,0 +1,1 @@
+"""`python -m client`: start, follow and inspect runs; validate specs."""

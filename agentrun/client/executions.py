@@ -1,0 +1,257 @@
+"""Behaviour-tree executions an agent drives: each is a driven run of the engine, addressed by the
+`trace_output` the agent gives. What the MCP tools do, on a Temporal client, keeping nothing
+between calls: every answer is an update to the run, every read a query of it."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+from typing import Any
+
+from temporalio.client import (
+    Client,
+    WorkflowExecutionStatus,
+    WorkflowHandle,
+    WorkflowUpdateFailedError,
+)
+from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
+from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.service import RPCError
+
+from agentrun.client import spelling, telemetry
+from agentrun.client.runs import NoSuchRun, describe, fetch_state
+from agentrun.client.start import ensure_search_attributes, start_options
+from agentrun.spec import ir
+from agentrun.spec.blackboard import MISSING, lookup, var_path
+from agentrun.spec.errors import SpecError
+from agentrun.spec.load import load
+from agentrun.workflows import contract
+from agentrun.workflows.contract import EvalInput, RunInput, RunState, SubmitInput, ThinkInput, VarWriteInput
+
+PREFIX = "bt-"
+_UNSAFE = re.compile(r"[^A-Za-z0-9._/:-]+")
+
+
+class ExecutionError(Exception):
+    """What a tool call answers with when it cannot be done: one line for the agent."""
+
+
+def execution_id(trace_output: str) -> str:
+    """The run id of the execution at `trace_output`: the address itself where it is plain, with a
+    short hash of it when characters had to be replaced, so two addresses never share a run."""
+    plain = _UNSAFE.sub("-", trace_output.strip()).strip("-")[:180]
+    if plain == trace_output:
+        return PREFIX + plain
+    return f"{PREFIX}{plain}-{hashlib.sha256(trace_output.encode()).hexdigest()[:8]}"
+
+
+async def start_execution(client: Client, tree_uri: str, trace_output: str, task_queue: str) -> dict[str, Any]:
+    plan = _tree(tree_uri)
+    inp = RunInput(plan=plan, workdir=plan.spec_dir, default_agent="", driven=True, trace_output=trace_output)
+    inp.search_attributes = await ensure_search_attributes(client)
+    run_id = execution_id(trace_output)
+    try:
+        with telemetry.starting(plan, run_id):
+            await client.start_workflow(
+                contract.WORKFLOW,
+                inp,
+                id=run_id,
+                task_queue=task_queue,
+                id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+                **start_options(inp),
+            )
+    except WorkflowAlreadyStartedError:
+        raise ExecutionError(
+            f"an execution already exists at {trace_output}; call resume_execution to continue it "
+            "or reset_execution to start it over"
+        ) from None
+    return {
+        "ok": True,
+        "uri": trace_output,
+        "tree_uri": tree_uri,
+        "run_id": run_id,
+        "status": "running",
+        "phase": "idle",
+        "var": plan.memory,
+        "const": plan.constants,
+    }
+
+
+async def resume_execution(client: Client, trace_output: str) -> dict[str, Any]:
+    state = await _state(client, trace_output)
+    drive = state.drive or contract.Drive()
+    return {
+        "ok": True,
+        "uri": trace_output,
+        "run_id": state.run_id,
+        "status": status_of(state),
+        "phase": drive.phase,
+        "protocol_accepted": drive.protocol_accepted,
+    }
+
+
+async def reset_execution(client: Client, trace_output: str) -> dict[str, Any]:
+    """Start the execution over from its tree as first loaded: the blackboard seeded again, the
+    progress and trace cleared. The run before is ended (terminated, if it was still running)."""
+    run_id = execution_id(trace_output)
+    first = await _start_input(client, run_id)
+    desc = await describe(client, run_id)
+    await client.start_workflow(
+        contract.WORKFLOW,
+        first,
+        id=run_id,
+        task_queue=desc.task_queue,
+        id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
+        id_conflict_policy=WorkflowIDConflictPolicy.TERMINATE_EXISTING,
+        **start_options(first),
+    )
+    return {"status": "reset"}
+
+
+async def next_step(client: Client, trace_output: str) -> dict[str, Any]:
+    handle, ended = await _handle(client, trace_output)
+    if ended is None:
+        try:
+            return await _update(handle, contract.NEXT_STEP, None)
+        except ExecutionError:
+            _, ended = await _handle(client, trace_output)  # it may have ended as the call reached it
+            if ended is None:
+                raise
+    return {"status": "done" if ended == WorkflowExecutionStatus.COMPLETED else "failure"}
+
+
+async def eval_step(client: Client, trace_output: str, result: bool, note: str = "") -> dict[str, Any]:
+    return await _answer(client, trace_output, contract.EVAL, EvalInput(result=result, note=note))
+
+
+async def submit(client: Client, trace_output: str, status: str, note: str = "") -> dict[str, Any]:
+    return await _answer(
+        client, trace_output, contract.SUBMIT, SubmitInput.model_validate({"status": status, "note": note})
+    )
+
+
+async def think(client: Client, trace_output: str, thought: str) -> dict[str, Any]:
+    return await _answer(client, trace_output, contract.THINK, ThinkInput(thought=thought))
+
+
+async def var_write(client: Client, trace_output: str, path: str, value: Any) -> dict[str, Any]:
+    return await _answer(client, trace_output, contract.VAR_WRITE, VarWriteInput(path=path, value=value))
+
+
+async def var_read(client: Client, trace_output: str, path: str | None = None) -> Any:
+    state = await _state(client, trace_output)
+    return _read(state.memory, var_path(path) if path else None)
+
+
+async def const_read(client: Client, trace_output: str, path: str | None = None) -> Any:
+    state = await _state(client, trace_output)
+    return _read(state.constants, path.removeprefix("$CONST.").removeprefix("$GLOBAL.") if path else None)
+
+
+async def get_execution(client: Client, trace_output: str) -> dict[str, Any]:
+    """The execution document: where it is, its blackboard and its whole trace."""
+    state = await _state(client, trace_output)
+    drive = state.drive or contract.Drive()
+    return {
+        "id": state.run_id,
+        "uri": trace_output,
+        "tree": state.spec,
+        "status": status_of(state),
+        "phase": drive.phase,
+        "cursor": drive.cursor,
+        "protocol_accepted": drive.protocol_accepted,
+        "var": state.memory,
+        "const": state.constants,
+        "trace": [entry.model_dump(mode="json") for entry in state.trace],
+        "created_at": state.started_at.isoformat() if state.started_at else None,
+        "ended_at": state.ended_at.isoformat() if state.ended_at else None,
+    }
+
+
+async def read_trace(
+    client: Client, trace_output: str, start: int | None = None, end: int | None = None
+) -> dict[str, Any]:
+    """Trace entries `start` up to, not including, `end` (counted from 0, as Python slices)."""
+    state = await _state(client, trace_output)
+    entries = [entry.model_dump(mode="json") for entry in state.trace]
+    return {"uri": trace_output, "total": len(entries), "from": start or 0, "trace": entries[start:end]}
+
+
+def status_of(state: RunState) -> str:
+    """running, complete or failed, as a behaviour tree's execution says it."""
+    if state.status == "completed":
+        return "complete"
+    return "failed" if state.status in contract.TERMINAL else "running"
+
+
+# ---------------------------------------------------------------------------------- helpers
+
+
+def _tree(tree_uri: str) -> ir.Plan:
+    try:
+        plan = load(tree_uri.removeprefix("file://"))
+    except SpecError as exc:
+        raise ExecutionError(str(exc)) from None
+    if plan.dialect != "behavior_tree":
+        raise ExecutionError(
+            f"{tree_uri} is a {plan.dialect} spec, not a behaviour tree; run it with `{spelling.client()} start`"
+        )
+    return plan.model_copy(update={"spec_dir": str(Path(plan.spec_dir).resolve())})
+
+
+async def _answer(client: Client, trace_output: str, name: str, arg: Any) -> dict[str, Any]:
+    handle, ended = await _handle(client, trace_output)
+    if ended is not None:
+        status = "complete" if ended == WorkflowExecutionStatus.COMPLETED else "failed"
+        raise ExecutionError(f"the execution has ended ({status}); call reset_execution to run it again")
+    return await _update(handle, name, arg)
+
+
+async def _handle(client: Client, trace_output: str) -> tuple[WorkflowHandle, WorkflowExecutionStatus | None]:
+    """The execution's run, and how it ended if it has."""
+    run_id = execution_id(trace_output)
+    try:
+        desc = await describe(client, run_id)
+    except NoSuchRun:
+        raise ExecutionError(f"no execution at {trace_output}; call start_execution first") from None
+    ended = None if desc.status == WorkflowExecutionStatus.RUNNING else desc.status
+    return client.get_workflow_handle(run_id), ended
+
+
+async def _update(handle: WorkflowHandle, name: str, arg: Any) -> dict[str, Any]:
+    try:
+        if arg is None:
+            return await handle.execute_update(name, result_type=dict)
+        return await handle.execute_update(name, arg, result_type=dict)
+    except WorkflowUpdateFailedError as exc:
+        cause = exc.cause
+        raise ExecutionError(getattr(cause, "message", None) or str(cause)) from None
+    except RPCError as exc:
+        raise ExecutionError(f"the execution's run could not take the call: {exc.message}") from None
+
+
+async def _state(client: Client, trace_output: str) -> RunState:
+    try:
+        return await fetch_state(client, execution_id(trace_output))
+    except NoSuchRun:
+        raise ExecutionError(f"no execution at {trace_output}; call start_execution first") from None
+
+
+async def _start_input(client: Client, run_id: str) -> RunInput:
+    """The input the execution was first started with, read from its history."""
+    try:
+        async for event in client.get_workflow_handle(run_id).fetch_history_events():
+            payloads = event.workflow_execution_started_event_attributes.input.payloads
+            (inp,) = await client.data_converter.decode(payloads, [RunInput])
+            return inp
+    except RPCError:
+        pass
+    raise ExecutionError(f"no execution at {run_id.removeprefix(PREFIX)}; call start_execution first")
+
+
+def _read(values: dict[str, Any], path: str | None) -> Any:
+    if not path:
+        return values
+    value = lookup(values, path)
+    return {"path": path, "value": None if value is MISSING else value}

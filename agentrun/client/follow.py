@@ -1,0 +1,186 @@
+"""Following a run: a line per task, gate and compensation event, a live status line on a terminal,
+answering open gates inline when a prompter is given, the final state."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+from rich.console import Console
+from temporalio.client import Client, WorkflowFailureError
+
+from agentrun.client.humans import Prompter, answer_inline, gate_line
+from agentrun.client.no_worker import hint
+from agentrun.client.retries import Retries
+from agentrun.client.runs import ask_state, describe, fetch_state, live_worker
+from agentrun.workflows.contract import CompensationResult, Gate, RunState, TaskState, open_gates
+
+
+async def follow(
+    client: Client,
+    run_id: str,
+    console: Console,
+    poll_s: float = 0.5,
+    prompter: Prompter | None = None,
+    log: Path | None = None,
+) -> RunState:
+    """Print the run's events until it ends. With a prompter, each open question is put to it once;
+    `log` is where the worker in this process writes the detail of failures."""
+    handle = client.get_workflow_handle(run_id)
+    queue = (await describe(client, run_id)).task_queue
+    ended = asyncio.ensure_future(_wait(handle))
+    printer = _Printer(console, run_id, log)
+    retries = Retries(client, run_id)
+    asked: set[str] = set()
+    started = time.monotonic()
+    with console.status("starting…") as status:
+        while not ended.done():
+            state = await ask_state(handle)
+            if state is None:
+                # A worker that has just restarted takes the run within seconds: only say so when none polls.
+                if not await live_worker(client, queue):
+                    printer.once(f"  ! {hint(run_id, queue)}")
+                status.update(f"waiting for a worker · {time.monotonic() - started:.0f}s")
+                await asyncio.wait([ended], timeout=poll_s)
+                continue
+            printer.show(state)
+            if any(t.status == "running" for t in state.tasks.values()):
+                printer.retries(await retries.lines())
+            status.update(_live_line(state, time.monotonic() - started))
+            # A budget is raised by figures, not a choice: its line says how; questions are asked here.
+            gate = (
+                next((g for g in open_gates(state) if g.id not in asked and g.kind != "budget"), None)
+                if prompter
+                else None
+            )
+            if gate and prompter:
+                asked.add(gate.id)
+                status.stop()  # the spinner would overwrite the question
+                await answer_inline(handle, gate, prompter, console)
+                status.start()
+                continue
+            await asyncio.wait([ended], timeout=poll_s)
+    final = await fetch_state(client, run_id)
+    printer.show(final)
+    return final
+
+
+async def _wait(handle) -> None:
+    try:
+        await handle.result()
+    except WorkflowFailureError:
+        pass  # the state says why; the report shows it
+
+
+def _live_line(state: RunState, elapsed: float) -> str:
+    if state.status == "waiting":
+        return f"waiting for {state.waiting_for or 'a person'} · {elapsed:.0f}s"
+    task = state.tasks.get(state.current_task or "")
+    if not task:
+        return f"{state.status} · {elapsed:.0f}s"
+    return f"{task.id} · attempt {task.attempts} · iteration {task.iterations} · {elapsed:.0f}s elapsed"
+
+
+class _Printer:
+    """Prints what changed since the last state it saw, so each event shows once."""
+
+    def __init__(self, console: Console, run_id: str, log: Path | None = None):
+        self.console = console
+        self.run_id = run_id
+        self.log = log
+        self.seen: dict[str, tuple] = {}
+        self.gates: dict[str, str] = {}
+        self.warnings = 0
+        self.compensations = 0
+        self.said: set[str] = set()
+
+    def show(self, state: RunState) -> None:
+        for task in state.tasks.values():
+            self._task(task)
+        for gate in state.gates.values():
+            self._gate(gate)
+        for result in state.compensations[self.compensations :]:
+            self._print(_compensation(result))
+        self.compensations = len(state.compensations)
+        for warning in state.warnings[self.warnings :]:
+            self.console.print(_indented(f"  ! {warning}"), style="yellow", markup=False, highlight=False)
+        self.warnings = len(state.warnings)
+
+    def retries(self, lines: list[str]) -> None:
+        for line in lines:
+            self._print(line)
+            self._point_at_log()
+
+    def _point_at_log(self) -> None:
+        if self.log and self.log.exists():  # the worker logged something
+            self.once(f"    full detail in {self.log}")
+
+    def once(self, line: str) -> None:
+        if line not in self.said:
+            self.said.add(line)
+            self.console.print(line, style="yellow", markup=False, highlight=False)
+
+    def _gate(self, gate: Gate) -> None:
+        if self.gates.get(gate.id) == gate.status:
+            return
+        self.gates[gate.id] = gate.status
+        self._print(gate_line(self.run_id, gate) if gate.status == "open" else _closed(gate))
+
+    def _print(self, line: str) -> None:
+        self.console.print(line, markup=False, highlight=False)
+
+    def _task(self, task: TaskState) -> None:
+        before = self.seen.get(task.id, ("pending", 0, 0))
+        now = (task.status, task.attempts, task.iterations)
+        if now == before:
+            return
+        self.seen[task.id] = now
+        for line in _events(task, before):
+            self._print(line)
+        if task.status == "failed":
+            self._point_at_log()
+
+
+def _closed(gate: Gate) -> str:
+    answer = gate.answer
+    if gate.status == "timed_out":
+        taken = f": taken as {answer.value}" if answer and answer.value is not None else ""
+        return f"  ! gate {gate.id} timed out{taken}"
+    who = f" by {answer.by}" if answer and answer.by else ""
+    comment = f" ({answer.comment})" if answer and answer.comment else ""
+    return f"✓ gate {gate.id} answered: {answer.value if answer else ''}{who}{comment}"
+
+
+def _compensation(result: CompensationResult) -> str:
+    if result.status == "completed":
+        return f"↶ {result.action_id} compensated"
+    return f"✗ compensation of {result.action_id} failed: {result.error}"
+
+
+def _events(task: TaskState, before: tuple) -> list[str]:
+    """Every step between two states of a task, however many a poll missed: its start line, each
+    attempt and each loop round, then how it ended."""
+    status, attempts, iterations = before
+    if task.reused_from and status == "pending":
+        failed = " (it failed there)" if task.status == "failed" else ""
+        return [f"↷ {task.id} reused from {task.reused_from}{failed}"]
+    lines = []
+    ran_unseen = status == "pending" and task.attempts > 0
+    if status != "running" and (task.status == "running" or ran_unseen):
+        lines.append(f"▶ {task.id} ({task.agent})")
+    lines += [f"  ↺ {task.id} attempt {n}" for n in range(max(attempts + 1, 2), task.attempts + 1)]
+    lines += [f"  ↻ {task.id} iteration {n}" for n in range(max(iterations + 1, 2), task.iterations + 1)]
+    if task.status == "completed":
+        lines.append(f"✓ {task.id} done in {task.duration_s:.1f}s")
+    elif task.status == "failed":
+        lines.append(_indented(f"✗ {task.id} failed: {task.error}"))
+    elif task.status in ("skipped", "cancelled"):
+        lines.append(f"- {task.id} {task.status}")
+    return lines
+
+
+def _indented(line: str) -> str:
+    """A many-line message under its first line, so the next event still stands out."""
+    first, *rest = line.splitlines() or [""]
+    return "\n".join([first, *(f"      {more}" for more in rest)])

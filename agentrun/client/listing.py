@@ -1,0 +1,113 @@
+"""`client list`: recent runs, newest first, filtered by status or spec, as a table or JSON."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any, get_args
+
+from rich.console import Console
+from rich.table import Table
+from temporalio.client import Client, WorkflowExecution, WorkflowExecutionStatus
+from temporalio.service import RPCError
+
+from agentrun.client import spelling
+from agentrun.client.runs import CLOSED_STATUS, UsageError
+from agentrun.workflows import contract
+from agentrun.workflows.contract import RunStatus
+
+STATUSES = get_args(RunStatus)
+DEFAULT_LIMIT = 50
+_LIVE = frozenset({"pending", "running", "waiting", "retrying"})
+COLUMNS = ("RUN", "STATUS", "SPEC", "STARTED", "ENDED")
+
+
+def add_arguments(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--status", choices=STATUSES, help="only runs with this status")
+    command.add_argument("--spec", metavar="NAME", help="only runs of the spec with this name")
+    command.add_argument("--limit", type=int, default=DEFAULT_LIMIT, metavar="N", help="at most N runs (default 50)")
+    command.add_argument("--json", action="store_true", help="a JSON list of the runs")
+
+
+def visibility_query(status: str | None, spec: str | None) -> str:
+    """The Temporal list filter for the options. A run ended from outside (terminated) never wrote
+    its own status, so the server's execution status decides for it and for the live ones."""
+    # A run that continued as new is one run: only its latest execution is listed.
+    parts = [f'WorkflowType="{contract.WORKFLOW}"', 'ExecutionStatus!="ContinuedAsNew"']
+    if spec:
+        parts.append(f"{contract.SPEC.name}={json.dumps(spec)}")
+    if status == "terminated":
+        parts.append('ExecutionStatus="Terminated"')
+    elif status:
+        parts.append(f'{contract.STATUS.name}="{status}"')
+        if status in _LIVE:
+            parts.append('ExecutionStatus="Running"')
+    return " AND ".join(parts)
+
+
+async def list_command(client: Client, args: argparse.Namespace, console: Console) -> int:
+    if args.limit <= 0:
+        raise UsageError(f"--limit {args.limit} is not above 0")
+    query = visibility_query(args.status, args.spec)
+    try:
+        rows = [row(wf) async for wf in client.list_workflows(query, limit=args.limit)]
+        total = (await client.count_workflows(query)).count
+    except RPCError as exc:
+        raise UsageError(f"Temporal cannot list runs with this filter: {exc.message}") from None
+    more = f"showing {len(rows)} of {total} runs: --limit N shows more" if total > len(rows) else ""
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        if more:
+            print(more, file=sys.stderr)
+        return 0
+    if not rows:
+        console.print(_nothing(args), markup=False)
+        return 0
+    _table(console, rows)
+    if more:
+        console.print(more, markup=False)
+    return 0
+
+
+def row(wf: WorkflowExecution) -> dict[str, Any]:
+    attrs = wf.search_attributes or {}
+    return {
+        "run_id": wf.id,
+        "status": status_of(wf.status, str((attrs.get(contract.STATUS.name) or [""])[0])),
+        "spec": str((attrs.get(contract.SPEC.name) or [""])[0]),
+        "started": wf.start_time.isoformat(timespec="seconds") if wf.start_time else "",
+        "ended": wf.close_time.isoformat(timespec="seconds") if wf.close_time else "",
+    }
+
+
+def status_of(execution: WorkflowExecutionStatus | None, said: str) -> str:
+    """The run's own status, unless it ended without saying so (terminated, or before it started)."""
+    closed = CLOSED_STATUS.get(execution) if execution is not None else None
+    if closed and (not said or said in _LIVE):
+        return closed
+    return said or ("running" if execution == WorkflowExecutionStatus.RUNNING else "")
+
+
+def _nothing(args: argparse.Namespace) -> str:
+    filters = [f"--{name} {getattr(args, name)}" for name in ("status", "spec") if getattr(args, name)]
+    return (
+        "no runs match " + " ".join(filters)
+        if filters
+        else f"no runs yet: start one with `{spelling.client()} start SPEC`"
+    )
+
+
+def _table(console: Console, rows: list[dict[str, Any]]) -> None:
+    table = Table(box=None, header_style="bold", pad_edge=False)
+    for name in COLUMNS:
+        table.add_column(name, no_wrap=True)
+    for r in rows:
+        table.add_row(r["run_id"], r["status"], r["spec"], _when(r["started"]), _when(r["ended"]) or "-")
+    # Piped output keeps every cell whole; a terminal gets the table at its width.
+    out = console if console.is_terminal else Console(file=console.file, width=10_000, highlight=False)
+    out.print(table)
+
+
+def _when(iso: str) -> str:
+    return iso.replace("T", " ").replace("+00:00", " UTC")

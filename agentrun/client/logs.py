@@ -1,0 +1,110 @@
+"""`client logs RUN [--task ID] [--follow]`: what was said to each agent and what it answered, in
+order, read from the run's Temporal history (every prompt is an activity's input, every reply its
+result), so it works for any run, ended or not, whichever worker ran it."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import AsyncIterator
+from datetime import datetime
+from typing import NamedTuple
+
+from rich.console import Console
+from temporalio.api.enums.v1 import EventType
+from temporalio.api.history.v1 import HistoryEvent
+from temporalio.client import Client
+
+from agentrun.client.runs import describe
+from agentrun.spec.calls import RUN_AGENT, AgentCall, AgentReply
+
+
+class Said(NamedTuple):
+    """One thing in an agent conversation: a prompt, a reply, or a failed call."""
+
+    at: datetime
+    task: str
+    agent: str
+    kind: str  # prompt, reply, failed
+    text: str
+    stderr: str = ""
+
+
+def add_arguments(command: argparse.ArgumentParser) -> None:
+    command.add_argument("run_id")
+    command.add_argument("--task", metavar="ID", help="only this task (with its map elements and sub-agents)")
+    command.add_argument("--follow", action="store_true", help="keep printing until the run ends")
+
+
+async def logs_command(client: Client, args: argparse.Namespace, console: Console) -> int:
+    await describe(client, args.run_id)  # a clear error for a run that is not there
+    shown = 0
+    async for said in conversation(client, args.run_id, args.follow):
+        if args.task and not belongs(said.task, args.task):
+            continue
+        shown += 1
+        console.print(render(said), markup=False, highlight=False)
+    if not shown:
+        about = f" of task '{args.task}'" if args.task else ""
+        console.print(f"no agent has been asked anything{about} in run {args.run_id}", markup=False)
+    return 0
+
+
+def belongs(task: str, wanted: str) -> bool:
+    """`wanted` itself, one of its map elements (`score[2]`) or one of its sub-agents (`goal/agent-1`)."""
+    return task == wanted or task.startswith((f"{wanted}[", f"{wanted}/"))
+
+
+async def conversation(client: Client, run_id: str, follow: bool = False) -> AsyncIterator[Said]:
+    """The run's prompts, replies and failed agent calls, in the order they happened."""
+    calls: dict[int, AgentCall] = {}  # by the event id that scheduled the call
+    handle = client.get_workflow_handle(run_id)
+    async for event in handle.fetch_history_events(wait_new_event=follow):
+        if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+            attrs = event.activity_task_scheduled_event_attributes
+            if attrs.activity_type.name == RUN_AGENT and attrs.input.payloads:
+                call = (await client.data_converter.decode(attrs.input.payloads[:1], [AgentCall]))[0]
+                calls[event.event_id] = call
+                if call.prompt:
+                    yield Said(_at(event), call.task_id, call.agent_id, "prompt", call.prompt)
+            continue
+        said = await _outcome(client, event, calls)
+        if said:
+            yield said
+
+
+async def _outcome(client: Client, event: HistoryEvent, calls: dict[int, AgentCall]) -> Said | None:
+    kind = event.event_type
+    if kind == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
+        attrs = event.activity_task_completed_event_attributes
+        call = calls.get(attrs.scheduled_event_id)
+        if call is None or not attrs.result.payloads:
+            return None
+        reply = (await client.data_converter.decode(attrs.result.payloads[:1], [AgentReply]))[0]
+        text = reply.text or "\n".join(f"(asks for tool {t.name}: {t.arguments})" for t in reply.tool_calls)
+        return Said(_at(event), call.task_id, call.agent_id, "reply", text, reply.stderr)
+    failed = {
+        EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED: event.activity_task_failed_event_attributes,
+        EventType.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT: event.activity_task_timed_out_event_attributes,
+    }.get(kind)
+    if failed is None or failed.scheduled_event_id not in calls:
+        return None
+    call = calls[failed.scheduled_event_id]
+    message = failed.failure.message or "failed"
+    if kind == EventType.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT:
+        message = f"timed out: {message}"
+    return Said(_at(event), call.task_id, call.agent_id, "failed", message)
+
+
+def render(said: Said) -> str:
+    when = f"{said.at:%H:%M:%S}"
+    if said.kind == "failed":
+        return f"── {when} {said.task} ✗ agent '{said.agent}' failed: {said.text}\n"
+    arrow = "→" if said.kind == "prompt" else "←"
+    text = f"── {when} {said.task} {arrow} agent '{said.agent}' ({said.kind})\n{said.text.rstrip()}\n"
+    if said.stderr:
+        text += f"── stderr of agent '{said.agent}'\n{said.stderr.rstrip()}\n"
+    return text
+
+
+def _at(event: HistoryEvent) -> datetime:
+    return event.event_time.ToDatetime()

@@ -1,0 +1,76 @@
+"""A run no worker answers for: what it was started with, and how to get a worker to it.
+
+Without a worker nobody can query the run's state; its start input, in Temporal's history, still
+says which spec it runs and what its steps are.
+"""
+
+from __future__ import annotations
+
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client
+from temporalio.service import RPCError
+
+from agentrun.client import spelling
+from agentrun.workflows import contract
+from agentrun.workflows.contract import RunInput, RunState
+
+# The warning fetch_state gives such a run; `pending` looks for it.
+NO_WORKER = "no worker is answering for this run"
+
+
+def worker_command(task_queue: str) -> str:
+    """How to start a worker for runs on this queue."""
+    return spelling.worker() + ("" if task_queue == contract.TASK_QUEUE else f" --task-queue {task_queue}")
+
+
+def hint(run_id: str, task_queue: str, polled: bool = False) -> str:
+    """What to do when no worker runs `run_id`; `polled` when a worker polls its queue but did not answer."""
+    if polled:
+        why = f"a worker polls task queue '{task_queue}' but did not answer for this run"
+    else:
+        why = f"no worker polls task queue '{task_queue}', so nothing runs it"
+    return (
+        f"{why}: start one with `{worker_command(task_queue)}`, "
+        f"or run one here with `{spelling.client()} watch {run_id} --worker`"
+    )
+
+
+async def state(client: Client, run_id: str, task_queue: str, polled: bool) -> RunState:
+    """The run as it was started: its spec, its steps (none run as far as anyone can tell), and why
+    nothing more is known."""
+    started = await start_input(client, run_id)
+    warnings = [NO_WORKER, hint(run_id, task_queue, polled)]
+    if started is None:
+        return RunState(run_id=run_id, status="running", warnings=warnings)
+    warnings.append("its steps are listed as the run started: what they did is known once a worker takes the run")
+    plan = started.plan
+    return RunState(
+        run_id=run_id,
+        spec=plan.name,
+        dialect=plan.dialect,
+        goal=plan.goal or plan.description,
+        status="running",
+        tasks=contract.task_rows(plan),
+        warnings=warnings,
+    )
+
+
+async def start_input(client: Client, run_id: str) -> RunInput | None:
+    """What `start` gave the run, from the first event of its history."""
+    handle = client.get_workflow_handle(run_id)
+    try:
+        async for event in handle.fetch_history_events():
+            if event.event_type != EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
+                return None
+            payloads = event.workflow_execution_started_event_attributes.input.payloads
+            return (await client.data_converter.decode(payloads[:1], [RunInput]))[0] if payloads else None
+    except (RPCError, ValueError, TypeError):  # a run of another shape than this client knows
+        return None
+    return None
+
+
+def notes(state: RunState) -> list[str]:
+    """What a state built here says beyond the marker: why nothing is known, and what to do."""
+    if NO_WORKER not in state.warnings:
+        return []
+    return state.warnings[state.warnings.index(NO_WORKER) + 1 :]

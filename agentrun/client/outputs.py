@@ -1,0 +1,29 @@
+"""Steps' outputs after the report: with `report --outputs` each one in full; always, for a step whose
+output failed validation, the reply that failed."""
+
+from __future__ import annotations
+
+import re
+
+from agentrun.workflows.contract import RunState
+
+
+def section(state: RunState, every: bool = True) -> str:
+    """The section, or "" when it would be empty and not asked for."""
+    lines = ["", "## Outputs" if every else "## Replies That Failed Validation"]
+    for n, (key, task) in enumerate(state.tasks.items(), 1):
+        output = state.outputs.get(key)
+        failed = task.status == "failed"
+        if output is None or not (every or failed):
+            continue
+        lines += ["", f"### {n}. {key}" + (" (the reply that failed)" if failed else ""), "", *_fenced(output)]
+    if len(lines) == 2:
+        return "\n".join([*lines, "", "(no step has an output yet)"]) + "\n" if every else ""
+    return "\n".join(lines) + "\n"
+
+
+def _fenced(text: str) -> list[str]:
+    """The text as a code block its own backticks cannot end."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return [fence, text.rstrip("\n"), fence]

@@ -1,0 +1,148 @@
+"""Reading runs back from Temporal: their state, whether a worker is there, the list of runs."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import time
+from datetime import timedelta
+
+from temporalio.api.common.v1 import WorkflowExecution
+from temporalio.api.enums.v1 import TaskQueueType
+from temporalio.api.taskqueue.v1 import TaskQueue
+from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest, GetWorkflowExecutionHistoryReverseRequest
+from temporalio.client import Client, WorkflowExecutionDescription, WorkflowExecutionStatus, WorkflowHandle
+from temporalio.service import RPCError
+
+from agentrun.client import no_worker
+from agentrun.workflows import contract
+from agentrun.workflows.contract import RunState, RunStatus
+
+CLOSED_STATUS: dict[WorkflowExecutionStatus, RunStatus] = {
+    WorkflowExecutionStatus.COMPLETED: "completed",
+    WorkflowExecutionStatus.FAILED: "failed",
+    WorkflowExecutionStatus.CANCELED: "cancelled",
+    WorkflowExecutionStatus.TERMINATED: "terminated",
+    WorkflowExecutionStatus.TIMED_OUT: "timeout",
+}
+
+
+QUERY_S = 5.0  # how long one state query waits for a worker
+# After a worker dies the server sends its runs' queries to the dead worker's own (sticky) queue
+# until it gives up on it, about 10 s; then a live worker on the run's task queue answers.
+RESTART_PATIENCE_S = 25.0
+
+
+class NoSuchRun(Exception):
+    pass
+
+
+class UsageError(Exception):
+    """A mistake on the command line (exit code 2)."""
+
+
+class NoWorker(Exception):
+    """No worker took what was sent to a run in time (exit code 3)."""
+
+
+async def describe(client: Client, run_id: str) -> WorkflowExecutionDescription:
+    """The run's description; NoSuchRun if there is none with that id."""
+    try:
+        return await client.get_workflow_handle(run_id).describe()
+    except RPCError as exc:
+        raise NoSuchRun(f"no run with id '{run_id}' ({exc.message})") from None
+
+
+async def running(client: Client, run_id: str) -> tuple[WorkflowHandle, str]:
+    """The handle and task queue of a run that can take an update or a cancellation: it exists (else
+    NoSuchRun) and is still running (else UsageError)."""
+    desc = await describe(client, run_id)
+    if desc.status != WorkflowExecutionStatus.RUNNING:
+        status = CLOSED_STATUS.get(desc.status, "ended") if desc.status else "ended"
+        raise UsageError(f"run {run_id} has ended ({status}); there is nothing left to answer or cancel")
+    return client.get_workflow_handle(run_id), desc.task_queue
+
+
+async def fetch_state(client: Client, run_id: str) -> RunState:
+    """The latest state of a run: by query while it runs, from its memo once it has ended."""
+    desc = await describe(client, run_id)
+    if desc.status == WorkflowExecutionStatus.RUNNING:
+        return await _running_state(client, client.get_workflow_handle(run_id), desc.task_queue)
+    state = await desc.memo_value("state", None, type_hint=RunState) or RunState(run_id=run_id)
+    if desc.status is not None and desc.status in CLOSED_STATUS and state.status in ("pending", "running"):
+        state.status = CLOSED_STATUS[desc.status]  # terminated from outside before it could say so
+    if desc.status == WorkflowExecutionStatus.TERMINATED:
+        state.errors.append(await _terminated_because(client, run_id))
+    return state
+
+
+async def _terminated_because(client: Client, run_id: str) -> str:
+    """Who ended the run from outside (Temporal Web's Terminate, `temporal workflow terminate`), and why."""
+    request = GetWorkflowExecutionHistoryReverseRequest(
+        namespace=client.namespace, execution=WorkflowExecution(workflow_id=run_id), maximum_page_size=1
+    )
+    events = (await client.workflow_service.get_workflow_execution_history_reverse(request)).history.events
+    attrs = events[0].workflow_execution_terminated_event_attributes if events else None
+    reason = attrs.reason if attrs and attrs.reason else "no reason given"
+    who = f" by {attrs.identity}" if attrs and attrs.identity else ""
+    return f"the run was terminated from outside{who}: {reason}"
+
+
+async def _running_state(client: Client, handle: WorkflowHandle, task_queue: str) -> RunState:
+    """The state from the worker that holds the run. While a live worker polls the run's queue (one
+    that has just restarted), a failed query is asked again for a while rather than reported."""
+    deadline = time.monotonic() + RESTART_PATIENCE_S
+    while True:
+        state = await ask_state(handle)
+        if state:
+            return state
+        polled = await live_worker(client, task_queue)
+        if time.monotonic() >= deadline or not polled:
+            return await no_worker.state(client, handle.id, task_queue, polled)
+        await asyncio.sleep(0.5)  # a query refused at once must not spin
+
+
+async def ask_state(handle: WorkflowHandle, timeout_s: float = QUERY_S) -> RunState | None:
+    """The state of a running run from the worker that holds it; None if no worker answered in time."""
+    try:
+        return await handle.query(contract.STATE, result_type=RunState, rpc_timeout=timedelta(seconds=timeout_s))
+    except RPCError:
+        return None
+
+
+async def live_worker(client: Client, task_queue: str) -> bool:
+    """worker_polling, and False where the server cannot tell."""
+    try:
+        return await worker_polling(client, task_queue)
+    except RPCError:  # a server that cannot describe queues: do not keep asking
+        return False
+
+
+async def worker_polling(client: Client, task_queue: str) -> bool:
+    """True if a live worker polls the queue. Pollers of dead local processes are ignored."""
+    request = DescribeTaskQueueRequest(
+        namespace=client.namespace,
+        task_queue=TaskQueue(name=task_queue),
+        task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+    )
+    response = await client.workflow_service.describe_task_queue(request)
+    now = time.time()
+    for poller in response.pollers:
+        recent = now - poller.last_access_time.ToSeconds() < 120
+        if recent and _process_alive(poller.identity):
+            return True
+    return False
+
+
+def _process_alive(identity: str) -> bool:
+    pid, _, host = identity.partition("@")
+    if host != socket.gethostname() or not pid.isdigit():
+        return True  # another machine: trust the server's record
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

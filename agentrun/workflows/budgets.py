@@ -1,0 +1,86 @@
+"""Budgets: what a reply cost, and whether the run or a step may send its next prompt."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from agentrun.spec import ir
+from agentrun.spec.calls import Usage
+from agentrun.workflows.contract import RUN_BUDGET_GATE, ModelUsage, RunState, dollars
+
+
+class BudgetExceeded(Exception):
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
+
+
+def cost_usd(prices: dict[str, ir.Price], model: str, usage: Usage) -> float | None:
+    """The reply's price, or None when the table has no price for its model."""
+    price = prices.get(model)
+    if price is None:
+        return None
+    return (usage.input_tokens * price.input + usage.output_tokens * price.output) / 1_000_000
+
+
+def overrun(limit: ir.Budget, spent: ModelUsage) -> str | None:
+    """What went over `limit`, as a person should read it, or None. A prompt budget is spent when
+    the next prompt would go past it; tokens and dollars once they are past it."""
+    tokens, usd = spent.input_tokens + spent.output_tokens, spent.cost_usd
+    if limit.iterations is not None and spent.calls >= limit.iterations:
+        return f"{spent.calls} prompts sent, as many as the budget allows"
+    if limit.tokens is not None and tokens > limit.tokens:
+        return f"{tokens} tokens used, over the budget of {limit.tokens}"
+    if limit.usd is not None and usd > limit.usd:
+        return f"{dollars(usd)} spent, over the budget of {dollars(limit.usd)}"
+    return None
+
+
+def gate_id(step: str | None) -> str:
+    return f"{RUN_BUDGET_GATE}:{step}" if step else RUN_BUDGET_GATE
+
+
+class Budgets:
+    """Checked before each prompt; a paused budget waits on `pause` until a person raises or ends it."""
+
+    def __init__(self, state: RunState, pause: Callable[[str, str], Awaitable[bool]]):
+        self.state, self.pause = state, pause
+        self.paused_steps: dict[str, str | None] = {}  # a budget gate's name -> the step whose budget it is
+
+    async def check(self, steps: list[str]) -> None:
+        """Return when every budget in reach allows another prompt; raise BudgetExceeded otherwise."""
+        while True:
+            over = self._first_overrun(steps)
+            if over is None:
+                return
+            step, limit, why = over
+            message = f"budget exceeded{f' in step {step}' if step else ''}: {why}"
+            self.paused_steps[gate_id(step)] = step
+            if limit.on_exceeded == "fail" or not await self.pause(gate_id(step), message):
+                raise BudgetExceeded(message)
+
+    def _first_overrun(self, steps: list[str]) -> tuple[str | None, ir.Budget, str] | None:
+        state = self.state
+        if state.budget is not None:
+            why = overrun(state.budget, state.run_usage())
+            if why:
+                return None, state.budget, why
+        for step in steps:
+            limit = state.step_budgets[step]
+            why = overrun(limit, state.step_usage.get(step, ModelUsage()))
+            if why:
+                return step, limit, why
+        return None
+
+    def raised(self, gate: str, tokens: int | None, usd: float | None, iterations: int | None) -> ir.Budget:
+        """A person raised the budget a pause is waiting on; the new limits count from now on."""
+        step = self.paused_steps[self.state.gates[gate].name]
+        old = self.state.step_budgets[step] if step else self.state.budget
+        assert old is not None  # a budget that paused the run exists
+        given = {"tokens": tokens, "usd": usd, "iterations": iterations}
+        new = old.model_copy(update={k: v for k, v in given.items() if v is not None})
+        if step:
+            self.state.step_budgets[step] = new
+        else:
+            self.state.budget = new
+        return new

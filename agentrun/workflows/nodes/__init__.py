@@ -1,0 +1,42 @@
+"""Each node kind's runtime, one module per kind, found here by the kind's name.
+
+A handler runs one node once; the interpreter around it applies what every node shares: its gate,
+budget, retries, failure policy, timeout, the values it keeps and its compensation.
+"""
+
+from __future__ import annotations
+
+from agentrun.workflows.nodes import (
+    evaluate,
+    graph,
+    human,
+    loop,
+    map,
+    parallel,
+    provider,
+    selector,
+    sequence,
+    supervisor,
+    switch,
+    task,
+    verifier,
+)
+from agentrun.workflows.nodes.base import Handler
+
+_MODULES = (
+    task,
+    provider,
+    human,
+    evaluate,
+    sequence,
+    parallel,
+    selector,
+    switch,
+    loop,
+    map,
+    graph,
+    supervisor,
+    verifier,
+)
+HANDLERS: dict[str, Handler] = {m.KIND.model_fields["kind"].default: m.HANDLER for m in _MODULES}
+RUNNABLE_KINDS = frozenset(HANDLERS)

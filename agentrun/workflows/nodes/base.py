@@ -1,0 +1,24 @@
+"""The shape of a node kind's runtime, which each module under `workflows.nodes` declares."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agentrun.workflows.interpreter import Interpreter
+    from agentrun.workflows.scope import Scope
+
+
+@dataclass(frozen=True)
+class Handler:
+    execute: Callable[[Interpreter, Any, Scope], Awaitable[Any]]
+    # Does work a resumed run does not repeat (an agent prompt, a provider call): skipped before
+    # --resume-from, and marked by what it reads itself; any other node's taint comes from the
+    # nodes it ran.
+    work: bool = False
+    # Applies the node's timeout itself (an agent task or a provider call gives it to its activity,
+    # a question is its gate's timeout, a parallel step bounds its wait policy) instead of being
+    # cancelled as a whole when the timeout passes.
+    own_timeout: bool = False

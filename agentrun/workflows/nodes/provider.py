@@ -1,0 +1,50 @@
+"""A provider call: a registered provider's method with its params filled in; no agent."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from agentrun.spec import calls, ir
+from agentrun.spec.render import render, render_value
+from agentrun.workflows import activity_calls
+from agentrun.workflows.nodes import leaf
+from agentrun.workflows.nodes.base import Handler
+
+if TYPE_CHECKING:
+    from agentrun.workflows.interpreter import Interpreter
+    from agentrun.workflows.scope import Scope
+
+KIND = ir.Provider
+DEFAULT_TIMEOUT_S = 600
+
+
+async def execute(engine: Interpreter, node: ir.Provider, scope: Scope) -> str:
+    return await leaf.perform(
+        engine, node, scope, lambda task: leaf.checked(engine, node, scope, task, lambda _: _call(engine, node, scope))
+    )
+
+
+async def _call(engine: Interpreter, node: ir.Provider, scope: Scope) -> str:
+    key = str(scope.key)
+    values = engine.values(scope)
+    output_file = node.call.output_file
+    arg = calls.ProviderCall(
+        task_id=key,
+        workdir=engine.inp.workdir,
+        provider=node.call.provider,
+        method=node.call.method,
+        params=render_value(node.call.params, values, engine.inp.plan.undefined),
+        output_file=render(output_file, values, engine.inp.plan.undefined) if output_file else None,
+    )
+    result = await activity_calls.perform(
+        key,
+        calls.CALL_PROVIDER,
+        arg,
+        calls.ProviderResult,
+        summary=f"{node.label}: {node.call.provider}.{node.call.method}",
+        timeout_s=node.timeout_s or DEFAULT_TIMEOUT_S,
+    )
+    return result.text
+
+
+HANDLER = Handler(execute, work=True, own_timeout=True)

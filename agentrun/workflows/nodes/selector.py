@@ -1,0 +1,28 @@
+"""A selector: its children in order until one succeeds; it fails when every one has."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from agentrun.spec import ir
+from agentrun.workflows.failures import TaskFailed
+from agentrun.workflows.nodes.base import Handler
+
+if TYPE_CHECKING:
+    from agentrun.workflows.interpreter import Interpreter
+    from agentrun.workflows.scope import Scope
+
+KIND = ir.Selector
+
+
+async def execute(engine: Interpreter, node: ir.Selector, scope: Scope) -> Any:
+    errors = []
+    for child in node.children:
+        try:
+            return await engine.run(child, scope)
+        except TaskFailed as exc:
+            errors.append(exc.message)
+    raise TaskFailed(str(scope.key), "every alternative failed: " + "; ".join(errors))
+
+
+HANDLER = Handler(execute)

@@ -1,0 +1,42 @@
+"""An agent task: its reply protocol prompts the agent; success criteria check the work after it."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any
+
+from agentrun.spec import ir
+from agentrun.workflows.contract import TaskState
+from agentrun.workflows.nodes import leaf
+from agentrun.workflows.nodes.base import Handler
+from agentrun.workflows.protocols import PROTOCOLS
+
+if TYPE_CHECKING:
+    from agentrun.workflows.interpreter import Interpreter
+    from agentrun.workflows.scope import Scope
+
+KIND = ir.Task
+
+
+async def execute(engine: Interpreter, node: ir.Task, scope: Scope) -> Any:
+    cancelled = False
+    try:
+        return await leaf.perform(engine, node, scope, lambda task: _attempts(engine, node, scope, task))
+    except asyncio.CancelledError:
+        cancelled = True  # the driver stops a cancelled task's agent itself
+        raise
+    finally:
+        if not cancelled and engine.conversation.restarts(node):
+            await engine.conversation.release(node, scope)
+
+
+async def _attempts(engine: Interpreter, node: ir.Task, scope: Scope, task: TaskState) -> Any:
+    """The protocol's reply, sent again with the check's error while the success criteria fail."""
+    task.agent = node.agent
+    protocol = PROTOCOLS[node.protocol]
+    return await leaf.checked(
+        engine, node, scope, task, lambda error: protocol.perform(engine, node, scope, task, error)
+    )
+
+
+HANDLER = Handler(execute, work=True, own_timeout=True)

@@ -1,0 +1,146 @@
+"""The task tree's protocol: every reply ends with `COMPLETION_STATUS: <STATUS>`.
+
+COMPLETE ends a task, ERROR fails it, and a loop (`loop_until`) prompts again until its status.
+A reply with no status gets one reminder, unless the run is lenient.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+from temporalio import workflow
+
+from agentrun.spec import ir
+from agentrun.spec.render import UndefinedNames, render
+from agentrun.workflows.contract import DEFAULT_MAX_ITERATIONS
+from agentrun.workflows.failures import TaskFailed
+
+if TYPE_CHECKING:
+    from agentrun.workflows.contract import TaskState
+    from agentrun.workflows.interpreter import Interpreter
+    from agentrun.workflows.scope import Scope
+
+WORD_BESIDE_STATUS = "loop-word-beside-status"
+_STATUS = re.compile(r"COMPLETION_STATUS:\s*\**\s*([A-Za-z][\w-]*)")
+
+
+class StatusProtocol:
+    def first_prompt(self, node: ir.Task, values: dict[str, Any], undefined: UndefinedNames = "error") -> str:
+        return prompt(node, values, None, undefined)
+
+    async def perform(
+        self, engine: Interpreter, node: ir.Task, scope: Scope, task: TaskState, retry_error: str | None
+    ) -> str:
+        """Prompt, and prompt again while a loop waits for its status; the last reply."""
+        limit = (
+            (node.loop_until.max_iterations if node.loop_until else None)
+            or engine.inp.max_iterations
+            or DEFAULT_MAX_ITERATIONS
+        )
+        first = engine.journal.get(scope.path + "#iteration") if engine.journal.has(scope.path + "#iteration") else 1
+        iteration = first - 1
+        while True:
+            iteration += 1
+            if iteration > first:
+                engine.journal.entries[scope.path + "#iteration"] = iteration  # where to start again
+                await engine.between_rounds()
+            task.iterations += 1
+            workflow.set_current_details(f"Running **{node.label}**: attempt {task.attempts}, iteration {iteration}")
+            values = engine.values(scope, iteration=iteration)
+            text = prompt(node, values, retry_error if iteration == first else None, engine.inp.plan.undefined)
+            reply = await _reply_with_status(engine, node, scope, text)
+            if not node.loop_until or _loop_ended(node, reply):
+                return reply
+            if iteration >= limit:
+                engine.state.warnings.append(
+                    f"{scope.key}: stopped after {limit} iterations without status {node.loop_until.status}"
+                )
+                return reply
+
+
+STATUS = StatusProtocol()
+
+
+async def _reply_with_status(engine: Interpreter, node: ir.Task, scope: Scope, text: str) -> str:
+    """Send a prompt; an ERROR status fails the task; no status gets one nudge (strict mode)."""
+    reply = await engine.conversation.ask(node, scope, text)
+    status = status_of(reply)
+    lenient = engine.inp.lenient or engine.inp.plan.completion == "lenient"
+    if status is None and not lenient and not _loop_ended(node, reply):
+        reply = await engine.conversation.ask(node, scope, nudge(node), phase="reminder")
+        status = status_of(reply)
+        if status is None and not _loop_ended(node, reply):
+            raise TaskFailed(str(scope.key), "the agent stopped without a completion status, even after a reminder")
+    if status == "ERROR":
+        raise TaskFailed(str(scope.key), "the agent reported COMPLETION_STATUS: ERROR: " + reply.strip()[-300:])
+    return reply
+
+
+def prompt(task: ir.Task, values: dict[str, Any], retry_error: str | None, undefined: UndefinedNames = "error") -> str:
+    """System text, the retry message, the instructions, the loop message, the status instruction."""
+    parts = []
+    if task.system:
+        parts.append(render(task.system, values, undefined))
+    if retry_error is not None and task.criteria:
+        message = task.criteria.retry_message or "The previous attempt failed its success check: {{ error }}"
+        parts.append(render(message, {**values, "error": retry_error}, undefined))
+    parts.append(render(task.prompt, values, undefined))
+    if task.loop_until and task.loop_until.message:
+        parts.append(render(task.loop_until.message, values, undefined))
+    parts.append(instruction(task))
+    return "\n\n".join(p.strip() for p in parts if p.strip())
+
+
+def status_of(reply: str) -> str | None:
+    """The last `COMPLETION_STATUS: X` in a reply, upper-cased."""
+    found = _STATUS.findall(reply)
+    return found[-1].upper() if found else None
+
+
+def loop_done(reply: str, status: str) -> bool:
+    """A loop ends on `COMPLETION_STATUS: <status>`, or, as cyberian does, on the status word
+    anywhere in the reply as a whole word in any case ("NO_MORE_RESEARCH. COMPLETION_STATUS:
+    COMPLETE" ends a loop waiting for NO_MORE_RESEARCH). A reply that says `COMPLETION_STATUS:
+    CONTINUE` goes on whatever its prose names ("built 1 of 3; when all are BUILT …")."""
+    explicit = status_of(reply)
+    if explicit == status.upper():
+        return True
+    if explicit == "CONTINUE":
+        return False
+    return re.search(rf"(?<![\w-]){re.escape(status)}(?![\w-])", reply, re.IGNORECASE) is not None
+
+
+def _loop_ended(node: ir.Task, reply: str) -> bool:
+    if node.loop_until is None or not loop_done(reply, node.loop_until.status):
+        return False
+    explicit = status_of(reply)
+    if explicit is None or explicit == node.loop_until.status.upper():
+        return True
+    # The word beside another status line: runs recorded before this rule kept looping here.
+    return workflow.patched(WORD_BESIDE_STATUS)
+
+
+def instruction(task: ir.Task) -> str:
+    if task.loop_until:
+        return (
+            "End your reply with a line `COMPLETION_STATUS: <STATUS>` as asked above "
+            "(or `COMPLETION_STATUS: ERROR` if you cannot go on)."
+        )
+    return (
+        "When you have finished, end your reply with the line `COMPLETION_STATUS: COMPLETE` "
+        "(or `COMPLETION_STATUS: ERROR` if you could not do the task)."
+    )
+
+
+def nudge(task: ir.Task) -> str:
+    if task.loop_until:
+        return (
+            f"You stopped without a completion status. Reply with the line "
+            f"`COMPLETION_STATUS: {task.loop_until.status}` if you are done, "
+            "`COMPLETION_STATUS: CONTINUE` if there is more to do, or `COMPLETION_STATUS: ERROR`."
+        )
+    return (
+        "You stopped without a completion status. Reply with the line `COMPLETION_STATUS: COMPLETE` "
+        "if the task is done, or `COMPLETION_STATUS: ERROR` if it failed."
+    )

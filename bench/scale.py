@@ -1,0 +1,177 @@
+"""Runs of any size against raw Temporal, on one dev server in the same run.
+
+    python bench/scale.py [--concurrent 100] [--tasks 10]
+
+Many runs: `--concurrent` runs of a `--tasks`-task chain (an instant `scripted:` agent) started at
+once on one `python -m worker` process, then the same number of RawChain runs (bench/overhead.py:
+one run_agent activity per task, nothing else) on a worker process that registers only RawChain
+and the activities. Printed: runs/s for each, the ratio, and each worker's peak RSS (VmHWM).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+
+from overhead import HEARTBEAT_S, REPLY, RawChain, raw_input, stdout_to_devnull, write_chain
+from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Worker
+
+from agentrun.spec import ir
+from agentrun.spec.load import load
+from agentrun.worker.build import ACTIVITIES, runner
+from agentrun.worker.embedded import temporal_binary
+from agentrun.workflows import contract
+from agentrun.workflows.contract import RunInput, RunState
+
+ROOT = Path(__file__).resolve().parent.parent
+ENGINE_QUEUE, RAW_QUEUE = "agentrun-scale", "agentrun-scale-raw"
+
+
+@dataclass
+class Batch:
+    runs: int
+    wall_s: float
+    peak_rss_mb: float
+
+    @property
+    def per_s(self) -> float:
+        return self.runs / self.wall_s
+
+
+def peak_rss_mb(pid: int) -> float:
+    """The process's peak resident set (VmHWM, Linux /proc) in MB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmHWM in /proc status")
+
+
+def worker_process(address: str, *command: str) -> subprocess.Popen:
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    environ["TEMPORAL_ADDRESS"] = address
+    environ.pop("TEMPORAL_PROFILE", None)
+    proc = subprocess.Popen([sys.executable, "-u", *command], env=environ, cwd=ROOT, stdout=subprocess.PIPE)
+    assert proc.stdout is not None and b"worker polling" in proc.stdout.readline(), "the worker did not start"
+    return proc
+
+
+def stop(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    proc.wait(timeout=60)
+
+
+async def engine_runs(client: Client, plan: ir.Plan, workdir: str, uri: str, count: int) -> float:
+    inp = RunInput(plan=plan, params={}, workdir=workdir, default_agent=uri, heartbeat_s=HEARTBEAT_S)
+    began = time.perf_counter()
+    handles = [
+        await client.start_workflow(
+            "AgentRun", inp, id=f"scale-{uuid.uuid4().hex[:8]}", task_queue=ENGINE_QUEUE, result_type=RunState
+        )
+        for _ in range(count)
+    ]
+    states = await asyncio.gather(*(h.result() for h in handles))
+    wall = time.perf_counter() - began
+    failed = [s.run_id for s in states if s.status != "completed"]
+    if failed:
+        raise RuntimeError(f"engine runs did not complete: {failed[:5]}")
+    return wall
+
+
+async def raw_runs(client: Client, plan: ir.Plan, workdir: str, uri: str, count: int) -> float:
+    began = time.perf_counter()
+    handles = []
+    for _ in range(count):
+        run_id = f"scale-raw-{uuid.uuid4().hex[:8]}"
+        handles.append(
+            await client.start_workflow(
+                RawChain.run, raw_input(plan, run_id, workdir, uri), id=run_id, task_queue=RAW_QUEUE
+            )
+        )
+    replies = await asyncio.gather(*(h.result() for h in handles))
+    wall = time.perf_counter() - began
+    if any(reply != REPLY for reply in replies):
+        raise RuntimeError("raw runs returned something else")
+    return wall
+
+
+async def concurrent(client: Client, address: str, count: int, tasks: int) -> None:
+    with tempfile.TemporaryDirectory(prefix="agentrun-scale-") as tmp:
+        uri = "scripted:replies.yaml"
+        plan = load(str(write_chain(Path(tmp), tasks)))
+        engine = worker_process(address, "-m", "agentrun.worker", "--task-queue", ENGINE_QUEUE)
+        try:
+            await engine_runs(client, plan, tmp, uri, 2)  # warm-up, not counted
+            engine_batch = Batch(count, await engine_runs(client, plan, tmp, uri, count), peak_rss_mb(engine.pid))
+        finally:
+            stop(engine)
+        raw = worker_process(address, str(Path(__file__)), "--serve-raw")
+        try:
+            await raw_runs(client, plan, tmp, uri, 2)
+            raw_batch = Batch(count, await raw_runs(client, plan, tmp, uri, count), peak_rss_mb(raw.pid))
+        finally:
+            stop(raw)
+    print(f"{count} concurrent runs of {tasks} tasks on one worker process, {os.cpu_count()} cores:")
+    print(
+        f"  engine: {engine_batch.per_s:.1f} runs/s ({engine_batch.wall_s:.1f} s), peak RSS {engine_batch.peak_rss_mb:.0f} MB"
+    )
+    print(f"  raw:    {raw_batch.per_s:.1f} runs/s ({raw_batch.wall_s:.1f} s), peak RSS {raw_batch.peak_rss_mb:.0f} MB")
+    print(
+        f"  ratio {engine_batch.wall_s / raw_batch.wall_s:.2f} wall, "
+        f"{engine_batch.peak_rss_mb / raw_batch.peak_rss_mb:.2f} peak RSS"
+    )
+
+
+async def serve_raw() -> None:
+    """The raw side's worker: RawChain and the activities, no engine workflow."""
+    client = await Client.connect(os.environ["TEMPORAL_ADDRESS"], data_converter=pydantic_data_converter)
+    worker = Worker(
+        client,
+        task_queue=RAW_QUEUE,
+        workflows=[RawChain],
+        activities=ACTIVITIES,
+        workflow_runner=runner(),
+        max_concurrent_activities=100,
+        graceful_shutdown_timeout=timedelta(seconds=10),
+    )
+    stopped = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGTERM, stopped.set)
+    async with worker:
+        print("worker polling", flush=True)
+        await stopped.wait()
+
+
+async def main(args: argparse.Namespace) -> None:
+    with stdout_to_devnull():
+        env = await WorkflowEnvironment.start_local(
+            dev_server_existing_path=temporal_binary(),
+            data_converter=pydantic_data_converter,
+            search_attributes=list(contract.SEARCH_ATTRIBUTES),
+            dev_server_log_level="error",
+            dev_server_startup_timeout=timedelta(seconds=90),
+        )
+    async with env:
+        address = env.client.service_client.config.target_host
+        await concurrent(env.client, address, args.concurrent, args.tasks)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description="Runs of any size against raw Temporal.")
+    parser.add_argument("--concurrent", type=int, default=100)
+    parser.add_argument("--tasks", type=int, default=10)
+    parser.add_argument("--serve-raw", action="store_true", help=argparse.SUPPRESS)
+    arguments = parser.parse_args()
+    asyncio.run(serve_raw() if arguments.serve_raw else main(arguments))
