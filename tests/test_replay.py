@@ -11,12 +11,12 @@ import sys
 import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHandle, WorkflowHistory
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
 from agentrun.client import executions
 from agentrun.spec import calls
 from agentrun.spec.load import load
+from agentrun.worker.blobs import data_converter
 from agentrun.worker.build import WORKFLOWS, runner
 from agentrun.workflows.contract import RunInput
 from tests.conftest import HISTORIES, ROOT, SHELL_AGENT, TEST_QUEUE, run_id, write_spec
@@ -82,7 +82,7 @@ subtasks:
 
 
 def _replayer() -> Replayer:
-    return Replayer(workflows=WORKFLOWS, data_converter=pydantic_data_converter, workflow_runner=runner())
+    return Replayer(workflows=WORKFLOWS, data_converter=data_converter(), workflow_runner=runner())
 
 
 async def test_histories_recorded_now_replay(client, tmp_path):

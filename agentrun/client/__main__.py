@@ -19,6 +19,7 @@ from agentrun.spec.check import check
 from agentrun.spec.errors import SpecError
 from agentrun.spec.load import load
 from agentrun.worker import telemetry
+from agentrun.worker.blobs import BadBlobSetting, BlobUnreadable
 from agentrun.worker.connection import Unreachable, connect
 from agentrun.worker.paths import BadMapping
 from agentrun.workflows.contract import TASK_QUEUE, dollars, open_gates, unsettled_refusals
@@ -189,10 +190,10 @@ def run(args: argparse.Namespace) -> int:
     except SpecError as exc:
         print(str(exc), file=sys.stderr)
         return EXIT_USAGE
-    except (UsageError, NoSuchRun, BadMapping, telemetry.TelemetryError) as exc:
+    except (UsageError, NoSuchRun, BadMapping, BadBlobSetting, telemetry.TelemetryError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except (Unreachable, NoWorker) as exc:
+    except (Unreachable, NoWorker, BlobUnreadable) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_UNREACHABLE
     except KeyboardInterrupt:

@@ -10,6 +10,7 @@ import sys
 
 from agentrun.activities.agents.agentapi import release_all
 from agentrun.worker import logs, paths, telemetry, terminal_log
+from agentrun.worker.blobs import BadBlobSetting
 from agentrun.worker.build import TASK_QUEUE, build_worker
 from agentrun.worker.connection import Unreachable, connect
 
@@ -91,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
     except Unreachable as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 3
-    except paths.BadMapping as exc:
+    except (paths.BadMapping, BadBlobSetting) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     return 0

@@ -143,10 +143,11 @@ class Interpreter:
         self._check_state_size(node, key, value)
 
     def _check_state_size(self, node: ir.NodeBase, key: str, value: Any) -> None:
-        """Fail the node whose value makes the run's state too big for Temporal to carry, keeping a
+        """Fail the node whose value makes the run's state too big to keep, keeping a
         note in its place so the state that reports the failure still fits."""
         size = sizes.payload_bytes(self.state)
-        if size <= sizes.MAX_STATE_BYTES:
+        limit = sizes.state_limit(size)
+        if limit is None:
             return
         own = sizes.megabytes(sizes.payload_bytes(value))
         self.state.keep(node.id, f"({own} output dropped)", step=node.step, store_as=node.store_as)
@@ -154,7 +155,7 @@ class Interpreter:
         self.state.memory.update(dict.fromkeys(fields))
         message = (
             f"its output ({own}) makes the run's state {sizes.megabytes(size)}, "
-            f"over the {sizes.megabytes(sizes.MAX_STATE_BYTES)} a run may keep"
+            f"over the {sizes.megabytes(limit)} a run may keep"
         )
         task = self.state.tasks.get(key)
         if task is not None:
