@@ -1,5 +1,5 @@
-"""The command line: start, watch, status, list, cancel, report, validate, inspect, dry-run, and the
-commands people answer runs with: pending, answer, approve, reject, budget."""
+"""The command line: start, fork, diff, watch, status, list, cancel, report, validate, inspect,
+dry-run, and the commands people answer runs with: pending, answer, approve, reject, budget."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from rich.console import Console
 
-from agentrun.client import humans, interrupts, listing, logs, no_worker, outputs, report
+from agentrun.client import diff, fork, humans, interrupts, listing, logs, no_worker, outputs, report
 from agentrun.client.runs import NoSuchRun, NoWorker, UsageError, describe, fetch_state
 from agentrun.client.start import local_worker, prepare, say_warnings, start, watch
 from agentrun.spec import ir
@@ -55,6 +55,8 @@ def parser(prog: str = "python -m client") -> argparse.ArgumentParser:
         action="store_true",
         help="no person can answer this run: refuse a spec whose goals need human supervision",
     )
+    fork.add_arguments(sub.add_parser("fork", help="run a run's plan again from a step, reusing the steps before it"))
+    diff.add_arguments(sub.add_parser("diff", help="the steps whose output, status or cost differ between two runs"))
     w = sub.add_parser("watch", help="follow a run to its end")
     w.add_argument("run_id")
     w.add_argument("--worker", action="store_true", help="run a worker in this process while following")
@@ -182,6 +184,8 @@ def run(args: argparse.Namespace) -> int:
             inp = prepare(args)
             say_warnings(inp.plan)
             return interrupts.run(_with_client(lambda c: start(c, args, inp, console, _prompter(console))), args)
+        if args.command == "fork":
+            return interrupts.run(_with_client(lambda c: fork.fork_command(c, args, console, _prompter(console))), args)
         return interrupts.run(_with_client(lambda c: COMMANDS[args.command](c, args, console)), args)
     except SpecError as exc:
         print(str(exc), file=sys.stderr)
@@ -254,9 +258,12 @@ async def _status(client, args, console: Console) -> int:
         f"{state.run_id}: {state.status}{waiting}" + (f" (running {state.current_task})" if state.current_task else ""),
         markup=False,
     )
+    for line in report.forked(state):
+        console.print(f"  {line.removeprefix('- ')}", markup=False)
     for t in state.tasks.values():
+        reused = f" reused from {t.reused_from}" if t.reused_from else ""
         console.print(
-            f"  {t.id:<30} {t.status:<10} attempts={t.attempts} iterations={t.iterations} {t.duration_s:.1f}s",
+            f"  {t.id:<30} {t.status:<10} attempts={t.attempts} iterations={t.iterations} {t.duration_s:.1f}s{reused}",
             markup=False,
         )
     for gate in open_gates(state):
@@ -272,7 +279,7 @@ async def _status(client, args, console: Console) -> int:
 
 
 def _status_json(state) -> dict:
-    data = state.model_dump(mode="json", exclude={"outputs", "final_output"})
+    data = state.model_dump(mode="json", exclude={"outputs", "final_output", "step_log"})
     data["tasks"] = report.tasks_json(state)
     return data
 
@@ -327,6 +334,7 @@ COMMANDS = {
     "budget": humans.budget_command,
     "mcp": _mcp,
     "logs": logs.logs_command,
+    "diff": diff.diff_command,
 }
 
 EXIT_BROKEN_PIPE = 141  # as a program killed by SIGPIPE: `status --json | head` read what it wanted

@@ -67,8 +67,8 @@ def ran_worker(args: argparse.Namespace) -> bool:
 
 def farewell(args: argparse.Namespace) -> str:
     """What became of the run this command followed, if any, and how to pick it up again."""
-    run_id = getattr(args, "id", None) if args.command == "start" else getattr(args, "run_id", None)
-    if args.command not in ("start", "watch") or not run_id:
+    run_id = getattr(args, "id", None) if args.command in ("start", "fork") else getattr(args, "run_id", None)
+    if args.command not in ("start", "fork", "watch") or not run_id:
         return "interrupted"
     if not ran_worker(args):
         return f"interrupted: run {run_id} goes on in Temporal; follow it with `{spelling.client()} watch {run_id}`"

@@ -59,7 +59,7 @@ def summary(state: RunState) -> dict:
         "failed": sum(t.status == "failed" for t in tasks),
         "skipped": sum(t.status == "skipped" for t in tasks),
         "cancelled": sum(t.status == "cancelled" for t in tasks),
-        "agents": len({t.agent for t in tasks if t.status != "pending" and t.kind == "task"}),
+        "agents": len({t.agent for t in tasks if t.status != "pending" and t.kind == "task" and not t.reused_from}),
         "sub_agents": sum(len(spawned) for spawned in state.spawned.values()),
         "total_time_s": round(total, 3),
         "retries": sum(_retries(t) for t in tasks),
@@ -68,13 +68,15 @@ def summary(state: RunState) -> dict:
         "cost_usd": state.total_cost_usd,
         "gates": len(state.gates),
         "compensations": len(state.compensations),
+        "parent": state.parent or None,
+        "reused": state.reused_runs,
     }
 
 
 def to_json(state: RunState) -> str:
-    return json.dumps(
-        {"summary": summary(state), **state.model_dump(mode="json"), "tasks": tasks_json(state)}, indent=2
-    )
+    # The step log repeats the outputs for forks to take over; the report has them already.
+    data = state.model_dump(mode="json", exclude={"step_log"})
+    return json.dumps({"summary": summary(state), **data, "tasks": tasks_json(state)}, indent=2)
 
 
 def tasks_json(state: RunState) -> list[dict]:
@@ -99,7 +101,7 @@ def to_markdown(state: RunState) -> str:
     ]
     if s["input_tokens"] or s["output_tokens"]:
         lines.append(f"- Tokens: {s['input_tokens']} in, {s['output_tokens']} out")
-    lines += _spending(state)
+    lines += _spending(state) + forked(state)
     if state.parent_run:
         lines.append(f"- Part of run: {state.parent_run} (this run is one of its subgraphs)")
     if state.executions > 1:
@@ -116,7 +118,7 @@ def to_markdown(state: RunState) -> str:
     ]
     for n, t in enumerate(state.tasks.values(), 1):
         lines.append(
-            f"| {n} | {t.id} | {t.agent} | {_STEP_STATUS.get(t.status, t.status.upper())} | "
+            f"| {n} | {t.id} | {t.agent} | {_status(t)} | "
             f"{_duration(t.duration_s)} | {_retries(t)} | {_size(t.output_size)} |"
         )
         lines += _sub_agent_rows(n, state.spawned.get(t.id, []))
@@ -127,6 +129,22 @@ def to_markdown(state: RunState) -> str:
     lines += _human_input(state) + _supervision(state) + _sub_agents(state) + _compensations(state) + _taint(state)
     lines += _blackboard(state) + _trace(state) + _graph(state)
     return "\n".join(lines) + "\n"
+
+
+def forked(state: RunState) -> list[str]:
+    """Where a fork comes from, how many steps it took over, and what it changed."""
+    if not state.parent:
+        return []
+    lines = [
+        f"- Forked from: {state.parent} at {state.forked_at}; {state.reused_runs} step run(s) reused from "
+        f"{state.parent} (not run again, no cost here)"
+    ]
+    return lines + ([f"- Changes: {'; '.join(state.fork_changes)}"] if state.fork_changes else [])
+
+
+def _status(task: TaskState) -> str:
+    status = _STEP_STATUS.get(task.status, task.status.upper())
+    return f"{status} (reused from {task.reused_from})" if task.reused_from else status
 
 
 def _graph(state: RunState) -> list[str]:

@@ -185,19 +185,22 @@ async def _start(client: Client, inp: RunInput, run_id: str, task_queue: str) ->
 
 
 def start_options(inp: RunInput) -> dict[str, Any]:
-    """What every run starts with besides its input: its search attributes and the summary
-    Temporal Web lists it with."""
+    """What every run starts with besides its input: its search attributes, a fork's parent in its
+    memo, and the summary Temporal Web lists it with."""
     attrs = None
+    parent = inp.fork.parent if inp.fork else None
     if inp.search_attributes:
-        attrs = TypedSearchAttributes(
-            [SearchAttributePair(contract.SPEC, inp.plan.name), SearchAttributePair(contract.STATUS, "pending")]
-        )
-    return {"search_attributes": attrs, "static_summary": _summary(inp.plan)}
+        pairs = [SearchAttributePair(contract.SPEC, inp.plan.name), SearchAttributePair(contract.STATUS, "pending")]
+        pairs += [SearchAttributePair(contract.PARENT, parent)] if parent else []
+        attrs = TypedSearchAttributes(pairs)
+    memo = {contract.PARENT_MEMO: parent} if parent else None
+    return {"search_attributes": attrs, "memo": memo, "static_summary": _summary(inp)}
 
 
-def _summary(plan: ir.Plan) -> str:
-    count = len(plan.leaves())
-    return f"{plan.name} ({plan.dialect}, {count} task{'' if count == 1 else 's'})"
+def _summary(inp: RunInput) -> str:
+    plan, count = inp.plan, len(inp.plan.leaves())
+    forked = f", forked from {inp.fork.parent} at {inp.fork.at}" if inp.fork else ""
+    return f"{plan.name} ({plan.dialect}, {count} task{'' if count == 1 else 's'}{forked})"
 
 
 @contextlib.asynccontextmanager

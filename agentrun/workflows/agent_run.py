@@ -41,6 +41,7 @@ with workflow.unsafe.imports_passed_through():
     from agentrun.workflows.humans import Humans
     from agentrun.workflows.interpreter import Interpreter
     from agentrun.workflows.journal import Journal
+    from agentrun.workflows.reuse import STEP_LOG, Reuse
     from agentrun.workflows.saga import Saga
 
 
@@ -67,6 +68,9 @@ class AgentRun:
             constants=plan.constants,
             parent_run=inp.parent_run,
         )
+        if inp.fork is not None:
+            state, fork = self.run_state, inp.fork
+            state.parent, state.forked_at, state.fork_changes = fork.parent, fork.at, fork.changes
         if inp.carried is not None:  # the run continued as new: it goes on where it was
             self.run_state = inp.carried.state
         self.humans = Humans(self.run_state, self._changed)
@@ -88,8 +92,9 @@ class AgentRun:
             self.run_state.move("running")
             self.run_state.started_at = workflow.now()
         self._publish()
+        reuse = Reuse(self.run_state, inp.fork, recording=workflow.patched(STEP_LOG))
         interpreter = Interpreter(
-            inp, self.run_state, _skipped(inp), self.humans, self.saga, self.budgets, self.conversation
+            inp, self.run_state, _skipped(inp), self.humans, self.saga, self.budgets, self.conversation, reuse
         )
         # An agent driving a tree over MCP holds a phase machine the carried state lacks: such runs
         # are as long as an agent keeps at it, and stay one execution.

@@ -43,7 +43,43 @@ RUN_BUDGET_GATE = "budget"  # the gate a paused run budget opens; a step budget 
 SPEC = SearchAttributeKey.for_keyword("AgentRunSpec")
 STATUS = SearchAttributeKey.for_keyword("AgentRunStatus")
 WAITING_FOR = SearchAttributeKey.for_keyword("AgentRunWaitingFor")
-SEARCH_ATTRIBUTES = (SPEC, STATUS, WAITING_FOR)
+# A fork's parent: `AgentRunParent="RUN"` lists the runs forked from RUN.
+PARENT = SearchAttributeKey.for_keyword("AgentRunParent")
+SEARCH_ATTRIBUTES = (SPEC, STATUS, WAITING_FOR, PARENT)
+
+
+# The memo key a fork carries its parent's run id under, from its start.
+PARENT_MEMO = "parent"
+
+
+class StepRecord(BaseModel):
+    """One finished run of a step (an agent task, a provider call, a question to people), as a
+    fork takes it over instead of running it again.
+
+    `round` counts the runs of the same run key (a loop's rounds, a retry's attempts) from 1;
+    `began` is how many records had been written when it began, so a fork can tell which steps
+    could not have read another's output (they began before it ended).
+    """
+
+    key: str  # the run key, as the report shows it: draft, score[3]
+    node: str  # the plan node's id
+    round: int = 1
+    began: int = 0
+    status: Literal["completed", "failed"] = "completed"
+    value: Any = None  # what the step gave the nodes after it
+    kept: bool = True  # False: the value was too large to keep, so a fork runs the step again
+    error: str = ""
+    writes: dict[str, Any] = {}  # blackboard paths it wrote ($VAR)
+
+
+class Fork(BaseModel):
+    """What a forked run takes from the run it was forked from, and what it changes."""
+
+    parent: str
+    at: str  # the step it goes on from: its run key, with #N past its first round
+    reuse: list[StepRecord] = []  # runs of steps taken over, not run again
+    memory: dict[str, Any] = {}  # dotted memory paths set where the fork goes on (--set memory.KEY)
+    changes: list[str] = []  # what was changed, in words, for the report
 
 
 HISTORY_LIMIT = 8_000
@@ -81,6 +117,7 @@ class RunInput(BaseModel):
     # A behaviour tree the agent walks itself over MCP: no agent is asked, the run waits for updates.
     driven: bool = False
     trace_output: str = ""  # a driven run's address as the agent knows it
+    fork: Fork | None = None  # a run forked from another: the steps it takes over
     # Events one execution's history may reach before the run continues as new (Temporal warns at
     # 10,240); None is HISTORY_LIMIT.
     history_limit: int | None = None
@@ -191,6 +228,7 @@ class TaskState(BaseModel):
     error: str = ""
     usage: Usage = Usage()
     cost_usd: float = 0.0
+    reused_from: str = ""  # the run whose recorded output a fork took over: nothing was spent here
 
 
 class Answer(BaseModel):
@@ -379,6 +417,12 @@ class RunState(BaseModel):
     queued_refusals: list[QueuedRefusal] = []
     errors: list[str] = []
     usage: Usage = Usage()
+    step_log: list[StepRecord] = []  # every finished run of a step, in the order they finished
+    step_rounds: dict[str, int] = {}  # runs of each step begun so far, by run key: the next one's round
+    parent: str = ""  # the run this one was forked from
+    forked_at: str = ""  # the step it went on from
+    reused_runs: int = 0  # runs of steps it took over from its parent
+    fork_changes: list[str] = []
     _backoffs: int = PrivateAttr(0)  # branches sleeping before a retry
 
     @computed_field

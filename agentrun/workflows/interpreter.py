@@ -26,6 +26,7 @@ from agentrun.workflows.humans import GateTimedOut, Humans, rejected
 from agentrun.workflows.journal import Journal
 from agentrun.workflows.nodes import HANDLERS
 from agentrun.workflows.nodes.leaf import check_preconditions
+from agentrun.workflows.reuse import STEPS, Replayed, Reuse, take_over
 from agentrun.workflows.saga import Saga
 from agentrun.workflows.scope import RunKey, Scope
 
@@ -43,9 +44,11 @@ class Interpreter:
         saga: Saga,
         budgets: Budgets,
         conversation: Conversation,
+        reuse: Reuse,
     ):
         self.inp, self.state, self.skip = inp, state, skip
         self.humans, self.saga, self.budgets, self.conversation = humans, saga, budgets, conversation
+        self.reuse = reuse
         self.ran: dict[str, list[str]] = {}  # run key -> the run keys of the nodes it ran, for taint
         self.driven: Driven | None = None  # in a driven run, the agent asks for a tree's steps itself
         self.journal = Journal()
@@ -171,8 +174,11 @@ class Interpreter:
 
     def _asks(self, node: ir.NodeBase, scope: Scope) -> bool:
         """Whether the node's gate is put to people: not for a skipped task, nor again for a task
-        that was already past it when the run continued as new."""
-        return str(scope.key) not in self.skip and not self.journal.has(scope.path + "#gate")
+        that was already past it when the run continued as new, nor for a step whose run a fork
+        takes over from its parent (where the gate let it run)."""
+        key = str(scope.key)
+        taken = isinstance(node, STEPS) and self.reuse.next_is_taken(key)
+        return key not in self.skip and not self.journal.has(scope.path + "#gate") and not taken
 
     async def _gate(self, node: ir.NodeBase, scope: Scope) -> bool:
         """Ask before `node` runs: False when a rejection means skipping it."""
@@ -213,15 +219,33 @@ class Interpreter:
             if attempt > 1:
                 self.journal.forget_under(scope.path)  # a retry runs what is inside the node again
             try:
-                return await self._dispatch(node, scope), True
+                return await self._once(node, scope), True
             except TaskFailed as exc:
                 if attempt == node.retry.attempts or (not exc.retryable and workflow.patched(NO_RETRY_PAST_BUDGET)):
                     return await self._on_failure(node, scope, exc)
                 await self._backoff(node, scope, attempt, exc)
         return None, True
 
+    async def _once(self, node: ir.NodeBase, scope: Scope) -> Any:
+        """One attempt at the node. A step's is recorded in the run's step log, or, in a fork, taken
+        over from the parent's record; compensations are neither."""
+        if not isinstance(node, STEPS) or self.conversation.rolling_back:
+            return await self._dispatch(node, scope)
+        turn = self.reuse.begin(str(scope.key), node.id)
+        if turn.record is not None:
+            return take_over(self.reuse, node, scope, turn)
+        self.reuse.going_on(turn.key)
+        try:
+            value = await self._dispatch(node, scope)
+        except TaskFailed as exc:
+            self.reuse.ended(turn, "failed", error=exc.message)
+            raise
+        self.reuse.ended(turn, "completed", value)
+        return value
+
     async def _backoff(self, node: ir.NodeBase, scope: Scope, attempt: int, exc: TaskFailed) -> None:
-        delay = backoff_s(node.retry, attempt + 1)
+        # A failure taken over from a fork's parent was waited on there already.
+        delay = 0.0 if isinstance(exc, Replayed) else backoff_s(node.retry, attempt + 1)
         task = self.state.tasks.get(str(scope.key))
         if task is not None:
             task.retries += 1
