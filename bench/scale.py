@@ -48,7 +48,8 @@ with workflow.unsafe.imports_passed_through():
     from agentrun.workflows import contract
     from agentrun.workflows.contract import HISTORY_LIMIT, RunInput, RunState
 
-ROOT = Path(__file__).resolve().parent.parent
+with workflow.unsafe.sandbox_unrestricted():  # the sandbox re-imports this file to check RawLoop
+    ROOT = Path(__file__).resolve().parent.parent
 ENGINE_QUEUE, RAW_QUEUE = "agentrun-scale", "agentrun-scale-raw"
 
 
