@@ -204,15 +204,20 @@ def stdout_to_devnull() -> Iterator[None]:
         os.close(saved)
 
 
-async def bench(tasks: int, repeat: int) -> None:
+async def dev_server() -> WorkflowEnvironment:
+    """A dev server of the bench's own, with the engine's converter and search attributes."""
     with stdout_to_devnull():
-        env = await WorkflowEnvironment.start_local(
+        return await WorkflowEnvironment.start_local(
             dev_server_existing_path=temporal_binary(),
             data_converter=data_converter(),
             search_attributes=list(contract.SEARCH_ATTRIBUTES),
             dev_server_log_level="error",
             dev_server_startup_timeout=timedelta(seconds=90),
         )
+
+
+async def bench(tasks: int, repeat: int) -> None:
+    env = await dev_server()
     async with env:
         worker = Worker(
             env.client,

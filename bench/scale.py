@@ -31,12 +31,11 @@ from pathlib import Path
 
 from temporalio import workflow
 from temporalio.client import Client
-from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 # The sandbox re-imports this file to check RawLoop; our modules come from outside it, once.
 with workflow.unsafe.imports_passed_through():
-    from overhead import HEARTBEAT_S, REPLY, RawChain, raw_input, stdout_to_devnull, write_chain
+    from overhead import HEARTBEAT_S, REPLY, RawChain, dev_server, raw_input, write_chain
     from pydantic import BaseModel
 
     from agentrun.spec import ir
@@ -44,8 +43,6 @@ with workflow.unsafe.imports_passed_through():
     from agentrun.spec.load import load
     from agentrun.worker.blobs import data_converter
     from agentrun.worker.build import ACTIVITIES, runner
-    from agentrun.worker.embedded import temporal_binary
-    from agentrun.workflows import contract
     from agentrun.workflows.contract import HISTORY_LIMIT, RunInput, RunState
 
 with workflow.unsafe.sandbox_unrestricted():  # the sandbox re-imports this file to check RawLoop
@@ -262,14 +259,7 @@ async def serve_raw() -> None:
 
 
 async def main(args: argparse.Namespace) -> None:
-    with stdout_to_devnull():
-        env = await WorkflowEnvironment.start_local(
-            dev_server_existing_path=temporal_binary(),
-            data_converter=data_converter(),
-            search_attributes=list(contract.SEARCH_ATTRIBUTES),
-            dev_server_log_level="error",
-            dev_server_startup_timeout=timedelta(seconds=90),
-        )
+    env = await dev_server()
     async with env:
         address = env.client.service_client.config.target_host
         if args.loops:
@@ -286,3 +276,7 @@ if __name__ == "__main__":
     parser.add_argument("--serve-raw", action="store_true", help=argparse.SUPPRESS)
     arguments = parser.parse_args()
     asyncio.run(serve_raw() if arguments.serve_raw else main(arguments))
+    # The SDK's native threads can still be calling into Python while the interpreter finalizes,
+    # which aborts the process now and then (as the worker's entry point says); all is printed.
+    sys.stdout.flush()
+    os._exit(0)

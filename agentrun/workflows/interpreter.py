@@ -69,11 +69,12 @@ class Interpreter:
         work = HANDLERS[node.kind].work
         if work and self.continuing is not None:
             await self.continuing.if_due(self)
-        self.busy += work or bool(node.gate)
+        holds = 1 if work or node.gate else 0  # a step or a question to people under way
+        self.busy += holds
         try:
             value = await self._run(node, scope, key)
         finally:
-            self.busy -= work or bool(node.gate)
+            self.busy -= holds
         if journaled:
             self.journal.done(path, value)
         return value
@@ -186,7 +187,7 @@ class Interpreter:
         assert gate is not None
         answer = await self.ask(gate, scope)
         if answer.value != ir.REJECT or gate.on_reject == "continue":
-            self.journal.entries[scope.path + "#gate"] = True
+            self.journal.mark(scope.path + "#gate", True)
             return True
         if gate.on_reject == "fail":
             raise TaskFailed(str(scope.key), rejected(gate.id, answer))

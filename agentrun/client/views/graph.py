@@ -10,6 +10,7 @@ from agentrun.client.blocks import Block
 from agentrun.client.views.base import Entry, Scope, Shown, View
 from agentrun.client.views.words import bare, sub_tag
 from agentrun.spec import ir
+from agentrun.spec.reach import reachable
 
 if TYPE_CHECKING:
     from agentrun.client.explain import Describer, DryRun
@@ -133,14 +134,11 @@ def _path(node: ir.Graph, start: str, goal: str) -> list[str]:
 
 def _order(node: ir.Graph) -> list[str]:
     """Nodes breadth first from the start, then any others in the file's order."""
-    seen, todo = [node.start] if node.start in node.nodes else [], [node.start]
-    while todo:
-        current = todo.pop(0)
-        nxt = [t for t, _ in ways_out(node, current)] if current in node.nodes else []
-        for target in nxt:
-            if target in node.nodes and target not in seen:
-                seen.append(target)
-                todo.append(target)
+
+    def onward(current: str) -> list[str]:
+        return [target for target, _ in ways_out(node, current) if target in node.nodes]
+
+    seen = reachable(node.start, onward) if node.start in node.nodes else []
     return seen + [n for n in node.nodes if n not in seen]
 
 

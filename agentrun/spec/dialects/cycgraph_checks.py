@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from agentrun.spec import ir
 from agentrun.spec.dialects.builder import Builder
 from agentrun.spec.errors import did_you_mean
+from agentrun.spec.reach import reachable
 from agentrun.spec.yamlpos import PosDict
 
 if TYPE_CHECKING:
@@ -96,13 +97,11 @@ def successors(node: ir.Node, access: ir.Access, edges: list[ir.Edge]) -> list[s
 
 
 def _unreachable(build: Builder, nodes: dict[str, Compiled], edges: list[ir.Edge], start: str) -> None:
-    seen, todo = {start}, [start]
-    while todo:
-        current = nodes[todo.pop()]
-        for nxt in successors(current.node, current.access, edges):
-            if nxt in nodes and nxt not in seen:
-                seen.add(nxt)
-                todo.append(nxt)
+    def onward(node_id: str) -> list[str]:
+        compiled = nodes[node_id]
+        return [n for n in successors(compiled.node, compiled.access, edges) if n in nodes]
+
+    seen = set(reachable(start, onward))
     for node_id, compiled in nodes.items():
         if node_id not in seen:
             hint = f"add an edge to it, or remove it (the run starts at '{start}')"

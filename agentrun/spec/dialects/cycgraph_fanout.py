@@ -15,6 +15,7 @@ from agentrun.spec import ir
 from agentrun.spec.dialects.builder import Builder
 from agentrun.spec.dialects.cycgraph_policy import plain
 from agentrun.spec.errors import did_you_mean
+from agentrun.spec.reach import reachable
 from agentrun.spec.yamlpos import PosDict
 
 if TYPE_CHECKING:
@@ -251,12 +252,4 @@ def check_subgraph_refs(build: Builder, refs: list[tuple[str, str, tuple]], grap
 
 
 def _reaches(calls: dict[str, set[str]], start: str, goal: str) -> bool:
-    seen, todo = set(), [start]
-    while todo:
-        current = todo.pop()
-        if current == goal:
-            return True
-        if current not in seen:
-            seen.add(current)
-            todo += calls.get(current, set())
-    return False
+    return goal in reachable(start, lambda graph: calls.get(graph, set()))

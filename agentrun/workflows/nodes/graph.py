@@ -79,14 +79,14 @@ def _within_budget(engine: Interpreter, child: ir.Node, scope: Scope) -> None:
 
 def _resumed(engine: Interpreter, scope: Scope) -> tuple[str, int] | None:
     """The node a graph was about to run when the run continued as new, and its node runs then."""
-    at = scope.path + "#graph"
-    return (engine.journal.get(at)["node"], engine.journal.get(at)["runs"]) if engine.journal.has(at) else None
+    point = engine.journal.get(scope.path + "#graph")
+    return (point["node"], point["runs"]) if point else None
 
 
 def _next_run_starts(engine: Interpreter, scope: Scope, current: str, runs: int) -> None:
     """What a run that continues as new needs to go on at `current`: memory holds the rest."""
     engine.journal.forget_under(f"{scope.path}@{runs}")
-    engine.journal.entries[scope.path + "#graph"] = {"node": current, "runs": runs}
+    engine.journal.mark(scope.path + "#graph", {"node": current, "runs": runs})
 
 
 def final_output(engine: Interpreter, graph: ir.Graph) -> None:

@@ -34,14 +34,14 @@ async def execute(engine: Interpreter, node: ir.Loop, scope: Scope) -> Any:
 
 def _resumed(engine: Interpreter, scope: Scope) -> tuple[int, Any, Any] | None:
     """The round a loop was in when the run continued as new, with the feedback and output it had."""
-    point = engine.journal.get(scope.path + "#round") if engine.journal.has(scope.path + "#round") else None
+    point = engine.journal.get(scope.path + "#round")
     return (point["iteration"], point["feedback"], point["output"]) if point else None
 
 
 def _round_starts(engine: Interpreter, scope: Scope, iteration: int, feedback: Any, output: Any) -> None:
     """What a run that continues as new needs to start this round again: not the rounds before it."""
     engine.journal.forget_under(f"{scope.path}@{iteration - 1}")
-    engine.journal.entries[scope.path + "#round"] = {"iteration": iteration, "feedback": feedback, "output": output}
+    engine.journal.mark(scope.path + "#round", {"iteration": iteration, "feedback": feedback, "output": output})
 
 
 async def _judge(engine: Interpreter, node: ir.Loop, scope: Scope, output: Any) -> tuple[bool, Any]:

@@ -38,12 +38,12 @@ class StatusProtocol:
             or engine.inp.max_iterations
             or DEFAULT_MAX_ITERATIONS
         )
-        first = engine.journal.get(scope.path + "#iteration") if engine.journal.has(scope.path + "#iteration") else 1
+        first = engine.journal.get(scope.path + "#iteration", 1)
         iteration = first - 1
         while True:
             iteration += 1
             if iteration > first:
-                engine.journal.entries[scope.path + "#iteration"] = iteration  # where to start again
+                engine.journal.mark(scope.path + "#iteration", iteration)  # where to start again
                 await engine.between_rounds()
             task.iterations += 1
             workflow.set_current_details(f"Running **{node.label}**: attempt {task.attempts}, iteration {iteration}")
