@@ -15,6 +15,7 @@ import argcomplete
 from argcomplete.shell_integration import shellcode
 
 from agentrun.client import __main__ as client_cli
+from agentrun.client import spelling
 from agentrun.worker import __main__ as worker_cli
 
 SHELLS = ("bash", "zsh", "fish")
@@ -31,6 +32,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def run(argv: list[str] | None = None) -> int:
+    spelling.called_as_agentrun()
     p = parser()
     argcomplete.autocomplete(p)  # answers the shell's completion request and exits; otherwise nothing
     args = p.parse_args(argv)

@@ -42,7 +42,6 @@ from pathlib import Path
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from temporalio import workflow
 from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
@@ -53,6 +52,7 @@ with workflow.unsafe.imports_passed_through():
     from agentrun.spec import ir
     from agentrun.spec.calls import RUN_AGENT, AgentCall, AgentReply
     from agentrun.spec.load import load
+    from agentrun.worker.blobs import data_converter
     from agentrun.worker.build import ACTIVITIES, WORKFLOWS, runner
     from agentrun.worker.embedded import temporal_binary
     from agentrun.workflows import contract
@@ -204,15 +204,20 @@ def stdout_to_devnull() -> Iterator[None]:
         os.close(saved)
 
 
-async def bench(tasks: int, repeat: int) -> None:
+async def dev_server() -> WorkflowEnvironment:
+    """A dev server of the bench's own, with the engine's converter and search attributes."""
     with stdout_to_devnull():
-        env = await WorkflowEnvironment.start_local(
+        return await WorkflowEnvironment.start_local(
             dev_server_existing_path=temporal_binary(),
-            data_converter=pydantic_data_converter,
+            data_converter=data_converter(),
             search_attributes=list(contract.SEARCH_ATTRIBUTES),
             dev_server_log_level="error",
             dev_server_startup_timeout=timedelta(seconds=90),
         )
+
+
+async def bench(tasks: int, repeat: int) -> None:
+    env = await dev_server()
     async with env:
         worker = Worker(
             env.client,

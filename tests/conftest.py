@@ -16,9 +16,10 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
+from agentrun.worker import blobs
+from agentrun.worker.blobs import data_converter
 from agentrun.worker.build import build_worker
 from agentrun.worker.embedded import temporal_binary
 from agentrun.workflows import contract
@@ -31,11 +32,25 @@ TEST_QUEUE = "engine-tests"  # the in-process worker; CLI runs use the default q
 SERVER_STARTUP = timedelta(seconds=90)
 
 
+@pytest.fixture(scope="session")
+def blob_folder(tmp_path_factory):
+    """Every process of the session (this one, its workers, the CLI runs) keeps large values in one
+    folder of its own rather than in the user's state folder, and they all read each other's."""
+    folder = tmp_path_factory.mktemp("blobs")
+    before = os.environ.get(blobs.URL_ENV)
+    os.environ[blobs.URL_ENV] = str(folder)
+    yield folder
+    if before is None:
+        os.environ.pop(blobs.URL_ENV, None)
+    else:
+        os.environ[blobs.URL_ENV] = before
+
+
 @pytest_asyncio.fixture(scope="session", loop_scope="session")
-async def env():
+async def env(blob_folder):
     environment = await WorkflowEnvironment.start_local(
         dev_server_existing_path=temporal_binary(),
-        data_converter=pydantic_data_converter,
+        data_converter=data_converter(),
         search_attributes=list(contract.SEARCH_ATTRIBUTES),
         dev_server_log_level="error",
         dev_server_startup_timeout=SERVER_STARTUP,
@@ -172,13 +187,13 @@ def cli_process(address, tmp_path):
     """Start `python -m client ...` in the background, its output piped as text; killed if still running at the end."""
     started: list[subprocess.Popen] = []
 
-    def spawn(*args: str) -> subprocess.Popen:
+    def spawn(*args: str, extra_env: dict | None = None) -> subprocess.Popen:
         proc = subprocess.Popen(
             [sys.executable, "-u", "-m", "agentrun.client", *args],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
-            env=_cli_env(address, tmp_path),
+            env=_cli_env(address, tmp_path, extra_env),
             cwd=ROOT,
         )
         started.append(proc)
@@ -234,10 +249,10 @@ def time_server_binary() -> str:
 
 
 @pytest_asyncio.fixture(scope="session", loop_scope="session")
-async def time_env():
+async def time_env(blob_folder):
     environment = await WorkflowEnvironment.start_time_skipping(
         test_server_existing_path=time_server_binary(),
-        data_converter=pydantic_data_converter,
+        data_converter=data_converter(),
         test_server_startup_timeout=SERVER_STARTUP,
     )
     yield environment

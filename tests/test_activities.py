@@ -550,13 +550,13 @@ async def test_sync_target_may_not_escape_spec_dir(dirs: tuple[Path, Path]) -> N
     assert not res.ok and "inside the spec folder" in res.error
 
 
-async def test_a_provider_result_too_large_for_history_fails_at_once_saying_how_big(
+async def test_a_provider_result_too_large_to_keep_fails_at_once_saying_how_big(
     dirs: tuple[Path, Path], http_url: str
 ) -> None:
     _, workdir = dirs
-    err = await provider_error(workdir, "http", "post", params={"url": http_url, "data": "x" * 2_000_000})
+    err = await provider_error(workdir, "http", "post", params={"url": http_url, "data": "x" * 17_000_000})
     assert err.non_retryable and err.type == "ResultTooLarge"
-    assert err.message == "the result of http.post for task 't' is 2.0 MB, over the 1.5 MB a step may return"
+    assert err.message == "the result of http.post for task 't' is 17.0 MB, over the 16.0 MB a step may return"
 
 
 async def test_secrets_of_the_worker_are_redacted_from_failures_and_check_output(

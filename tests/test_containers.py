@@ -1,6 +1,6 @@
 """Workers in containers: a worker reads the paths a run names through AGENTRUN_PATH_MAP (a folder
 mounted elsewhere), and the compose file builds its workers from the Dockerfile, mounts the project
-at the host's path and lets `--scale worker=N` start more of them."""
+at the host's path and the host's folder of large values, and lets `--scale worker=N` start more of them."""
 
 from __future__ import annotations
 
@@ -36,6 +36,9 @@ def test_compose_builds_scalable_workers_that_see_the_project_at_its_host_path()
     worker = yaml.safe_load((ROOT / "docker-compose.yml").read_text())["services"]["worker"]
     assert worker["build"] == "." and "pip install" not in str(worker.get("command", ""))
     assert "container_name" not in worker and "ports" not in worker  # each scaled copy needs neither
-    assert worker["volumes"] == ["${PWD}:${PWD}"] and worker["environment"]["AGENTRUN_PATH_MAP"]
+    assert worker["volumes"][0] == "${PWD}:${PWD}" and worker["environment"]["AGENTRUN_PATH_MAP"]
+    # Large values: the folder a client on the host reads by default, unless AGENTRUN_BLOB_URL says else.
+    assert "${HOME}/.local/state/agentrun/blobs:/blobs" in worker["volumes"]
+    assert worker["environment"]["AGENTRUN_BLOB_URL"] == "${AGENTRUN_BLOB_URL:-/blobs}"
     dockerfile = (ROOT / "Dockerfile").read_text()
-    assert "RUN pip install --no-cache-dir ." in dockerfile and 'CMD ["agentrun", "worker"]' in dockerfile
+    assert 'RUN pip install --no-cache-dir ".[s3]"' in dockerfile and 'CMD ["agentrun", "worker"]' in dockerfile

@@ -125,11 +125,11 @@ def pipeline(*steps: str) -> str:
 
 
 @pytest.mark.usefixtures("worker")
-async def test_a_reply_too_large_for_temporal_fails_its_step_at_once_saying_how_big(cli, client, tmp_path, llm):
-    llm.reply = "many words " * 300_000  # 3.3 MB
+async def test_a_reply_too_large_to_keep_fails_its_step_at_once_saying_how_big(cli, client, tmp_path, llm):
+    llm.reply = "many words " * 1_500_000  # 16.5 MB
     spec = write_spec(tmp_path, pipeline("write", "review"))
     state = await asyncio.wait_for(run_spec(client, spec, "openai:m"), 240)  # a run left spinning fails here
-    reason = "the reply of agent 'write' to task 'write' is 3.3 MB, over the 1.5 MB a step may return"
+    reason = "the reply of agent 'write' to task 'write' is 16.5 MB, over the 16.0 MB a step may return"
     assert state.status == "failed" and state.errors == [f"write: {reason}"]
     assert len(llm.requests_for("m")) == 1  # not asked (and paid) again
     shown = json.loads(cli("status", state.run_id, "--json").out)
@@ -139,12 +139,14 @@ async def test_a_reply_too_large_for_temporal_fails_its_step_at_once_saying_how_
 
 @pytest.mark.usefixtures("worker")
 async def test_outputs_that_together_grow_past_what_a_run_may_keep_fail_the_step_that_crosses(client, tmp_path, llm):
-    llm.reply = "many words " * 80_000  # 0.9 MB each: fine alone, too much together
-    spec = write_spec(tmp_path, pipeline("one", "two", "three"))
+    llm.reply = "many words " * 1_000_000  # 11 MB each: fine alone, too much together
+    spec = write_spec(tmp_path, pipeline("one", "two", "three", "four"))
     state = await asyncio.wait_for(run_spec(client, spec, "openai:m"), 240)
     assert state.status == "failed", state.errors
     [error] = state.errors
-    assert error.startswith("two: its output (0.9 MB) makes the run's state 2.0 MB, over the 1.8 MB a run may keep")
-    assert [t.status for t in state.tasks.values()] == ["completed", "failed", "pending"]
-    assert state.steps["two"]["output"] == "(0.9 MB output dropped)"
-    assert len(llm.requests_for("m")) == 2
+    assert error.startswith(
+        "three: its output (11.0 MB) makes the run's state 33.3 MB, over the 32.0 MB a run may keep"
+    )
+    assert [t.status for t in state.tasks.values()] == ["completed", "completed", "failed", "pending"]
+    assert state.steps["three"]["output"] == "(11.0 MB output dropped)"
+    assert len(llm.requests_for("m")) == 3

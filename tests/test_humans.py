@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 from datetime import datetime
+from typing import Any
 
 import pytest
 from temporalio.api.enums.v1 import EventType
@@ -32,9 +33,9 @@ def undo(tid: str, prompt: str, agent: str = "undo", attempts: int = 1) -> ir.Ta
     )
 
 
-async def start(client: Client, the_plan: ir.Plan) -> WorkflowHandle:
+async def start(client: Client, the_plan: ir.Plan, **options: Any) -> WorkflowHandle:
     agents = {leaf.agent: f"openai:{leaf.agent}" for leaf in _tasks(the_plan)}
-    inp = RunInput(plan=the_plan, workdir=".", default_agent="openai:default", agents=agents, heartbeat_s=5)
+    inp = RunInput(plan=the_plan, workdir=".", default_agent="openai:default", agents=agents, heartbeat_s=5, **options)
     return await client.start_workflow("AgentRun", inp, id=run_id("h"), task_queue=TEST_QUEUE)
 
 

@@ -13,13 +13,13 @@ import pytest
 import pytest_asyncio
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowFailureError, WorkflowHandle
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from agentrun.client import report
 from agentrun.client.runs import fetch_state
 from agentrun.spec import params as spec_params
 from agentrun.spec.load import load
+from agentrun.worker.blobs import data_converter
 from agentrun.worker.build import build_worker
 from agentrun.workflows.contract import RunInput, RunState
 from tests.conftest import SERVER_STARTUP, TIME_QUEUE, run_id, time_server_binary, write_spec
@@ -43,7 +43,7 @@ async def own_env():
     busy leaves that activity holding the server's clock lock, so the next test could not skip time."""
     environment = await WorkflowEnvironment.start_time_skipping(
         test_server_existing_path=time_server_binary(),
-        data_converter=pydantic_data_converter,
+        data_converter=data_converter(),
         test_server_startup_timeout=SERVER_STARTUP,
     )
     async with build_worker(environment.client, TIME_QUEUE):

@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 import shlex
 
+import yaml
+
 from agentrun.spec import ir
 from agentrun.spec.load import load
 from tests.conftest import ROOT, write_spec
@@ -71,3 +73,34 @@ def test_readme_agentfile_section_shows_the_example_verbatim_and_a_draft_form_th
     plan = load(str(write_spec(tmp_path, draft, "Agentfile")))
     goals = {leaf.id: leaf.supervision for leaf in plan.leaves() if isinstance(leaf, ir.Task)}
     assert goals == {"build-and-test": "supervised", "deploy-to-environment": "human"}
+
+
+def state_graphs_section() -> str:
+    return README.split("\n## State graphs\n", 1)[1].split("\n## Agents\n", 1)[0]
+
+
+def test_readme_state_graphs_section_shows_the_example_and_inspect_as_printed():
+    from agentrun.client.explain import inspect_text
+    from agentrun.client.views.graph import mermaid
+
+    section = state_graphs_section()
+    example = ROOT / "examples" / "graphs" / "hub_and_spoke.yaml"
+    assert re.search(r"```yaml\n(.*?)```", section, re.DOTALL).group(1) == example.read_text()
+    plan = load(str(example))
+    assert isinstance(plan.root, ir.Graph)
+    shown = re.search(
+        r"```\n\$ python -m client inspect examples/graphs/hub_and_spoke.yaml\n(.*?)```", section, re.DOTALL
+    )
+    assert shown.group(1) == inspect_text(plan) + "\n"
+    assert re.search(r"```mermaid\n(.*?)```", section, re.DOTALL).group(1) == mermaid(plan.root) + "\n"
+
+
+def test_readme_state_graph_example_runs_offline_as_written(cli):
+    section = state_graphs_section()
+    command = re.search(r"^    (python -m client start examples/graphs/hub_and_spoke\.yaml .*)$", section, re.MULTILINE)
+    args = shlex.split(command.group(1))[3:]
+    result = cli(*args, extra_env={"OPENAI_API_KEY": "", "OPENAI_BASE_URL": "http://127.0.0.1:9/v1"})
+    assert result.code == 0, result.out + result.err
+    replies = yaml.safe_load((ROOT / "examples" / "graphs" / "hub_and_spoke.replies.yaml").read_text())["tasks"]
+    assert f"## Final Output\n\n{replies['write']}\n" in result.out
+    assert "| 2 | lead | write | the notes cover the topic |" in result.out

@@ -11,12 +11,12 @@ import sys
 import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHandle, WorkflowHistory
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
 from agentrun.client import executions
 from agentrun.spec import calls
 from agentrun.spec.load import load
+from agentrun.worker.blobs import data_converter
 from agentrun.worker.build import WORKFLOWS, runner
 from agentrun.workflows.contract import RunInput
 from tests.conftest import HISTORIES, ROOT, SHELL_AGENT, TEST_QUEUE, run_id, write_spec
@@ -82,7 +82,7 @@ subtasks:
 
 
 def _replayer() -> Replayer:
-    return Replayer(workflows=WORKFLOWS, data_converter=pydantic_data_converter, workflow_runner=runner())
+    return Replayer(workflows=WORKFLOWS, data_converter=data_converter(), workflow_runner=runner())
 
 
 async def test_histories_recorded_now_replay(client, tmp_path):
@@ -318,6 +318,51 @@ def _driven() -> list:
 DRIVEN = _driven()
 
 
+async def test_a_graph_run_that_continued_as_new_replays(client, tmp_path):
+    """Recorded after state graphs: the hub-and-spoke supervisor graph on its recorded replies, with
+    a history limit so low that it continues as new every few nodes; its first execution and its
+    last (which starts from the state the one before carried) are kept."""
+    graphs = ROOT / "examples" / "graphs"
+    spec = write_spec(tmp_path, (graphs / "hub_and_spoke.yaml").read_text(), "graph.yaml")
+    (tmp_path / "replies.yaml").write_text((graphs / "hub_and_spoke.replies.yaml").read_text())
+    state = await run_spec(client, spec, "scripted:replies.yaml", params={"topic": "tides"}, history_limit=20)
+    assert state.status == "completed", state.errors
+    assert [c.delegated_to for c in state.supervisor_history] == ["research", "write", "__done__"]
+    runs = [e.run_id async for e in client.list_workflows(f'WorkflowId = "{state.run_id}"')]
+    assert len(runs) == state.executions >= 2
+    histories = [await client.get_workflow_handle(state.run_id, run_id=r).fetch_history() for r in runs]
+    first, last = histories[-1], histories[0]  # listed newest first
+    for name, history in (("graph", first), ("graph-continued", last)):
+        if name in _to_record():
+            (HISTORIES / f"{name}.json").write_text(_scrub(history.to_json(), tmp_path))
+    for history in histories:
+        result = await _replayer().replay_workflow(history, raise_on_replay_failure=False)
+        assert result.replay_failure is None, result.replay_failure
+
+
+async def test_a_graph_run_with_a_map_a_vote_and_a_subgraph_replays(client, tmp_path):
+    """Recorded after the fan-out kinds: examples/graphs/fan_out.yaml on its recorded replies, a
+    map with its synthesizer, a vote and a subgraph run as a child workflow; the parent's history
+    and the child's are kept."""
+    graphs = ROOT / "examples" / "graphs"
+    spec = write_spec(tmp_path, (graphs / "fan_out.yaml").read_text(), "fan_out.yaml")
+    (tmp_path / "replies.yaml").write_text((graphs / "fan_out.replies.yaml").read_text())
+    state = await run_spec(client, spec, "scripted:replies.yaml", params={"topic": "tides"})
+    assert state.status == "completed", state.errors
+    assert state.memory["headline_consensus"] == "The Moon Moves the Sea" and state.memory["research_count"] == 3
+    child = state.subgraph_runs["brief"][0]
+    assert child.status == "completed" and state.memory["brief"].startswith("The Moon Moves the Sea.")
+    histories = [
+        await client.get_workflow_handle(state.run_id).fetch_history(),
+        await client.get_workflow_handle(child.run_id).fetch_history(),
+    ]
+    for name, history in zip(("graph-fanout", "graph-subgraph"), histories):
+        if name in _to_record():
+            (HISTORIES / f"{name}.json").write_text(_scrub(history.to_json(), tmp_path))
+        result = await _replayer().replay_workflow(history, raise_on_replay_failure=False)
+        assert result.replay_failure is None, result.replay_failure
+
+
 def _scrub(text: str, tmp_path) -> str:
     """Recorded histories keep no paths of the machine that recorded them (replay ignores them),
     in the JSON and in the payloads it holds as base64."""
@@ -350,12 +395,15 @@ def _recorded() -> list[str]:
 
 @pytest.mark.parametrize("name", _recorded())
 async def test_committed_histories_still_replay(name):
-    # Under the id it was recorded with, where that id is the file's name (a batched map's run).
-    history = WorkflowHistory.from_json(name.removesuffix(".json"), json.loads((HISTORIES / name).read_text()))
+    data = json.loads((HISTORIES / name).read_text())
+    # Replayed under the id it ran with: a run names its child workflows after it.
+    started = data["events"][0].get("workflowExecutionStartedEventAttributes", {})
+    history = WorkflowHistory.from_json(started.get("workflowId") or name.removesuffix(".json"), data)
     await _replayer().replay_workflow(history)
 
 
 def test_histories_are_committed():
-    recorded = [*SPECS, *AFTER_SEAMS, "gated", "agentfile", "tree", "tree-mcp", "map-batches", "map-batch"]
+    recorded = [*SPECS, *AFTER_SEAMS, "gated", "agentfile", "tree", "tree-mcp", "graph", "graph-continued"]
+    recorded += ["graph-fanout", "graph-subgraph", "map-batches", "map-batch"]
     expected = sorted(f"{name}.json" for name in recorded)
     assert _recorded() == expected, "record new ones with AGENTRUN_RECORD_HISTORIES=name,name"

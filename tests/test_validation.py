@@ -7,13 +7,13 @@ import json
 from typing import Any
 
 import pytest
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
 from agentrun.activities.validation import EMPTY_OUTPUT, validate_output
 from agentrun.spec.calls import ValidateCall, ValidateResult
 from agentrun.spec.rules import Rule, check_rule, extract_json, parse_rule
+from agentrun.worker.blobs import data_converter
 
 PAIN_POINTS = [
     {"problem": "slow onboarding", "impact": "3 weeks lost", "solution": "templates"},
@@ -441,6 +441,6 @@ async def test_unchecked_rules_are_not_errors() -> None:
 
 async def test_result_survives_the_data_converter() -> None:
     result = await validate(json.dumps(PAIN_POINTS), format="json", rules=SEED_RULES)
-    converter = pydantic_data_converter.payload_converter
+    converter = data_converter().payload_converter
     (back,) = converter.from_payloads(converter.to_payloads([result]), [ValidateResult])
     assert back == result and back.value == PAIN_POINTS

@@ -1,18 +1,17 @@
 """How much one activity may hand back to the workflow.
 
-Temporal refuses a payload over 2 MB (and warns from 512 KB). Over it, the SDK fails the activity
-as retryable, so an agent would be asked — and paid — again for a reply that can never fit. Under
-our own lower limit the workflow still has room to keep the value and say what happened; over it
-the step fails at once, non-retryably, saying how big the result was.
+A result over AGENTRUN_BLOB_THRESHOLD goes by reference, so Temporal's 2 MB per payload no longer
+binds; this limit keeps one runaway reply from filling the worker's memory and the store, and says
+so at once, non-retryably, rather than asking (and paying) the agent again for a reply that will
+not be kept.
 """
 
 from __future__ import annotations
 
 from temporalio.exceptions import ApplicationError
 
-from agentrun.spec.sizes import megabytes
+from agentrun.spec.sizes import MAX_RESULT_BYTES, megabytes
 
-MAX_RESULT_BYTES = 1_500_000
 TOO_LARGE = "ResultTooLarge"
 
 

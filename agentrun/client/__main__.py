@@ -1,5 +1,5 @@
-"""The command line: start, watch, status, list, cancel, report, validate, inspect, dry-run, and the
-commands people answer runs with: pending, answer, approve, reject, budget."""
+"""The command line: start, fork, diff, watch, status, list, cancel, report, validate, inspect,
+dry-run, and the commands people answer runs with: pending, answer, approve, reject, budget."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from rich.console import Console
 
-from agentrun.client import elements, humans, interrupts, listing, logs, no_worker, outputs, report
+from agentrun.client import diff, elements, fork, humans, interrupts, listing, logs, no_worker, outputs, report
 from agentrun.client.runs import NoSuchRun, NoWorker, UsageError, describe, fetch_state
 from agentrun.client.start import local_worker, prepare, say_warnings, start, watch
 from agentrun.spec import ir
@@ -19,6 +19,7 @@ from agentrun.spec.check import check
 from agentrun.spec.errors import SpecError
 from agentrun.spec.load import load
 from agentrun.worker import telemetry
+from agentrun.worker.blobs import BadBlobSetting, BlobUnreadable
 from agentrun.worker.connection import Unreachable, connect
 from agentrun.worker.paths import BadMapping
 from agentrun.workflows.contract import TASK_QUEUE, dollars, open_gates, unsettled_refusals
@@ -54,6 +55,8 @@ def parser(prog: str = "python -m client") -> argparse.ArgumentParser:
         action="store_true",
         help="no person can answer this run: refuse a spec whose goals need human supervision",
     )
+    fork.add_arguments(sub.add_parser("fork", help="run a run's plan again from a step, reusing the steps before it"))
+    diff.add_arguments(sub.add_parser("diff", help="the steps whose output, status or cost differ between two runs"))
     w = sub.add_parser("watch", help="follow a run to its end")
     w.add_argument("run_id")
     w.add_argument("--worker", action="store_true", help="run a worker in this process while following")
@@ -72,7 +75,14 @@ def parser(prog: str = "python -m client") -> argparse.ArgumentParser:
     elements.add_arguments(r, positive)
     logs.add_arguments(sub.add_parser("logs", help="what each agent was asked and answered, in order"))
     sub.add_parser("validate", help="check a spec without running it").add_argument("spec")
-    sub.add_parser("inspect", help="explain a spec: its steps, execution graph and agents").add_argument("spec")
+    i = sub.add_parser("inspect", help="explain a spec: its steps, execution graph and agents")
+    i.add_argument("spec")
+    i.add_argument(
+        "--format",
+        choices=["text", "mermaid"],
+        default="text",
+        help="mermaid: a state graph as a Mermaid flowchart, and nothing else",
+    )
     d = sub.add_parser("dry-run", help="show the agent calls a run would make, calling none")
     _spec_and_inputs(d)
     _human_commands(sub)
@@ -168,7 +178,7 @@ def run(args: argparse.Namespace) -> int:
             from agentrun.client import explain  # its prompt rendering is not needed by the other commands
 
             return (
-                explain.inspect_command(args.spec, console)
+                explain.inspect_command(args.spec, console, args.format)
                 if args.command == "inspect"
                 else explain.dry_run_command(args, console)
             )
@@ -176,14 +186,16 @@ def run(args: argparse.Namespace) -> int:
             inp = prepare(args)
             say_warnings(inp.plan)
             return interrupts.run(_with_client(lambda c: start(c, args, inp, console, _prompter(console))), args)
+        if args.command == "fork":
+            return interrupts.run(_with_client(lambda c: fork.fork_command(c, args, console, _prompter(console))), args)
         return interrupts.run(_with_client(lambda c: COMMANDS[args.command](c, args, console)), args)
     except SpecError as exc:
         print(str(exc), file=sys.stderr)
         return EXIT_USAGE
-    except (UsageError, NoSuchRun, BadMapping, telemetry.TelemetryError) as exc:
+    except (UsageError, NoSuchRun, BadMapping, BadBlobSetting, telemetry.TelemetryError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except (Unreachable, NoWorker) as exc:
+    except (Unreachable, NoWorker, BlobUnreadable) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_UNREACHABLE
     except KeyboardInterrupt:
@@ -257,9 +269,12 @@ async def _status(client, args, console: Console) -> int:
         f"{state.run_id}: {state.status}{waiting}" + (f" (running {state.current_task})" if state.current_task else ""),
         markup=False,
     )
+    for line in report.forked(state):
+        console.print(f"  {line.removeprefix('- ')}", markup=False)
     for t in state.tasks.values():
+        reused = f" reused from {t.reused_from}" if t.reused_from else ""
         console.print(
-            f"  {t.id:<30} {t.status:<10} attempts={t.attempts} iterations={t.iterations} {t.duration_s:.1f}s",
+            f"  {t.id:<30} {t.status:<10} attempts={t.attempts} iterations={t.iterations} {t.duration_s:.1f}s{reused}",
             markup=False,
         )
     for m in state.maps.values():
@@ -282,7 +297,7 @@ async def _status(client, args, console: Console) -> int:
 
 
 def _status_json(state) -> dict:
-    data = state.model_dump(mode="json", exclude={"outputs", "final_output"})
+    data = state.model_dump(mode="json", exclude={"outputs", "final_output", "step_log"})
     data["tasks"] = report.tasks_json(state)
     return data
 
@@ -342,6 +357,7 @@ COMMANDS = {
     "budget": humans.budget_command,
     "mcp": _mcp,
     "logs": logs.logs_command,
+    "diff": diff.diff_command,
 }
 
 EXIT_BROKEN_PIPE = 141  # as a program killed by SIGPIPE: `status --json | head` read what it wanted

@@ -29,9 +29,12 @@ def resolve(
     needed: set[str] | frozenset[str] = frozenset(),
     required: bool = True,
     requires: dict[str, str] | None = None,
+    declared: dict[str, str] | None = None,
 ) -> tuple[str, dict[str, str]]:
     """(default URI, per-agent URIs). `--agent URI` sets the default, `--agent ID=URI` one agent;
-    `requires` maps agent ids to the capability each asks for (an Agentfile's REQUIRES).
+    `requires` maps agent ids to the capability each asks for (an Agentfile's REQUIRES);
+    `declared` the URIs a spec names for its agents (a cycgraph bundle's models), used for the
+    agents nothing else gives one when no default is set either.
 
     No default is needed when every agent id in `needed` has its own URI, nor when not `required`
     (a dry run calls no agent): then the default is "".
@@ -54,6 +57,8 @@ def resolve(
             _check_uri(uri)
     if default is None:
         default = per_agent.get("default")
+    if default is None:
+        per_agent = {**(declared or {}), **per_agent}
     if default is None and (not required or (needed and needed <= set(per_agent))):
         default = ""
     if default is None:

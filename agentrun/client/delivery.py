@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 from temporalio.client import Client, WorkflowHandle, WorkflowUpdateRPCTimeoutOrCancelledError
 from temporalio.service import RPCError
 
+from agentrun.client import spelling
 from agentrun.client.no_worker import worker_command
 from agentrun.client.runs import QUERY_S, NoWorker, UsageError, ask_state, running
 from agentrun.workflows.contract import RunState
@@ -56,7 +57,7 @@ async def when_held(
             # The worker that answered went away before taking it; the server may keep it for the next.
             raise NoWorker(
                 f"a worker held run {handle.id} but did not take {what}; it may still be taken when a worker "
-                f"holds the run again: check with `python -m client status {handle.id}` before sending it again"
+                f"holds the run again: check with `{spelling.client()} status {handle.id}` before sending it again"
             ) from None
 
 

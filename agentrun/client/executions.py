@@ -19,7 +19,7 @@ from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
-from agentrun.client import telemetry
+from agentrun.client import spelling, telemetry
 from agentrun.client.runs import NoSuchRun, describe, fetch_state
 from agentrun.client.start import ensure_search_attributes, start_options
 from agentrun.spec import ir
@@ -195,7 +195,7 @@ def _tree(tree_uri: str) -> ir.Plan:
         raise ExecutionError(str(exc)) from None
     if plan.dialect != "behavior_tree":
         raise ExecutionError(
-            f"{tree_uri} is a {plan.dialect} spec, not a behaviour tree; run it with `python -m client start`"
+            f"{tree_uri} is a {plan.dialect} spec, not a behaviour tree; run it with `{spelling.client()} start`"
         )
     return plan.model_copy(update={"spec_dir": str(Path(plan.spec_dir).resolve())})
 

@@ -15,9 +15,11 @@ from jinja2 import TemplateError
 from rich.console import Console
 
 from agentrun.client.graph import draw, is_empty, scopes, top_steps
+from agentrun.client.runs import UsageError
 from agentrun.client.start import load_run, say_warnings
 from agentrun.client.views import view_of
 from agentrun.client.views.base import Entry, Scope, Shown, View
+from agentrun.client.views.graph import mermaid
 from agentrun.client.views.human import question
 from agentrun.client.views.words import bare, duration, first_line, labelled, sub_tag, undo_who
 from agentrun.spec import ir
@@ -37,9 +39,14 @@ INPUT_LINES = 20  # of each run input
 # ---- the commands ----------------------------------------------------------------------------
 
 
-def inspect_command(path: str, console: Console) -> int:
+def inspect_command(path: str, console: Console, form: str = "text") -> int:
     plan = load(path)
     check(plan)
+    if form == "mermaid":
+        if not isinstance(plan.root, ir.Graph):
+            raise UsageError(f"--format mermaid draws state graphs; {path} is a {plan.dialect} spec")
+        _print(console, mermaid(plan.root))
+        return 0
     _print(console, inspect_text(plan))
     return 0
 
@@ -67,6 +74,8 @@ def inspect_text(plan: ir.Plan) -> str:
     for i, node in enumerate(top_steps(plan)):
         lines += described.step(node, str(i + 1), "  ", "nothing but its prompt")
     lines += ["", "Graph"] + ["  " + line if line else "" for line in draw(plan).splitlines()]
+    for name, graph in plan.subgraphs.items():  # a bundle's graphs, which its subgraph nodes run
+        lines += ["", f"Subgraph {name}"] + described.step(graph, "S", "  ", "what input_mapping gives it")
     lines += ["", "Agents"] + _agents(plan) + _supervisor(plan)
     return "\n".join(lines)
 
@@ -141,20 +150,28 @@ def _json(value: Any) -> str:
 def _agents(plan: ir.Plan) -> list[str]:
     declared = plan.agents
     if declared:
-        return [
-            f"  {aid}: {a.name or aid}"
-            + (f" — {a.role}" if a.role else "")
-            + (f" (tools: {', '.join(a.tools)})" if a.tools else "")
-            for aid, a in declared.items()
-        ]
+        return [line for aid, a in declared.items() for line in _agent_lines(aid, a)]
     users: dict[str, list[str]] = {}
-    for leaf in plan.leaves():
-        if not isinstance(leaf, ir.Human):
-            users.setdefault(getattr(leaf, "agent", None) or "(provider)", []).append(leaf.id)
+    for node in plan.walk():
+        judge = isinstance(node, ir.Verifier) and node.mode == "llm_judge"
+        if isinstance(node, (ir.Task, ir.Provider, ir.Supervisor)) or judge:
+            users.setdefault(getattr(node, "agent", None) or "(provider)", []).append(node.id)
     for node in plan.walk():
         if node.compensation is not None:
             users.setdefault(getattr(node.compensation, "agent", None) or "(provider)", []).append(node.compensation.id)
     return [f"  {agent}: runs {', '.join(ids)}" for agent, ids in users.items()]
+
+
+def _agent_lines(aid: str, agent: ir.AgentInfo) -> list[str]:
+    settings = [f"{agent.uri} unless --agent {aid}=URI says otherwise"] if agent.uri else []
+    settings += [f"temperature {agent.temperature:g}"] if agent.temperature is not None else []
+    line = (
+        f"  {aid}: {agent.name or aid}"
+        + (f" — {agent.role}" if agent.role else "")
+        + (f" (tools: {', '.join(agent.tools)})" if agent.tools else "")
+        + (f" ({'; '.join(settings)})" if settings else "")
+    )
+    return [line] + ([f"    system: {first_line(agent.system)}"] if agent.system else [])
 
 
 def _supervisor(plan: ir.Plan) -> list[str]:

@@ -162,6 +162,9 @@ def _events(task: TaskState, before: tuple) -> list[str]:
     """Every step between two states of a task, however many a poll missed: its start line, each
     attempt and each loop round, then how it ended."""
     status, attempts, iterations = before
+    if task.reused_from and status == "pending":
+        failed = " (it failed there)" if task.status == "failed" else ""
+        return [f"↷ {task.id} reused from {task.reused_from}{failed}"]
     lines = []
     ran_unseen = status == "pending" and task.attempts > 0
     if status != "running" and (task.status == "running" or ran_unseen):

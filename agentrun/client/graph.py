@@ -33,6 +33,8 @@ def top_steps(plan: ir.Plan) -> list[ir.Node]:
         return [plan.root]
     if plan.dialect in ("pipeline", "agentfile") and isinstance(plan.root, ir.Sequence):
         return list(plan.root.children)
+    if isinstance(plan.root, ir.Graph):
+        return [plan.root]
     return list(plan.leaves())
 
 

@@ -25,6 +25,7 @@ from rich.table import Table
 from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.service import RPCError
 
+from agentrun.client import spelling
 from agentrun.client.delivery import enqueue, when_held
 from agentrun.client.no_worker import NO_WORKER
 from agentrun.client.runs import NoSuchRun, UsageError, ask_state, fetch_state, running
@@ -108,7 +109,7 @@ def _row(state: RunState, gate: Gate) -> dict[str, Any]:
 async def pending_command(client: Client, args: argparse.Namespace, console: Console) -> int:
     rows, unanswered, refused = await pending(client)
     for run_id in unanswered:
-        print(f"warning: run {run_id}: {NO_WORKER}; start one with `python -m worker`", file=sys.stderr)
+        print(f"warning: run {run_id}: {NO_WORKER}; start one with `{spelling.worker()}`", file=sys.stderr)
     for run_id, message in refused:
         print(f"warning: run {run_id}: {message}", file=sys.stderr)
     if args.json:
@@ -137,7 +138,8 @@ async def pending_command(client: Client, args: argparse.Namespace, console: Con
     out = console if console.is_terminal else Console(file=console.file, width=10_000, highlight=False)
     out.print(table)
     console.print(
-        "answer with: python -m client answer RUN --gate GATE VALUE (or approve / reject RUN --gate GATE)", markup=False
+        f"answer with: {spelling.client()} answer RUN --gate GATE VALUE (or approve / reject RUN --gate GATE)",
+        markup=False,
     )
     return 0
 
@@ -215,7 +217,7 @@ def _readable(run_id: str, state: RunState | None) -> RunState:
 
 def _queued(console: Console, what: str) -> None:
     console.print(
-        f"{what} queued: the run checks it when a worker takes it; a refusal shows in `python -m client pending`",
+        f"{what} queued: the run checks it when a worker takes it; a refusal shows in `{spelling.client()} pending`",
         markup=False,
         highlight=False,
     )
@@ -240,7 +242,7 @@ def _only_open_gate(run_id: str, state: RunState, value: str) -> str:
     if value in (APPROVE, REJECT) and gate.kind == "question" and value not in gate.choices:
         raise UsageError(
             f"gate '{gate.id}' is a question, not an approval: answer it with "
-            f"`python -m client answer {run_id} --gate {gate.id} VALUE`"
+            f"`{spelling.client()} answer {run_id} --gate {gate.id} VALUE`"
         )
     return gate.id
 
@@ -283,7 +285,7 @@ def user() -> str:
 
 def how_to_answer(run_id: str, gate: Gate) -> str:
     """The command that answers a gate, for the line that announces it."""
-    base = "python -m client"
+    base = spelling.client()
     if gate.kind == "budget":
         return (
             f"raise it with: {base} budget {run_id} --gate {gate.id} {_raising(gate.prompt)}, or {base} "

@@ -15,6 +15,7 @@ from typing import Any
 
 from rich.console import Console
 
+from agentrun.client import spelling
 from agentrun.client.no_worker import worker_command
 from agentrun.worker.build import GRACEFUL_SHUTDOWN_S
 
@@ -66,15 +67,15 @@ def ran_worker(args: argparse.Namespace) -> bool:
 
 def farewell(args: argparse.Namespace) -> str:
     """What became of the run this command followed, if any, and how to pick it up again."""
-    run_id = getattr(args, "id", None) if args.command == "start" else getattr(args, "run_id", None)
-    if args.command not in ("start", "watch") or not run_id:
+    run_id = getattr(args, "id", None) if args.command in ("start", "fork") else getattr(args, "run_id", None)
+    if args.command not in ("start", "fork", "watch") or not run_id:
         return "interrupted"
     if not ran_worker(args):
-        return f"interrupted: run {run_id} goes on in Temporal; follow it with `python -m client watch {run_id}`"
+        return f"interrupted: run {run_id} goes on in Temporal; follow it with `{spelling.client()} watch {run_id}`"
     queue = args.task_queue
     return (
         f"interrupted: run {run_id} stays in Temporal, but the worker in this process has stopped: nothing runs "
         f"it unless another worker polls task queue '{queue}'\n"
-        f"  hint: go on with `python -m client watch {run_id} --worker`, or start a worker with "
-        f"`{worker_command(queue)}` and `python -m client watch {run_id}`"
+        f"  hint: go on with `{spelling.client()} watch {run_id} --worker`, or start a worker with "
+        f"`{worker_command(queue)}` and `{spelling.client()} watch {run_id}`"
     )

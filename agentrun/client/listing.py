@@ -12,6 +12,7 @@ from rich.table import Table
 from temporalio.client import Client, WorkflowExecution, WorkflowExecutionStatus
 from temporalio.service import RPCError
 
+from agentrun.client import spelling
 from agentrun.client.runs import CLOSED_STATUS, UsageError
 from agentrun.workflows import contract
 from agentrun.workflows.contract import RunStatus
@@ -32,7 +33,8 @@ def add_arguments(command: argparse.ArgumentParser) -> None:
 def visibility_query(status: str | None, spec: str | None) -> str:
     """The Temporal list filter for the options. A run ended from outside (terminated) never wrote
     its own status, so the server's execution status decides for it and for the live ones."""
-    parts = [f'WorkflowType="{contract.WORKFLOW}"']
+    # A run that continued as new is one run: only its latest execution is listed.
+    parts = [f'WorkflowType="{contract.WORKFLOW}"', 'ExecutionStatus!="ContinuedAsNew"']
     if spec:
         parts.append(f"{contract.SPEC.name}={json.dumps(spec)}")
     if status == "terminated":
@@ -90,7 +92,9 @@ def status_of(execution: WorkflowExecutionStatus | None, said: str) -> str:
 def _nothing(args: argparse.Namespace) -> str:
     filters = [f"--{name} {getattr(args, name)}" for name in ("status", "spec") if getattr(args, name)]
     return (
-        "no runs match " + " ".join(filters) if filters else "no runs yet: start one with `python -m client start SPEC`"
+        "no runs match " + " ".join(filters)
+        if filters
+        else f"no runs yet: start one with `{spelling.client()} start SPEC`"
     )
 
 

@@ -10,6 +10,7 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 from temporalio.service import RPCError
 
+from agentrun.client import spelling
 from agentrun.workflows import contract
 from agentrun.workflows.contract import RunInput, RunState
 
@@ -19,7 +20,7 @@ NO_WORKER = "no worker is answering for this run"
 
 def worker_command(task_queue: str) -> str:
     """How to start a worker for runs on this queue."""
-    return "python -m worker" + ("" if task_queue == contract.TASK_QUEUE else f" --task-queue {task_queue}")
+    return spelling.worker() + ("" if task_queue == contract.TASK_QUEUE else f" --task-queue {task_queue}")
 
 
 def hint(run_id: str, task_queue: str, polled: bool = False) -> str:
@@ -30,7 +31,7 @@ def hint(run_id: str, task_queue: str, polled: bool = False) -> str:
         why = f"no worker polls task queue '{task_queue}', so nothing runs it"
     return (
         f"{why}: start one with `{worker_command(task_queue)}`, "
-        f"or run one here with `python -m client watch {run_id} --worker`"
+        f"or run one here with `{spelling.client()} watch {run_id} --worker`"
     )
 
 

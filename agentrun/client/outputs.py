@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import re
 
-from agentrun.workflows.contract import RunState
+from agentrun.spec.sizes import megabytes
+from agentrun.workflows.contract import RunState, TaskState
 
 
 def section(state: RunState, every: bool = True) -> str:
@@ -24,9 +25,19 @@ def section(state: RunState, every: bool = True) -> str:
         if output is None or not (every or failed):
             continue
         lines += ["", f"### {n}. {key}" + (" (the reply that failed)" if failed else ""), "", *fenced(output)]
+        lines += _cut(state.run_id, key, output, task)
     if len(lines) == 2:
         return "\n".join([*lines, "", "(no step has an output yet)"]) + "\n" if every else ""
     return "\n".join(lines) + "\n"
+
+
+def _cut(run_id: str, key: str, output: str, task: TaskState) -> list[str]:
+    """A note under an output the run kept only the beginning of (a large one goes whole to the
+    next steps, but a run's state keeps MAX_OUTPUT_CHARS of it for reports)."""
+    if task.output_size <= len(output.encode()):
+        return []
+    where = f"; `logs {run_id} --task {key}` shows it whole" if task.agent else ""
+    return ["", f"(its first {len(output):,} characters of {megabytes(task.output_size)}{where})"]
 
 
 def fenced(text: str) -> list[str]:

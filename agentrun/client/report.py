@@ -10,12 +10,15 @@ from agentrun.client.outputs import fenced
 from agentrun.workflows.contract import (
     RunState,
     SpawnedAgent,
+    SubgraphRun,
     TaskState,
     Verdict,
     batch_id,
     dollars,
     limits_text,
 )
+
+MEMORY_CHARS = 200  # of each memory value in the report; `report --format json` has them whole
 
 _STEP_STATUS = {
     "completed": "SUCCESS",
@@ -70,7 +73,7 @@ def summary(state: RunState) -> dict:
         "failed": counts["failed"],
         "skipped": counts["skipped"],
         "cancelled": counts["cancelled"],
-        "agents": len({t.agent for t in tasks if t.status != "pending" and t.kind == "task"}),
+        "agents": len({t.agent for t in tasks if t.status != "pending" and t.kind == "task" and not t.reused_from}),
         "sub_agents": sum(len(spawned) for spawned in state.spawned.values()),
         "total_time_s": round(total, 3),
         "retries": sum(_retries(t) for t in tasks),
@@ -79,13 +82,15 @@ def summary(state: RunState) -> dict:
         "cost_usd": state.total_cost_usd,
         "gates": len(state.gates),
         "compensations": len(state.compensations),
+        "parent": state.parent or None,
+        "reused": state.reused_runs,
     }
 
 
 def to_json(state: RunState) -> str:
-    return json.dumps(
-        {"summary": summary(state), **state.model_dump(mode="json"), "tasks": tasks_json(state)}, indent=2
-    )
+    # The step log repeats the outputs for forks to take over; the report has them already.
+    data = state.model_dump(mode="json", exclude={"step_log"})
+    return json.dumps({"summary": summary(state), **data, "tasks": tasks_json(state)}, indent=2)
 
 
 def tasks_json(state: RunState) -> list[dict]:
@@ -110,7 +115,14 @@ def to_markdown(state: RunState) -> str:
     ]
     if s["input_tokens"] or s["output_tokens"]:
         lines.append(f"- Tokens: {s['input_tokens']} in, {s['output_tokens']} out")
-    lines += _spending(state)
+    lines += _spending(state) + forked(state)
+    if state.parent_run:
+        lines.append(f"- Part of run: {state.parent_run} (this run is one of its subgraphs)")
+    if state.executions > 1:
+        lines.append(
+            f"- Temporal executions: {state.executions} (the run continued as new {state.executions - 1} "
+            "time(s) to keep each history short)"
+        )
     lines += [
         "",
         "## Step-by-Step Results",
@@ -120,10 +132,11 @@ def to_markdown(state: RunState) -> str:
     ]
     for n, t in enumerate(state.tasks.values(), 1):
         lines.append(
-            f"| {n} | {t.id} | {t.agent} | {_STEP_STATUS.get(t.status, t.status.upper())} | "
+            f"| {n} | {t.id} | {t.agent} | {_status(t)} | "
             f"{_duration(t.duration_s)} | {_retries(t)} | {_size(t.output_size)} |"
         )
         lines += _sub_agent_rows(n, state.spawned.get(t.id, []))
+        lines += _subgraph_rows(n, state.subgraph_runs.get(t.id, []))
     lines += ["", "## Final Output", "", state.final_output.strip() or "(none)", "", "## Issues and Warnings", ""]
     issues = [_issue("ERROR", e) for e in state.errors] + [_issue("WARNING", w) for w in state.warnings]
     lines += issues or ["- none"]
@@ -135,7 +148,7 @@ def to_markdown(state: RunState) -> str:
         + _compensations(state)
         + _taint(state)
     )
-    lines += _blackboard(state) + _trace(state)
+    lines += _blackboard(state) + _trace(state) + _graph(state)
     return "\n".join(lines) + "\n"
 
 
@@ -180,6 +193,50 @@ def elements_markdown(page: Page) -> str:
         if e.output is not None:
             lines += ["", f"## {e.key}", "", *fenced(e.output)]
     return "\n".join(lines) + "\n"
+
+
+def forked(state: RunState) -> list[str]:
+    """Where a fork comes from, how many steps it took over, and what it changed."""
+    if not state.parent:
+        return []
+    lines = [
+        f"- Forked from: {state.parent} at {state.forked_at}; {state.reused_runs} step run(s) reused from "
+        f"{state.parent} (not run again, no cost here)"
+    ]
+    return lines + ([f"- Changes: {'; '.join(state.fork_changes)}"] if state.fork_changes else [])
+
+
+def _status(task: TaskState) -> str:
+    status = _STEP_STATUS.get(task.status, task.status.upper())
+    return f"{status} (reused from {task.reused_from})" if task.reused_from else status
+
+
+def _graph(state: RunState) -> list[str]:
+    """A state graph's run: how often each node ran, its supervisors' choices, its memory at the end."""
+    if state.dialect != "cycgraph":
+        return []
+    graph = next(iter(state.node_runs), None)  # the graph itself runs first: its nodes are what count
+    runs = Counter({key: n for key, n in state.node_runs.items() if key != graph})
+    lines = ["", "## State Graph", "", f"- Node runs: {sum(runs.values())} (" + _counts(runs) + ")"]
+    for node, children in state.subgraph_runs.items():
+        for child in children:
+            ended = f": {_cell(child.error)}" if child.error else ""
+            lines.append(f"- Subgraph {node} ran graph {child.graph} as run {child.run_id}: {child.status}{ended}")
+    if state.supervisor_history:
+        lines += ["", "| # | Supervisor | Chose | Reasoning |", "|---|---|---|---|"]
+        lines += [
+            f"| {n} | {c.supervisor_id} | {c.delegated_to} | {_cell(c.reasoning)} |"
+            for n, c in enumerate(state.supervisor_history, 1)
+        ]
+    lines += ["", "| Memory key | Value |", "|---|---|"]
+    for key, value in state.memory.items():
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+        lines.append(f"| {_cell(key)} | {_cell(text[:MEMORY_CHARS])}{'…' if len(text) > MEMORY_CHARS else ''} |")
+    return lines
+
+
+def _counts(runs: Counter[str]) -> str:
+    return ", ".join(f"{node} ×{count}" for node, count in runs.items()) or "none"
 
 
 def _blackboard(state: RunState) -> list[str]:
@@ -286,6 +343,18 @@ def _sub_agent_rows(step: int, spawned: list[SpawnedAgent]) -> list[str]:
         f"| {step}.{n} | ↳ {a.key} | {_cell(a.role)} | {_SUB_STATUS[a.status]} | - | 0 | {_size(len(a.output.encode()))} |"
         for n, a in enumerate(spawned, 1)
     ]
+
+
+def _subgraph_rows(step: int, children: list[SubgraphRun]) -> list[str]:
+    """A subgraph node's child runs, as rows right under its own: `report RUN` on each gives its steps."""
+    return [
+        f"| {step}.{n} | ↳ run {c.run_id} | graph {_cell(c.graph)} | {_RUN_STATUS.get(c.status, c.status.upper())} "
+        "| - | 0 | - |"
+        for n, c in enumerate(children, 1)
+    ]
+
+
+_RUN_STATUS = {"completed": "SUCCESS", "failed": "FAILED", "compensated": "ROLLED BACK", "running": "RUNNING"}
 
 
 def _sub_agents(state: RunState) -> list[str]:

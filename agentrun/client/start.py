@@ -51,7 +51,8 @@ def load_run(args: argparse.Namespace, agents_required: bool = True) -> Loaded:
         print(warning, file=sys.stderr)
     values = params.bind(plan, ask_missing(plan, given))
     requires = {name: a.requires for name, a in plan.agents.items() if a.requires}
-    resolved = agents.resolve(args.agent, plan.spec_dir, agent_ids(plan), agents_required, requires)
+    declared = {name: a.uri for name, a in plan.agents.items() if a.uri}
+    resolved = agents.resolve(args.agent, plan.spec_dir, agent_ids(plan), agents_required, requires, declared)
     return Loaded(plan, values, *resolved)
 
 
@@ -85,7 +86,18 @@ def prepare(args: argparse.Namespace) -> RunInput:
         max_iterations=args.max_iterations,
         lenient=args.lenient,
         heartbeat_s=float(os.environ.get("AGENTRUN_HEARTBEAT_S", "30")),
+        history_limit=_history_limit(),
     )
+
+
+def _history_limit() -> int | None:
+    """AGENTRUN_HISTORY_LIMIT: events one execution's history may reach before the run continues as new."""
+    text = os.environ.get("AGENTRUN_HISTORY_LIMIT", "")
+    if not text:
+        return None
+    if not text.isdigit() or not 100 <= int(text) <= 40_000:
+        raise UsageError(f"AGENTRUN_HISTORY_LIMIT={text}: give a number of events from 100 to 40000")
+    return int(text)
 
 
 def refuse_human_supervision(plan: ir.Plan) -> None:
@@ -173,19 +185,22 @@ async def _start(client: Client, inp: RunInput, run_id: str, task_queue: str) ->
 
 
 def start_options(inp: RunInput) -> dict[str, Any]:
-    """What every run starts with besides its input: its search attributes and the summary
-    Temporal Web lists it with."""
+    """What every run starts with besides its input: its search attributes, a fork's parent in its
+    memo, and the summary Temporal Web lists it with."""
     attrs = None
+    parent = inp.fork.parent if inp.fork else None
     if inp.search_attributes:
-        attrs = TypedSearchAttributes(
-            [SearchAttributePair(contract.SPEC, inp.plan.name), SearchAttributePair(contract.STATUS, "pending")]
-        )
-    return {"search_attributes": attrs, "static_summary": _summary(inp.plan)}
+        pairs = [SearchAttributePair(contract.SPEC, inp.plan.name), SearchAttributePair(contract.STATUS, "pending")]
+        pairs += [SearchAttributePair(contract.PARENT, parent)] if parent else []
+        attrs = TypedSearchAttributes(pairs)
+    memo = {contract.PARENT_MEMO: parent} if parent else None
+    return {"search_attributes": attrs, "memo": memo, "static_summary": _summary(inp)}
 
 
-def _summary(plan: ir.Plan) -> str:
-    count = len(plan.leaves())
-    return f"{plan.name} ({plan.dialect}, {count} task{'' if count == 1 else 's'})"
+def _summary(inp: RunInput) -> str:
+    plan, count = inp.plan, len(inp.plan.leaves())
+    forked = f", forked from {inp.fork.parent} at {inp.fork.at}" if inp.fork else ""
+    return f"{plan.name} ({plan.dialect}, {count} task{'' if count == 1 else 's'}{forked})"
 
 
 @contextlib.asynccontextmanager

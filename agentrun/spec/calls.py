@@ -59,6 +59,7 @@ class AgentCall(BaseModel):
     turn: int = 0
     timeout_s: float = DEFAULT_AGENT_TIMEOUT_S
     tools: list[str] = []  # function tools offered to a chat model, by name (SPAWN_AGENTS)
+    temperature: float | None = None  # the agent's sampling temperature, for a model that takes one
 
 
 class AgentReply(BaseModel):

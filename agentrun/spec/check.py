@@ -108,8 +108,9 @@ def _not_per_element(node: ir.NodeBase) -> tuple[str, str] | None:
 
 
 def agent_ids(plan: ir.Plan) -> set[str]:
-    """Every agent a run may talk to: its tasks', fallbacks' (in walk) and compensations'."""
-    nodes = plan.walk()
+    """Every agent a run may talk to: its tasks', fallbacks' (in walk) and compensations', and
+    those of the subgraphs it runs."""
+    nodes = plan.walk_all()
     tasks = [n for n in nodes if isinstance(n, ir.Task)]
     tasks += [n.compensation for n in nodes if isinstance(n.compensation, ir.Task)]
     return {task.agent for task in tasks}

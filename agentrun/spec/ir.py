@@ -25,11 +25,18 @@ class Model(BaseModel):
 
 
 class Retry(Model):
-    """Node-level attempts; transport errors are retried separately by the activity retry policy."""
+    """Node-level attempts; transport errors are retried separately by the activity retry policy.
+
+    The wait before attempt n grows with n (`counts: attempts`: linear delay × n, exponential
+    delay × 2^n), or with the retry's own number r = n - 1 (`counts: retries`, cycgraph's schedule:
+    the first retry waits delay, linear delay × r, exponential delay × 2^(r-1)); never past `max_delay_s`.
+    """
 
     attempts: int = 1
     backoff: Literal["none", "linear", "exponential"] = "none"
     delay_s: float = 1.0
+    counts: Literal["attempts", "retries"] = "attempts"
+    max_delay_s: float | None = None
 
 
 class Criteria(Model):
@@ -216,16 +223,25 @@ MAX_MAP_BATCH = 500  # a batch's own history stays far below the warning however
 
 
 class Map(NodeBase):
-    """`body` once per element of the list `over`, at most `concurrency` at a time; `reduce` then
-    gets every result in the elements' order. A list longer than `batch` runs as child workflows of
-    `batch` elements each."""
+    """`body` once per item of a list: the value of the expression `over`, the fixed `items`, or
+    what the JSON path `items_path` finds in the map's input (a graph's view of memory), at most
+    `max_items` of them. With `fail_fast` the first failed item fails the map and cancels the rest;
+    with `best_effort` failures are recorded and the rest go on. With `outcomes` the value is
+    {results: [{index, value}], errors: [{index, error}]} instead of the list of values, and each
+    item's input is the map's own input with map_item, map_index and map_total added (a graph's
+    map, as cycgraph gives its workers their task context)."""
 
     kind: Literal["map"] = "map"
-    over: str
+    over: str = ""
+    items: list[Any] | None = None
+    items_path: str = ""
+    max_items: int | None = None
     body: Node
     concurrency: int = 20
     reduce: Node | None = None
     batch: int = MAP_BATCH
+    error_strategy: Literal["fail_fast", "best_effort"] = "fail_fast"
+    outcomes: bool = False
 
 
 class Human(NodeBase):
@@ -253,22 +269,108 @@ class Evaluate(NodeBase):
 
 
 class Subflow(NodeBase):
+    """One of the plan's `subgraphs` run as a child workflow of its own (the same workflow type, a
+    plan made of the subgraph): its memory starts as `input_mapping` says (parent key -> child
+    key), and `output_mapping` (child key -> parent key) brings its results back. What it did that
+    has an undo joins the parent's compensation stack once it succeeds; a child that fails undoes
+    its own work first."""
+
     kind: Literal["subflow"] = "subflow"
-    body: Node
+    graph: str
+    input_mapping: dict[str, str] = {}
+    output_mapping: dict[str, str] = {}
+    max_steps: int | None = None  # the child graph's node runs, if not its own max_iterations
 
 
 class Edge(Model):
     source: str
     target: str
     when: str | None = None
+    line: int = 0
+
+
+class Access(Model):
+    """What one node of a graph reads from memory and where its value goes.
+
+    It sees only `read_keys` (`*` for all); its value is written to `write_key`, and a JSON object
+    it returns may also write any of `write_keys` by name (nothing else). An approval rejected goes
+    to `on_reject` when it names a node.
+    """
+
+    read_keys: list[str] = ["*"]
+    write_keys: list[str] = []
+    write_key: str | None = None
+    on_reject: str | None = None
 
 
 class Graph(NodeBase):
+    """Named nodes joined by edges tried in order, the first whose condition holds taken; cycles
+    allowed, at most `max_steps` node runs. A node with no edge that holds ends the graph when it
+    is one of `end_nodes`, else fails it; a supervisor ends it by choosing `DONE`."""
+
     kind: Literal["graph"] = "graph"
     nodes: dict[str, Node] = {}
     edges: list[Edge] = []
     start: str
     max_steps: int = 50
+    end_nodes: list[str] = []
+    access: dict[str, Access] = {}
+    outputs: list[str] = []  # the memory keys it declares as its result
+    # A condition reading a key whose value came from outside (a tool, the web) is false.
+    strict_taint: bool = False
+
+
+class Supervisor(NodeBase):
+    """An agent picks which of `managed` runs next, or `DONE` to finish, with its reasons; it
+    chooses at most `max_iterations` times in a run."""
+
+    kind: Literal["supervisor"] = "supervisor"
+    agent: str = "default"
+    prompt: str = ""
+    system: str | None = None
+    managed: list[str] = []
+    max_iterations: int = 10
+
+
+VerifierMode = Literal["llm_judge", "expression", "jsonpath"]
+PathCheck = Literal["exists", "equals", "matches", "gt", "gte", "lt", "lte"]
+
+
+class Verifier(NodeBase):
+    """Checks the work so far: an agent's score against `pass_threshold`, an expression, or a
+    JSON path into memory compared by `check`. Its value is {passed, score?, reason}; with
+    `throw_on_fail` a failed check fails the node."""
+
+    kind: Literal["verifier"] = "verifier"
+    mode: VerifierMode = "expression"
+    agent: str = "default"
+    prompt: str = ""
+    system: str | None = None
+    pass_threshold: float = 0.7
+    expression: str = ""
+    path: str = ""
+    check: PathCheck = "exists"
+    expected: Any = None
+    throw_on_fail: bool = False
+    # The memory key a JSON path reads into, and the one key a judge is shown; None: all it reads.
+    target_key: str | None = None
+
+
+VotingStrategy = Literal["majority_vote", "weighted_vote", "llm_judge"]
+
+
+class Voting(NodeBase):
+    """Voter agents answer in parallel; their votes are tallied (the most votes, or the most weight
+    by voter agent id), or a judge agent picks the winner. Fewer than `quorum` valid votes fails the
+    node. Its value is {winner, tally, votes, strategy}."""
+
+    kind: Literal["voting"] = "voting"
+    voters: list[Task] = []
+    strategy: VotingStrategy = "majority_vote"
+    weights: dict[str, float] = {}
+    quorum: int | None = None
+    judge: Task | None = None
+    vote_key: str = "vote"  # the field of a voter's JSON reply that is its vote
 
 
 class Supervised(NodeBase):
@@ -292,13 +394,17 @@ Node = Annotated[
     | Evaluate
     | Subflow
     | Graph
+    | Supervisor
+    | Verifier
+    | Voting
     | Supervised,
     Field(discriminator="kind"),
 ]
 
 # Kinds in the IR that no engine handler runs yet; `spec.check` refuses a Plan using one. Every
 # other kind has a handler in `workflows.nodes` (tests/test_node_kinds.py keeps the two in step).
-NOT_RUNNABLE_YET = frozenset({"graph", "subflow", "supervised"})
+NOT_RUNNABLE_YET = frozenset({"supervised"})
+DONE = "__done__"  # what a supervisor answers to finish
 APPROVE, REJECT = "approve", "reject"
 
 # A task `input` that stands for every earlier step's output.
@@ -313,6 +419,7 @@ class Param(Model):
     description: str = ""
     examples: list[Any] = []
     line: int = 0
+    json_schema: dict[str, Any] | None = None  # a value given is checked against it before the run
 
 
 class AgentInfo(Model):
@@ -324,6 +431,11 @@ class AgentInfo(Model):
     role: str = ""
     tools: list[str] = []
     requires: str = ""
+    uri: str = ""  # the agent the spec names for it (a cycgraph bundle's model), used when nothing else does
+    # Sent with every prompt to this agent: the system text as the system message (ahead of the
+    # prompt for agents without one), the temperature in the request of a model that takes one.
+    system: str = ""
+    temperature: float | None = None
 
 
 class Plan(Model):
@@ -342,6 +454,8 @@ class Plan(Model):
     prices: dict[str, Price] = {}  # by model name, as the agent's replies report it
     version: str = ""
     agents: dict[str, AgentInfo] = {}  # declared agents by id; empty where a dialect declares none
+    # Graphs a cycgraph bundle carries for its subgraph nodes, by graph id, checked like the main one.
+    subgraphs: dict[str, Graph] = {}
     # A task tree's `completion: lenient` takes replies without a completion status.
     completion: Literal["strict", "lenient"] = "strict"
     # A template name no value was given for: an error, or empty as in plain Jinja (task trees).
@@ -382,6 +496,10 @@ class Plan(Model):
         """Every node, depth first, in execution order."""
         return list(_walk(self.root))
 
+    def walk_all(self) -> list[NodeBase]:
+        """Every node of the plan and of its subgraphs, which run as child workflows."""
+        return [n for graph in self.subgraphs.values() for n in _walk(graph)] + self.walk()
+
     def leaves(self) -> list[Task | Provider | Human]:
         """The nodes that do the work: agent prompts, provider calls and questions to people."""
         return [n for n in self.walk() if isinstance(n, (Task, Provider, Human))]
@@ -389,6 +507,11 @@ class Plan(Model):
     def gates(self) -> list[Human]:
         """Every question a run may ask a person: human nodes and the gates before other nodes."""
         return [n for n in self.walk() if isinstance(n, Human)] + [n.gate for n in self.walk() if n.gate]
+
+
+def walk(node: NodeBase) -> list[NodeBase]:
+    """`node` and every node under it, depth first."""
+    return list(_walk(node))
 
 
 def _walk(node: NodeBase):
@@ -407,7 +530,9 @@ def _own_children(node: NodeBase) -> list[Any]:
         return list(node.children)
     if isinstance(node, Switch):
         return [c.node for c in node.cases] + ([node.default] if node.default else [])
-    if isinstance(node, (Loop, Map, Subflow, Supervised)):
+    if isinstance(node, Voting):
+        return [*node.voters, *([node.judge] if node.judge else [])]
+    if isinstance(node, (Loop, Map, Supervised)):
         extra = [getattr(node, "validator", None), getattr(node, "reduce", None)]
         return [node.body] + [n for n in extra if n is not None]
     if isinstance(node, Graph):
@@ -426,6 +551,9 @@ for _model in (
     Map,
     Subflow,
     Graph,
+    Supervisor,
+    Verifier,
+    Voting,
     Supervised,
     Task,
     Provider,

@@ -6,6 +6,8 @@ import json
 import os
 from typing import Any
 
+import jsonschema
+import jsonschema.exceptions
 import yaml
 
 from agentrun.spec import ir
@@ -54,6 +56,8 @@ def bind(plan: ir.Plan, given: dict[str, Any]) -> dict[str, Any]:
             continue
         try:
             values[name] = coerce(values[name], param.type)
+            if param.json_schema is not None:
+                _conforms(values[name], param.json_schema)
         except ValueError as exc:
             problems.append(
                 Problem(
@@ -67,6 +71,14 @@ def bind(plan: ir.Plan, given: dict[str, Any]) -> dict[str, Any]:
     if problems:
         raise SpecError(problems)
     return values
+
+
+def _conforms(value: Any, schema: dict[str, Any]) -> None:
+    """ValueError with the first way `value` breaks its param's JSON Schema."""
+    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(value))
+    if error is not None:
+        where = "".join(f"[{p!r}]" for p in error.absolute_path)
+        raise ValueError(f"{where + ': ' if where else ''}{error.message}")
 
 
 def _example(param: ir.Param) -> str:

@@ -10,17 +10,22 @@ import sys
 
 from agentrun.activities.agents.agentapi import release_all
 from agentrun.worker import logs, paths, telemetry, terminal_log
+from agentrun.worker.blobs import BadBlobSetting
 from agentrun.worker.build import TASK_QUEUE, build_worker
 from agentrun.worker.connection import Unreachable, connect
 
 
-async def main(
-    task_queue: str, max_concurrent_activities: int, metrics_port: int | None = None, log_format: str = "text"
-) -> None:
+async def main(args: argparse.Namespace) -> None:
+    task_queue, log_format = args.task_queue, args.log_format
     logs.configure(log_format)
-    async with telemetry.running("agentrun-worker", metrics_port, forward_logs=log_format == "json"):
+    async with telemetry.running("agentrun-worker", args.metrics_port, forward_logs=log_format == "json"):
         client = await connect()
-        worker = build_worker(client, task_queue, max_concurrent_activities)
+        worker = build_worker(
+            client,
+            task_queue,
+            args.max_concurrent_activities,
+            max_cached_workflows=args.max_cached_workflows,
+        )
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -32,6 +37,12 @@ async def main(
             await stop.wait()
             logs.announce("worker stopping: finishing running activities", "worker.stopping", task_queue=task_queue)
         await release_all()  # refresh-mode agent servers this worker started
+
+
+def count(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number above 0")
+    return int(text)
 
 
 def port(text: str) -> int:
@@ -51,7 +62,16 @@ DESCRIPTION = "Run an agentrun worker: it polls a task queue and runs the runs s
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--task-queue", default=TASK_QUEUE)
-    parser.add_argument("--max-concurrent-activities", type=int, default=100)
+    parser.add_argument(
+        "--max-concurrent-activities", type=count, default=100, metavar="N", help="agent calls and checks at once"
+    )
+    parser.add_argument(
+        "--max-cached-workflows",
+        type=count,
+        default=1000,
+        metavar="N",
+        help="runs kept in memory between their steps (fewer: less memory, more replaying)",
+    )
     parser.add_argument(
         "--metrics-port", type=port, metavar="PORT", help="serve Prometheus metrics at http://0.0.0.0:PORT/metrics"
     )
@@ -65,14 +85,14 @@ def run(args: argparse.Namespace) -> int:
     """Poll until SIGINT/SIGTERM; the exit code."""
     terminal_log.to_terminal(args.verbose)  # --log-format json replaces it once the worker starts
     try:
-        asyncio.run(main(args.task_queue, args.max_concurrent_activities, args.metrics_port, args.log_format))
+        asyncio.run(main(args))
     except telemetry.TelemetryError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except Unreachable as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 3
-    except paths.BadMapping as exc:
+    except (paths.BadMapping, BadBlobSetting) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     return 0

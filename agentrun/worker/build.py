@@ -41,7 +41,11 @@ def runner() -> SandboxedWorkflowRunner:
 
 
 def build_worker(
-    client: Client, task_queue: str = TASK_QUEUE, max_concurrent_activities: int = 100, identity: str | None = None
+    client: Client,
+    task_queue: str = TASK_QUEUE,
+    max_concurrent_activities: int = 100,
+    identity: str | None = None,
+    max_cached_workflows: int = 1000,
 ) -> Worker:
     return Worker(
         with_plain_failures(client),
@@ -50,6 +54,7 @@ def build_worker(
         activities=ACTIVITIES,
         workflow_runner=runner(),
         max_concurrent_activities=max_concurrent_activities,
+        max_cached_workflows=max_cached_workflows,
         graceful_shutdown_timeout=timedelta(seconds=GRACEFUL_SHUTDOWN_S),
         interceptors=paths.interceptors(),
         identity=identity,

@@ -7,10 +7,9 @@ import os
 import time
 
 from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.envconfig import ClientConfig
 
-from agentrun.worker import embedded, telemetry
+from agentrun.worker import blobs, embedded, telemetry
 
 
 class Unreachable(Exception):
@@ -23,6 +22,8 @@ def settings() -> dict:
 
 
 async def connect() -> Client:
+    """Raises Unreachable, and BadBlobSetting before any connection is tried."""
+    converter = blobs.data_converter()
     config = settings()
     patience_s = 0.0
     if "target_host" not in config:
@@ -35,7 +36,7 @@ async def connect() -> Client:
     deadline = time.monotonic() + patience_s
     while True:
         try:
-            return await Client.connect(**config, data_converter=pydantic_data_converter, **telemetry.connect_options())
+            return await Client.connect(**config, data_converter=converter, **telemetry.connect_options())
         except ValueError as exc:  # an address that is no address: waiting will not mend it
             raise Unreachable(
                 f"TEMPORAL_ADDRESS {config['target_host']!r} is not an address ({exc})\n"

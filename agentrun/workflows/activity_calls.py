@@ -79,13 +79,14 @@ async def perform(
 ) -> T:
     """`call`, with a failure as the node's TaskFailed and a cancellation as the branch's. A
     timeout names its limit and, given `who` ("agent 'writer'"), what did not answer. An input Temporal
-    could not carry (a conversation's transcript grown past 2 MB) fails the node instead of the run's
-    workflow task."""
+    could not carry (a conversation's transcript grown past the limit) fails the node instead of the
+    run's workflow task."""
     size = sizes.payload_bytes(arg)
-    if size > sizes.PAYLOAD_LIMIT:
-        limit = sizes.megabytes(sizes.PAYLOAD_LIMIT)
+    limit = sizes.sent_limit(size)
+    if limit is not None:
         raise TaskFailed(
-            key, f"what {name} would be sent is {sizes.megabytes(size)}, over the {limit} Temporal carries"
+            key,
+            f"what {name} would be sent is {sizes.megabytes(size)}, over the {sizes.megabytes(limit)} a step may send",
         )
     with tracing.activity(name, key):
         try:

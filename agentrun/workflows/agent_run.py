@@ -20,6 +20,7 @@ with workflow.unsafe.imports_passed_through():
     from agentrun.spec import ir
     from agentrun.workflows import contract, gates
     from agentrun.workflows.budgets import Budgets
+    from agentrun.workflows.continuing import Continuing
     from agentrun.workflows.contract import (
         Answer,
         AnswerInput,
@@ -39,6 +40,8 @@ with workflow.unsafe.imports_passed_through():
     from agentrun.workflows.failures import TaskFailed
     from agentrun.workflows.humans import Humans
     from agentrun.workflows.interpreter import Interpreter
+    from agentrun.workflows.journal import Journal
+    from agentrun.workflows.reuse import STEP_LOG, Reuse
     from agentrun.workflows.saga import Saga
 
 
@@ -63,26 +66,43 @@ class AgentRun:
             tasks=contract.task_rows(plan),
             memory=copy.deepcopy(plan.memory),
             constants=plan.constants,
+            parent_run=inp.parent_run,
         )
+        if inp.fork is not None:
+            state, fork = self.run_state, inp.fork
+            state.parent, state.forked_at, state.fork_changes = fork.parent, fork.at, fork.changes
+        if inp.carried is not None:  # the run continued as new: it goes on where it was
+            self.run_state = inp.carried.state
         self.humans = Humans(self.run_state, self._changed)
         self.budgets = Budgets(self.run_state, self.humans.pause)
         self.saga = Saga(self.run_state)
+        if inp.carried is not None:
+            self.saga.restore(plan, inp.carried.undos)
         self.conversation = Conversation(inp, self.run_state, self.budgets)
-        self.rollback = False  # set by rollback_on_cancel
+        if inp.carried is not None:
+            self.conversation.transcripts, self.conversation.turns = inp.carried.transcripts, inp.carried.turns
+        self.rollback = inp.carried.rollback if inp.carried else False  # set by rollback_on_cancel
         self.saga_ran = False
         self.published: tuple[str, str] | None = None
         self.driven = Driven(self.run_state, plan.constants, self._changed) if inp.driven else None
 
     @workflow.run
     async def run(self, inp: RunInput) -> RunState:
-        self.run_state.move("running")
-        self.run_state.started_at = workflow.now()
+        if inp.carried is None:
+            self.run_state.move("running")
+            self.run_state.started_at = workflow.now()
         self._publish()
+        reuse = Reuse(self.run_state, inp.fork, recording=workflow.patched(STEP_LOG))
         interpreter = Interpreter(
-            inp, self.run_state, _skipped(inp), self.humans, self.saga, self.budgets, self.conversation
+            inp, self.run_state, _skipped(inp), self.humans, self.saga, self.budgets, self.conversation, reuse
         )
+        # An agent driving a tree over MCP holds a phase machine the carried state lacks: such runs
+        # are as long as an agent keeps at it, and stay one execution.
+        interpreter.continuing = None if inp.driven else Continuing(inp, lambda: self.rollback)
+        if inp.carried is not None:
+            interpreter.journal, interpreter.ran = Journal(inp.carried.journal), inp.carried.ran
         try:
-            await asyncio.wait_for(self._walk(interpreter, inp.plan.root), timeout=inp.plan.timeout_s)
+            await asyncio.wait_for(self._walk(interpreter, inp.plan.root), timeout=self._time_left(inp))
         except TaskFailed as exc:
             await self._failed(interpreter, exc)
         except TimeoutError:
@@ -103,8 +123,17 @@ class AgentRun:
             self._end("cancelled")
             raise
         self._end("completed")
+        if inp.parent_run:  # a subgraph's undos join its parent's stack (workflows.nodes.subflow)
+            self.run_state.compensation_undos = self.saga.carried()
         await workflow.wait_condition(workflow.all_handlers_finished)
         return self.run_state
+
+    def _time_left(self, inp: RunInput) -> float | None:
+        """The run's timeout counts from its start, across the executions it continued as new into."""
+        timeout, started = inp.plan.timeout_s, self.run_state.started_at
+        if timeout is None or inp.carried is None or started is None:
+            return timeout
+        return max(timeout - (workflow.now() - started).total_seconds(), 0.001)
 
     async def _walk(self, interpreter: Interpreter, root: ir.Node) -> None:
         """The plan's tree; a driven run's agent first accepts the protocol it is given."""

@@ -33,6 +33,7 @@ with workflow.unsafe.imports_passed_through():
         BatchResult,
         BudgetReached,
         Spent,
+        element_input,
     )
     from agentrun.workflows.budgets import Budgets
     from agentrun.workflows.contract import ElementNote, ModelUsage, RunState, TaskState, TaskStatus
@@ -40,6 +41,7 @@ with workflow.unsafe.imports_passed_through():
     from agentrun.workflows.failures import TaskFailed
     from agentrun.workflows.humans import Humans
     from agentrun.workflows.interpreter import Interpreter
+    from agentrun.workflows.reuse import Reuse
     from agentrun.workflows.saga import Saga
     from agentrun.workflows.scope import RunKey, Scope
 
@@ -65,6 +67,7 @@ class Outcome:
     results: dict[int, Any] = field(default_factory=dict)
     deferred: list[int] = field(default_factory=list)
     failure: tuple[int, TaskFailed] | None = None
+    errors: dict[int, str] = field(default_factory=dict)  # failed under best_effort: the others went on
     reached: str = ""  # the budget a deferred element reached
     cancelled: bool = False
 
@@ -90,7 +93,11 @@ class AgentRunBatch:
         conversation.transcripts = {agent: list(turns) for agent, turns in inp.transcripts.items()}
         # No person is asked in a batch (spec.check refuses gates in a map's body): Humans only
         # completes the interpreter.
-        engine = Interpreter(inp.run, state, set(), Humans(state, state.settle), Saga(state), budgets, conversation)
+        # A batch records no step log: a fork of the run runs a batched map's elements again.
+        reuse = Reuse(state, None, recording=False)
+        engine = Interpreter(
+            inp.run, state, set(), Humans(state, state.settle), Saga(state), budgets, conversation, reuse
+        )
         outcome = Outcome(len(inp.indexes))
         try:
             await _run_elements(engine, inp, outcome)
@@ -116,10 +123,11 @@ class AgentRunBatch:
             _, exc = outcome.failure
             raise ApplicationError(exc.message, _without_results(result), type=ELEMENT_FAILED, non_retryable=True)
         size = sizes.payload_bytes(result)
-        if size > sizes.PAYLOAD_LIMIT:
+        limit = sizes.sent_limit(size)
+        if limit is not None:
             raise ApplicationError(
                 f"the results of its {len(inp.indexes)} elements are {sizes.megabytes(size)} together, over the "
-                f"{sizes.megabytes(sizes.PAYLOAD_LIMIT)} Temporal carries in one payload; give the map a smaller "
+                f"{sizes.megabytes(limit)} a run may send in one value; give the map a smaller "
                 "batch (batch: N) or its elements shorter outputs",
                 _without_results(result),
                 type=BATCH_TOO_BIG,
@@ -170,34 +178,37 @@ async def _run_elements(engine: Interpreter, inp: BatchInput, outcome: Outcome) 
     try:
         for position, (index, item) in enumerate(zip(inp.indexes, inp.items, strict=True)):
             while len(running) >= inp.concurrency and outcome.going:
-                await _collect(running, outcome)
+                await _collect(running, outcome, inp)
             if not outcome.going:
                 break
-            element = base.with_values(item=item, index=index, input=item).derived(inp.derived_from)
+            given = element_input(inp.outcomes, inp.values.get("input"), item, index, inp.total)
+            element = base.with_values(item=item, index=index, input=given).derived(inp.derived_from)
             running[asyncio.ensure_future(engine.run(body, element, key.element(index)))] = position
             started = position + 1
             workflow.set_current_details(f"Running elements of **{body.label}**: {len(outcome.results)} done")
         while running and outcome.failure is None:
-            await _collect(running, outcome)
+            await _collect(running, outcome, inp)
     finally:
-        await _stop(running, outcome)
+        await _stop(running, outcome, inp.best_effort)
     if outcome.reached:
         outcome.deferred = sorted([*outcome.deferred, *range(started, outcome.size)])
 
 
-async def _collect(running: dict[asyncio.Future, int], outcome: Outcome) -> None:
+async def _collect(running: dict[asyncio.Future, int], outcome: Outcome, inp: BatchInput) -> None:
     done, _ = await workflow.wait(list(running), return_when=asyncio.FIRST_COMPLETED)
     for fut in sorted(done, key=lambda f: running[f]):  # a set's order is not the same on replay
-        _settle(fut, running.pop(fut), outcome)
+        _settle(fut, running.pop(fut), outcome, inp.best_effort)
 
 
-def _settle(fut: asyncio.Future, position: int, outcome: Outcome) -> None:
+def _settle(fut: asyncio.Future, position: int, outcome: Outcome, best_effort: bool) -> None:
     if fut.cancelled():
         return
     exc = fut.exception()
     if isinstance(exc, BudgetReached):
         outcome.deferred.append(position)
         outcome.reached = outcome.reached or exc.message
+    elif isinstance(exc, TaskFailed) and best_effort:
+        outcome.errors[position] = exc.message
     elif isinstance(exc, TaskFailed):
         outcome.failure = outcome.failure or (position, exc)
     elif exc is not None:
@@ -206,14 +217,14 @@ def _settle(fut: asyncio.Future, position: int, outcome: Outcome) -> None:
         outcome.results[position] = fut.result()
 
 
-async def _stop(running: dict[asyncio.Future, int], outcome: Outcome) -> None:
+async def _stop(running: dict[asyncio.Future, int], outcome: Outcome, best_effort: bool) -> None:
     """Cancel the elements still running; keep what the ones that ended meanwhile gave."""
     for fut in running:
         fut.cancel()
     if running:
         await workflow.wait(list(running))
     for fut in sorted(running, key=lambda f: running[f]):
-        _settle(fut, running[fut], outcome)
+        _settle(fut, running[fut], outcome, best_effort)
 
 
 def _result(inp: BatchInput, state: RunState, outcome: Outcome) -> BatchResult:
@@ -250,6 +261,8 @@ def _note(state: RunState, key: str, position: int, outcome: Outcome) -> Element
         error = error if status == "skipped" else ""
     elif outcome.failure is not None and outcome.failure[0] == position:
         status, error = "failed", outcome.failure[1].message
+    elif position in outcome.errors:
+        status, error = "failed", outcome.errors[position]
     elif position in outcome.deferred:
         status, error = "pending", ""
         row.status = "pending"

@@ -44,6 +44,8 @@ class BatchInput(BaseModel):
     items: list[Any]
     total: int
     concurrency: int
+    best_effort: bool = False  # a failed element is recorded and the others go on
+    outcomes: bool = False  # each element's input is the map's input with its task context (a graph's map)
     values: dict[str, Any] = {}  # the map's template values (a loop's iteration, an outer item)
     derived_from: list[str] = []
     budgets: list[str] = []
@@ -71,6 +73,13 @@ class BatchResult(BaseModel):
     tainted_count: int = 0  # elements whose output is marked as from outside (workflows.taint)
     taint_source: str = ""  # the first one's source
     taint_from: list[str] = []  # the marked run values they read, the first MAX_NOTES
+
+
+def element_input(outcomes: bool, given: Any, item: Any, index: int, total: int) -> Any:
+    """An element's input: its item, or (a graph's map) the map's input with the item's task context."""
+    if not outcomes:
+        return item
+    return {**(given if isinstance(given, dict) else {}), "map_item": item, "map_index": index, "map_total": total}
 
 
 class BudgetReached(BaseException):

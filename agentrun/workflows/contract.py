@@ -12,7 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, PrivateAttr, computed_field
 from temporalio.common import SearchAttributeKey
 
-from agentrun.spec import ir
+from agentrun.spec import calls, ir
 from agentrun.spec.calls import Usage
 from agentrun.spec.render import to_text
 
@@ -44,7 +44,61 @@ RUN_BUDGET_GATE = "budget"  # the gate a paused run budget opens; a step budget 
 SPEC = SearchAttributeKey.for_keyword("AgentRunSpec")
 STATUS = SearchAttributeKey.for_keyword("AgentRunStatus")
 WAITING_FOR = SearchAttributeKey.for_keyword("AgentRunWaitingFor")
-SEARCH_ATTRIBUTES = (SPEC, STATUS, WAITING_FOR)
+# A fork's parent: `AgentRunParent="RUN"` lists the runs forked from RUN.
+PARENT = SearchAttributeKey.for_keyword("AgentRunParent")
+SEARCH_ATTRIBUTES = (SPEC, STATUS, WAITING_FOR, PARENT)
+
+
+# The memo key a fork carries its parent's run id under, from its start.
+PARENT_MEMO = "parent"
+
+
+class StepRecord(BaseModel):
+    """One finished run of a step (an agent task, a provider call, a question to people), as a
+    fork takes it over instead of running it again.
+
+    `round` counts the runs of the same run key (a loop's rounds, a retry's attempts) from 1;
+    `began` is how many records had been written when it began, so a fork can tell which steps
+    could not have read another's output (they began before it ended).
+    """
+
+    key: str  # the run key, as the report shows it: draft, score[3]
+    node: str  # the plan node's id
+    round: int = 1
+    began: int = 0
+    status: Literal["completed", "failed"] = "completed"
+    value: Any = None  # what the step gave the nodes after it
+    kept: bool = True  # False: the value was too large to keep, so a fork runs the step again
+    error: str = ""
+    writes: dict[str, Any] = {}  # blackboard paths it wrote ($VAR)
+
+
+class Fork(BaseModel):
+    """What a forked run takes from the run it was forked from, and what it changes."""
+
+    parent: str
+    at: str  # the step it goes on from: its run key, with #N past its first round
+    reuse: list[StepRecord] = []  # runs of steps taken over, not run again
+    memory: dict[str, Any] = {}  # dotted memory paths set where the fork goes on (--set memory.KEY)
+    changes: list[str] = []  # what was changed, in words, for the report
+
+
+HISTORY_LIMIT = 8_000
+
+
+class Carried(BaseModel):
+    """What a run that continues as new takes into its next execution: its state, what finished
+    nodes returned (workflows.journal), and the conversation and taint records the state lacks."""
+
+    state: RunState
+    journal: dict[str, Any] = {}
+    transcripts: dict[str, list[calls.ChatMessage]] = {}
+    turns: dict[str, int] = {}
+    ran: dict[str, list[str]] = {}
+    # What each compensation_stack entry runs (it is not sent with the state): the compensation
+    # node's id, the map element indexes of its run key, the output it undoes.
+    undos: list[tuple[str, list[int], Any]] = []
+    rollback: bool = False  # a cancellation asked for before it continued undoes what it did
 
 
 class RunInput(BaseModel):
@@ -64,6 +118,12 @@ class RunInput(BaseModel):
     # A behaviour tree the agent walks itself over MCP: no agent is asked, the run waits for updates.
     driven: bool = False
     trace_output: str = ""  # a driven run's address as the agent knows it
+    fork: Fork | None = None  # a run forked from another: the steps it takes over
+    # Events one execution's history may reach before the run continues as new (Temporal warns at
+    # 10,240); None is HISTORY_LIMIT.
+    history_limit: int | None = None
+    carried: Carried | None = None  # set when the run continued as new: where it was
+    parent_run: str = ""  # a subgraph's run: the run whose node started it as a child workflow
 
     def agent_uri(self, agent_id: str) -> str:
         return self.agents.get(agent_id, self.default_agent)
@@ -150,6 +210,7 @@ MOVES: dict[str, frozenset[str]] = {
 
 # The memo and query carry outputs; keep each one well under Temporal's payload limits.
 MAX_OUTPUT_CHARS = 64_000
+VISITED_KEPT = 1000
 
 
 class TaskState(BaseModel):
@@ -168,6 +229,7 @@ class TaskState(BaseModel):
     error: str = ""
     usage: Usage = Usage()
     cost_usd: float = 0.0
+    reused_from: str = ""  # the run whose recorded output a fork took over: nothing was spent here
 
 
 class Answer(BaseModel):
@@ -328,6 +390,25 @@ class MapSummary(BaseModel):
     notes_dropped: int = 0  # warnings and errors of its elements not copied into the run's
 
 
+class SupervisorChoice(BaseModel):
+    """One decision of a graph's supervisor: which managed node it handed the work to, and why."""
+
+    supervisor_id: str
+    delegated_to: str
+    reasoning: str = ""
+    iteration: int = 0
+    timestamp: datetime
+
+
+class SubgraphRun(BaseModel):
+    """A run of a graph node's subgraph: a child workflow of its own, with its own run id."""
+
+    graph: str
+    run_id: str
+    status: str = "running"  # the child's run status once it ended
+    error: str = ""
+
+
 class InvalidTransition(RuntimeError):
     pass
 
@@ -352,7 +433,8 @@ class RunState(BaseModel):
     step_budgets: dict[str, ir.Budget] = {}
     total_cost_usd: float = 0.0
     usage_by_model: dict[str, ModelUsage] = {}
-    visited_nodes: list[str] = []
+    visited_nodes: list[str] = []  # the last VISITED_KEPT, oldest first
+    node_runs: dict[str, int] = {}  # how often each node ran (by run key), however long the run
     compensation_stack: list[CompensationEntry] = []
     compensations: list[CompensationResult] = []
     taint: dict[str, TaintMark] = {}
@@ -370,11 +452,24 @@ class RunState(BaseModel):
     constants: dict[str, Any] = {}  # a behaviour tree's $CONST; its $VAR is `memory`
     trace: list[TraceEntry] = []  # a behaviour tree's answers, in order
     drive: Drive | None = None  # a driven run's phase machine
+    supervisor_history: list[SupervisorChoice] = []  # a graph's supervisors' choices, in order
+    executions: int = 1  # Temporal executions the run took: one more each time it continued as new
+    subgraph_runs: dict[str, list[SubgraphRun]] = {}  # child runs by the run key of their subgraph node
+    parent_run: str = ""  # set in a subgraph's run: the run it is part of
+    # A subgraph's run that completed hands its parent what its compensation stack runs (each
+    # entry's compensation node id, map element indexes and output), so the parent can undo it.
+    compensation_undos: list[tuple[str, list[int], Any]] = []
     final_output: str = ""
     warnings: list[str] = []
     queued_refusals: list[QueuedRefusal] = []
     errors: list[str] = []
     usage: Usage = Usage()
+    step_log: list[StepRecord] = []  # every finished run of a step, in the order they finished
+    step_rounds: dict[str, int] = {}  # runs of each step begun so far, by run key: the next one's round
+    parent: str = ""  # the run this one was forked from
+    forked_at: str = ""  # the step it went on from
+    reused_runs: int = 0  # runs of steps it took over from its parent
+    fork_changes: list[str] = []
     _backoffs: int = PrivateAttr(0)  # branches sleeping before a retry
 
     @computed_field
@@ -387,6 +482,12 @@ class RunState(BaseModel):
     @property
     def total_tokens_used(self) -> int:
         return self.usage.input_tokens + self.usage.output_tokens
+
+    def visit(self, key: str) -> None:
+        self.node_runs[key] = self.node_runs.get(key, 0) + 1
+        self.visited_nodes.append(key)
+        if len(self.visited_nodes) > VISITED_KEPT:  # a loop of any length keeps the state small
+            del self.visited_nodes[: len(self.visited_nodes) - VISITED_KEPT]
 
     def move(self, status: RunStatus) -> None:
         """Change status along the lifecycle; anything else is an engine bug, refused loudly."""
@@ -510,3 +611,8 @@ def _row(node: ir.Task | ir.Provider | ir.Human) -> TaskState:
     else:
         agent = node.agent if isinstance(node, ir.Task) else "human"
     return TaskState(id=node.id, title=node.label, kind=node.kind, agent=agent)
+
+
+# Carried names RunState, defined after RunInput.
+Carried.model_rebuild()
+RunInput.model_rebuild()

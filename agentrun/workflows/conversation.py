@@ -100,6 +100,14 @@ class Conversation:
     ) -> calls.AgentCall:
         turn = self.turns.get(key, 0)
         self.turns[key] = turn + 1
+        info = self.inp.plan.agents.get(node.agent)
+        if info is not None and info.system:
+            # The agent's own system text (a cycgraph bundle's system_prompt) is never a template:
+            # a chat model gets it as the system message, any other agent ahead of the prompt.
+            if driver_of(uri).chat:
+                transcript = [calls.ChatMessage(role="system", content=info.system), *transcript]
+            elif prompt:
+                prompt = f"{info.system}\n\n{prompt}"
         return calls.AgentCall(
             run_id=self.state.run_id,
             task_id=key,
@@ -112,6 +120,7 @@ class Conversation:
             turn=turn,
             timeout_s=node.timeout_s or calls.DEFAULT_AGENT_TIMEOUT_S,
             tools=tools,
+            temperature=info.temperature if info is not None else None,
         )
 
     def spawn_offer(self, node: ir.Task) -> str:
@@ -153,7 +162,7 @@ class Conversation:
             await self.budgets.check(list(scope.budgets))
         except BudgetExceeded as exc:
             metrics.failed("budget")
-            raise TaskFailed(key, exc.message) from None
+            raise TaskFailed(key, exc.message, retryable=False) from None
 
     def _count(self, key: str, scope: Scope, reply: calls.AgentReply, uri: str) -> float:
         """Tokens and cost of a reply, by task, model, run and budgeted step; the cost."""

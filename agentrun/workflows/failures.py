@@ -6,9 +6,10 @@ from __future__ import annotations
 class TaskFailed(Exception):
     """A node failed for good after its own attempts; `task_id` is its run key as people read it."""
 
-    def __init__(self, task_id: str, message: str):
+    def __init__(self, task_id: str, message: str, *, retryable: bool = True):
         super().__init__(f"{task_id}: {message}")
-        self.task_id, self.message = task_id, message
+        # False when running the node again cannot help and would only spend more (a budget ran out).
+        self.task_id, self.message, self.retryable = task_id, message, retryable
 
 
 def unexpected(exc: Exception) -> str:

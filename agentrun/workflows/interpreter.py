@@ -17,15 +17,21 @@ from agentrun.spec.render import render
 from agentrun.spec.scope import template_values
 from agentrun.workflows import sizes, taint, tracing
 from agentrun.workflows.budgets import Budgets
+from agentrun.workflows.continuing import Continuing
 from agentrun.workflows.contract import Answer, RunInput, RunState
 from agentrun.workflows.conversation import Conversation
 from agentrun.workflows.driven import Driven
 from agentrun.workflows.failures import TaskFailed, unexpected
 from agentrun.workflows.humans import GateTimedOut, Humans, rejected
+from agentrun.workflows.journal import Journal
 from agentrun.workflows.nodes import HANDLERS
 from agentrun.workflows.nodes.leaf import check_preconditions
+from agentrun.workflows.reuse import STEPS, Replayed, Reuse, take_over
 from agentrun.workflows.saga import Saga
 from agentrun.workflows.scope import RunKey, Scope
+
+# Runs recorded before this retried a node whose budget had run out, though no prompt could be sent.
+NO_RETRY_PAST_BUDGET = "no-retry-past-budget"
 
 
 class Interpreter:
@@ -38,23 +44,56 @@ class Interpreter:
         saga: Saga,
         budgets: Budgets,
         conversation: Conversation,
+        reuse: Reuse,
     ):
         self.inp, self.state, self.skip = inp, state, skip
         self.humans, self.saga, self.budgets, self.conversation = humans, saga, budgets, conversation
+        self.reuse = reuse
         self.ran: dict[str, list[str]] = {}  # run key -> the run keys of the nodes it ran, for taint
         self.driven: Driven | None = None  # in a driven run, the agent asks for a tree's steps itself
+        self.journal = Journal()
+        self.busy = 0  # work nodes and gates under way: a run continues as new only when none is
+        self.continuing: Continuing | None = None  # when and how the run continues as new
 
-    @tracing.node_spans
     async def run(self, node: ir.NodeBase, scope: Scope | None = None, key: RunKey | None = None) -> Any:
         """Run `node` with its gate, retries and failure policy. `key` names this run of it when it
-        is not the node's own id (a map element is run as `<map id>[i]`)."""
+        is not the node's own id (a map element is run as `<map id>[i]`). A node that finished
+        before the run continued as new gives what it gave then, and runs nothing."""
         scope = scope or Scope()
         key = key or self.key_of(node, scope)
+        path = scope.path_of(key)
+        # Undoing runs a compensation once per step it undoes, under one key: never from the journal.
+        journaled = not self.conversation.rolling_back
+        if journaled and self.journal.has(path):
+            return self.journal.get(path)
+        work = HANDLERS[node.kind].work
+        if work and self.continuing is not None:
+            await self.continuing.if_due(self)
+        holds = 1 if work or node.gate else 0  # a step or a question to people under way
+        self.busy += holds
+        try:
+            value = await self._run(node, scope, key)
+        finally:
+            self.busy -= holds
+        if journaled:
+            self.journal.done(path, value)
+        return value
+
+    async def between_rounds(self) -> None:
+        """A task that prompts its agent again and again may continue as new between two prompts."""
+        if self.continuing is not None:
+            await self.continuing.if_due(self, own=1)
+
+    @tracing.node_spans
+    async def _run(self, node: ir.NodeBase, scope: Scope, key: RunKey) -> Any:
         if scope.key is not None:
-            self.ran.setdefault(str(scope.key), []).append(str(key))
+            ran = self.ran.setdefault(str(scope.key), [])
+            if str(key) not in ran:  # a loop runs its body again and again: once is enough for taint
+                ran.append(str(key))
         scope = self._budgeted(node, scope.at(key))
-        self.state.visited_nodes.append(str(key))
-        if node.gate and str(key) not in self.skip and not await self._gate(node, scope):
+        if not self.journal.resuming(scope.path):  # visited once, however many executions it spans
+            self.state.visit(str(key))
+        if node.gate and self._asks(node, scope) and not await self._gate(node, scope):
             value, done = self.skipped(node, scope, f"not approved at gate '{node.gate.id}'; skipped"), False
         else:
             value, done = await self._attempts(node, scope)
@@ -108,10 +147,11 @@ class Interpreter:
         self._check_state_size(node, key, value)
 
     def _check_state_size(self, node: ir.NodeBase, key: str, value: Any) -> None:
-        """Fail the node whose value makes the run's state too big for Temporal to carry, keeping a
+        """Fail the node whose value makes the run's state too big to keep, keeping a
         note in its place so the state that reports the failure still fits."""
         size = sizes.payload_bytes(self.state)
-        if size <= sizes.MAX_STATE_BYTES:
+        limit = sizes.state_limit(size)
+        if limit is None:
             return
         own = sizes.megabytes(sizes.payload_bytes(value))
         self.state.keep(node.id, f"({own} output dropped)", step=node.step, store_as=node.store_as)
@@ -119,7 +159,7 @@ class Interpreter:
         self.state.memory.update(dict.fromkeys(fields))
         message = (
             f"its output ({own}) makes the run's state {sizes.megabytes(size)}, "
-            f"over the {sizes.megabytes(sizes.MAX_STATE_BYTES)} a run may keep"
+            f"over the {sizes.megabytes(limit)} a run may keep"
         )
         task = self.state.tasks.get(key)
         if task is not None:
@@ -133,12 +173,21 @@ class Interpreter:
         self.state.step_budgets.setdefault(node.id, node.budget)
         return scope.under_budget(node.id)
 
+    def _asks(self, node: ir.NodeBase, scope: Scope) -> bool:
+        """Whether the node's gate is put to people: not for a skipped task, nor again for a task
+        that was already past it when the run continued as new, nor for a step whose run a fork
+        takes over from its parent (where the gate let it run)."""
+        key = str(scope.key)
+        taken = isinstance(node, STEPS) and self.reuse.next_is_taken(key)
+        return key not in self.skip and not self.journal.has(scope.path + "#gate") and not taken
+
     async def _gate(self, node: ir.NodeBase, scope: Scope) -> bool:
         """Ask before `node` runs: False when a rejection means skipping it."""
         gate = node.gate
         assert gate is not None
         answer = await self.ask(gate, scope)
         if answer.value != ir.REJECT or gate.on_reject == "continue":
+            self.journal.mark(scope.path + "#gate", True)
             return True
         if gate.on_reject == "fail":
             raise TaskFailed(str(scope.key), rejected(gate.id, answer))
@@ -168,16 +217,36 @@ class Interpreter:
             self.state.tasks[key].status = "skipped"
             return None, False
         for attempt in range(1, node.retry.attempts + 1):
+            if attempt > 1:
+                self.journal.forget_under(scope.path)  # a retry runs what is inside the node again
             try:
-                return await self._dispatch(node, scope), True
+                return await self._once(node, scope), True
             except TaskFailed as exc:
-                if attempt == node.retry.attempts:
+                if attempt == node.retry.attempts or (not exc.retryable and workflow.patched(NO_RETRY_PAST_BUDGET)):
                     return await self._on_failure(node, scope, exc)
                 await self._backoff(node, scope, attempt, exc)
         return None, True
 
+    async def _once(self, node: ir.NodeBase, scope: Scope) -> Any:
+        """One attempt at the node. A step's is recorded in the run's step log, or, in a fork, taken
+        over from the parent's record; compensations are neither."""
+        if not isinstance(node, STEPS) or self.conversation.rolling_back:
+            return await self._dispatch(node, scope)
+        turn = self.reuse.begin(str(scope.key), node.id)
+        if turn.record is not None:
+            return take_over(self.reuse, node, scope, turn)
+        self.reuse.going_on(turn.key)
+        try:
+            value = await self._dispatch(node, scope)
+        except TaskFailed as exc:
+            self.reuse.ended(turn, "failed", error=exc.message)
+            raise
+        self.reuse.ended(turn, "completed", value)
+        return value
+
     async def _backoff(self, node: ir.NodeBase, scope: Scope, attempt: int, exc: TaskFailed) -> None:
-        delay = backoff_s(node.retry, attempt + 1)
+        # A failure taken over from a fork's parent was waited on there already.
+        delay = 0.0 if isinstance(exc, Replayed) else backoff_s(node.retry, attempt + 1)
         task = self.state.tasks.get(str(scope.key))
         if task is not None:
             task.retries += 1
@@ -235,9 +304,12 @@ class Interpreter:
 
 
 def backoff_s(retry: ir.Retry, attempt: int) -> float:
-    """The wait before `attempt` (2, 3, …): linear delay × attempt, exponential delay × 2^attempt."""
+    """The wait before `attempt` (2, 3, …), as `retry.counts` says (spec.ir.Retry)."""
+    n = attempt if retry.counts == "attempts" else attempt - 1
     if retry.backoff == "linear":
-        return retry.delay_s * attempt
-    if retry.backoff == "exponential":
-        return retry.delay_s * (2**attempt)
-    return retry.delay_s
+        wait = retry.delay_s * n
+    elif retry.backoff == "exponential":
+        wait = retry.delay_s * (2 ** (n if retry.counts == "attempts" else n - 1))
+    else:
+        wait = retry.delay_s
+    return wait if retry.max_delay_s is None else min(wait, retry.max_delay_s)

@@ -55,13 +55,15 @@ class Batched:
         previous = state.maps.get(str(self.key))
         run = previous.run + 1 if previous else 1  # a loop's next round, a retry of the map
         self.reads = batching.reads(node.body)
-        self.over = [str(p[1]) for p in expressions.references(node.over) if len(p) > 1 and p[0] == "steps"]
+        over = expressions.references(node.over) if node.over else []
+        self.over = [str(p[1]) for p in over if len(p) > 1 and p[0] == "steps"]
         inner = [n.id for n in _walk(node.body) if n.budget is not None]
         self.budget_steps = [*scope.budgets, *inner]
         self.budgeted = state.budget is not None or bool(self.budget_steps)
         self.open = 1 if self.budgeted else max(1, min(node.concurrency // node.batch, MAX_OPEN))
         self.concurrency = min(node.concurrency, node.batch)
         self.results: list[Any] = [None] * len(items)
+        self.errors: list[dict[str, Any]] = []  # elements that failed under best_effort
         batches = -(-len(items) // node.batch)
         summary = MapSummary(
             key=str(self.key),
@@ -96,8 +98,9 @@ class Batched:
         state.tasks[row.id] = row
         return row
 
-    async def run(self) -> tuple[list[Any], str]:
-        """The results in the elements' order, and the run key of the row standing for them."""
+    async def run(self) -> tuple[list[Any], list[dict[str, Any]], str]:
+        """The results in the elements' order, the elements that failed under best_effort, and the
+        run key of the row standing for them."""
         row = self.tally.row
         try:
             await self._batches()
@@ -114,7 +117,7 @@ class Batched:
             self._dropped_note()
         row.status = "completed"
         self.engine.ran.setdefault(str(self.key), []).append(row.id)
-        return self.results, row.id
+        return self.results, sorted(self.errors, key=lambda e: e["index"]), row.id
 
     async def _batches(self) -> None:
         size, total = self.node.batch, len(self.items)
@@ -139,6 +142,10 @@ class Batched:
         """Count a batch's result; the part still to run, if a paused budget stopped it."""
         for index, value in zip(part.indexes, result.results, strict=False):
             self.results[index] = value
+        failed = result.failed.key if result.failed else None
+        for index, note in zip(part.indexes, result.notes, strict=False):
+            if note.status == "failed" and note.key != failed:
+                self.errors.append({"index": index, "error": note.error})
         self.tally.add(result)
         summary = self.tally.summary
         done = summary.total - summary.counts.get("pending", 0)
@@ -178,11 +185,12 @@ class Batched:
         inp = self._input(part)
         first, last = part.indexes[0], part.indexes[-1]
         size = sizes.payload_bytes(inp)
-        if size > sizes.PAYLOAD_LIMIT:
+        limit = sizes.sent_limit(size)
+        if limit is not None:
             raise TaskFailed(
                 self._element(first),
                 f"the batch of elements {first}–{last} with what they read is {sizes.megabytes(size)}, over the "
-                f"{sizes.megabytes(sizes.PAYLOAD_LIMIT)} Temporal carries; give the map a smaller batch (batch: N)",
+                f"{sizes.megabytes(limit)} a run may send in one value; give the map a smaller batch (batch: N)",
             )
         child = batch_id(self.tally.summary.children, part.batch, part.part)
         again = f", part {part.part}" if part.part > 1 else ""
@@ -219,6 +227,8 @@ class Batched:
             items=[self.items[i] for i in part.indexes],
             total=len(self.items),
             concurrency=self.concurrency,
+            best_effort=self.node.error_strategy == "best_effort",
+            outcomes=self.node.outcomes,
             values=dict(self.scope.values),
             derived_from=self.over,
             budgets=list(self.scope.budgets),

@@ -33,6 +33,24 @@ class Saga:
             CompensationEntry(action_id=str(key), compensation_action=_action(comp), undo=undo)
         )
 
+    def adopt(self, action_id: str, comp: ir.Node, key: RunKey, output: Any) -> None:
+        """Push an undo that another run made: a subgraph's, once its child run completed."""
+        entry = CompensationEntry(action_id=action_id, compensation_action=_action(comp), undo=(comp, key, output))
+        self.state.compensation_stack.append(entry)
+
+    def carried(self) -> list[tuple[str, list[int], Any]]:
+        """What the stack's entries run, in a form that crosses a continue-as-new."""
+        return [
+            (comp.id, list(key.elements), output)
+            for comp, key, output in (e.undo for e in self.state.compensation_stack)
+        ]
+
+    def restore(self, plan: ir.Plan, undos: list[tuple[str, list[int], Any]]) -> None:
+        """Give the carried stack's entries back what they run."""
+        nodes = compensations(plan.walk_all())
+        for entry, (comp_id, elements, output) in zip(self.state.compensation_stack, undos):
+            entry.undo = (nodes[comp_id], RunKey(comp_id, tuple(elements)), output)
+
     async def rollback(self, run: Runner) -> list[str]:
         """Run every compensation, last pushed first, each with its own retries; the ids that failed."""
         failed = []
@@ -54,6 +72,11 @@ class Saga:
                 continue
             self.state.compensations.append(CompensationResult(action_id=entry.action_id, status="completed"))
         return failed
+
+
+def compensations(nodes: list[ir.NodeBase]) -> dict[str, ir.Node]:
+    """The compensation nodes among `nodes`' undos, by id; a later node's wins."""
+    return {node.compensation.id: node.compensation for node in nodes if node.compensation is not None}
 
 
 def _action(comp: ir.NodeBase) -> dict[str, Any]:

@@ -41,13 +41,21 @@ class Scope:
     values: Mapping[str, Any] = field(default_factory=dict)
     budgets: tuple[str, ...] = ()
     derived_from: tuple[str, ...] = ()
+    path: str = ""  # where in the walk: the parents' run keys and loop rounds (workflows.journal)
 
     @property
     def elements(self) -> tuple[int, ...]:
         return self.key.elements if self.key else ()
 
     def at(self, key: RunKey) -> Scope:
-        return replace(self, key=key)
+        return replace(self, key=key, path=self.path_of(key))
+
+    def path_of(self, key: RunKey) -> str:
+        return f"{self.path}/{key}"
+
+    def in_round(self, iteration: int) -> Scope:
+        """The scope of a loop's body and validator in round `iteration`."""
+        return replace(self, path=f"{self.path}@{iteration}")
 
     def with_values(self, **values: Any) -> Scope:
         unknown = set(values) - set(BUILTINS)

@@ -78,6 +78,18 @@ def copy_to(name: str, key: str, state: RunState) -> None:
         state.taint[name] = TaintMark(source="derived", derived_from=[key])
 
 
+def origin(key: str, state: RunState) -> str:
+    """Where a marked value came from in the end: the source its marks were derived from."""
+    mark, seen = state.taint.get(key), {key}
+    while mark is not None and mark.source == "derived" and mark.derived_from:
+        first = mark.derived_from[0]
+        if first in seen:
+            break
+        seen.add(first)
+        mark = state.taint.get(first, mark) if first in state.taint else None
+    return mark.source if mark is not None else "derived"
+
+
 def _templates(node: ir.NodeBase) -> list[str]:
     if isinstance(node, ir.Task):
         return [t for t in (node.prompt, node.system, node.input if node.input != ir.ALL_PRIOR else None) if t]

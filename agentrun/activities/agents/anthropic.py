@@ -46,6 +46,8 @@ def _body(call: AgentCall, model: str) -> dict[str, Any]:
         body["system"] = "\n\n".join(system)
     if call.tools:
         body["tools"] = anthropic_tools(call.tools)
+    if call.temperature is not None:
+        body["temperature"] = call.temperature
     return body
 
 

@@ -22,6 +22,8 @@ async def send(call: AgentCall) -> AgentReply:
     body: dict[str, Any] = {"model": model, "messages": _messages(call)}
     if call.tools:
         body["tools"] = openai_tools(call.tools)
+    if call.temperature is not None:
+        body["temperature"] = call.temperature
     async with http_client(call.timeout_s) as client:
         response = await client.post(f"{base}/chat/completions", json=body, headers=_headers())
         response.raise_for_status()

@@ -12,6 +12,7 @@ from typing import Any
 
 from agentrun.client.views.base import View
 from agentrun.client.views.evaluate import EvaluateView
+from agentrun.client.views.graph import GraphView
 from agentrun.client.views.human import HumanView
 from agentrun.client.views.loop import LoopView
 from agentrun.client.views.map import MapView
@@ -19,10 +20,14 @@ from agentrun.client.views.parallel import ParallelView
 from agentrun.client.views.provider import ProviderView
 from agentrun.client.views.selector import SelectorView
 from agentrun.client.views.sequence import SequenceView
+from agentrun.client.views.subflow import SubflowView
+from agentrun.client.views.supervisor import SupervisorView
 from agentrun.client.views.switch import SwitchView
 from agentrun.client.views.task import TaskView
 from agentrun.client.views.tree import KINDS as TREE_KINDS
 from agentrun.client.views.tree import TreeView
+from agentrun.client.views.verifier import VerifierView
+from agentrun.client.views.voting import VotingView
 from agentrun.spec import ir
 from agentrun.spec.dialects import behavior_tree
 
@@ -37,6 +42,11 @@ VIEWS: dict[str, View[Any]] = {
     "map": MapView(),
     "human": HumanView(),
     "evaluate": EvaluateView(),
+    "graph": GraphView(),
+    "supervisor": SupervisorView(),
+    "verifier": VerifierView(),
+    "voting": VotingView(),
+    "subflow": SubflowView(),
 }
 
 

@@ -19,7 +19,9 @@ class MapView(View[ir.Map]):
         who = inspect.who
         body_tag = sub_tag(at.tag, 0) if node.reduce else at.tag
         last = node.reduce or node.body
-        text = f"map: {who(node.body)} runs once per item of {bare(node.over)}, at most {node.concurrency} at a time"
+        text = f"map: {who(node.body)} runs once per item of {source(node)}, at most {node.concurrency} at a time"
+        if node.outcomes:
+            text += "; " + outcome_text(node)
         text += f" (over {node.batch} items: in batches of {node.batch}, each a child workflow)"
         if node.reduce:
             text += f"; {who(node.reduce)} combines the results"
@@ -32,12 +34,20 @@ class MapView(View[ir.Map]):
         return lines
 
     def dry_run(self, node: ir.Map, at: Entry, scope: Scope, dry: DryRun) -> list[str]:
-        over = dry.fill(node.over, scope)
+        over = dry.fill(node.over, scope) if node.over else source(node)
         batches = f" (over {node.batch} items: in batches of {node.batch}, each a child workflow)"
         first = f"map over {over}, at most {node.concurrency} at a time{batches}" + stored(node) + step_timeout(node)
         item = Shown(f"<one item of {over}>")
         body_tag = sub_tag(at.tag, 0) if node.reduce else at.tag
-        each = {**scope, "item": item, "index": Shown("<its index>"), "input": item}
+        index = Shown("<its index>")
+        given = scope.get("input")
+        context = {
+            **(given if isinstance(given, dict) else {}),
+            "map_item": item,
+            "map_index": index,
+            "map_total": Shown("<how many items>"),
+        }
+        each = {**scope, "item": item, "index": index, "input": context if node.outcomes else item}
         lines = [at.head + first] + dry.step(node.body, body_tag, at.indent, each, "once per item: ")
         if node.reduce:
             results = Shown(f"<the list of {node.body.id} outputs>")
@@ -52,4 +62,18 @@ class MapView(View[ir.Map]):
             head, right = head + " --+", "wire"
         if reduce is not None:
             head, right = head + "--> " + drawer.box(reduce, sub_tag(tag, 1)), "box"
-        return Block((head, f"     (each of {bare(node.over)})"), left="joint", right=right)
+        return Block((head, f"     (each of {source(node)})"), left="joint", right=right)
+
+
+def source(node: ir.Map) -> str:
+    """Where a map's items come from, in words."""
+    if node.items is not None:
+        return f"{len(node.items)} fixed items"
+    return node.items_path or bare(node.over)
+
+
+def outcome_text(node: ir.Map) -> str:
+    limit = f"at most {node.max_items} items; " if node.max_items is not None else ""
+    if node.error_strategy == "best_effort":
+        return limit + "a failed item is recorded and the others go on"
+    return limit + "the first failed item fails the map"

@@ -45,6 +45,9 @@ class TaskView(LeafView[ir.Task]):
         more = at.indent
         uri = dry.uris.get(node.agent, dry.default_uri) or NOT_CONFIGURED
         lines = [at.head + f"{self.who(node, dry.agents)} via {uri}"]
+        info = dry.agents.get(node.agent)
+        if info is not None and info.system:  # sent with each of its prompts as the system message
+            lines += labelled(more, "system: ", info.system)
         context = dry.values(scope)
         try:
             context["input"] = expressions.step_input(node.input, context, dry.all_prior())

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from agentrun.spec import ir
-from agentrun.spec.dialects import agentfile, behavior_tree, pipeline, task_tree
+from agentrun.spec.dialects import agentfile, behavior_tree, cycgraph, pipeline, task_tree
 
 
 class Dialect(Protocol):
@@ -23,4 +23,4 @@ class Dialect(Protocol):
 
 
 # Asked in this order; the first that claims a file compiles it.
-DIALECTS: tuple[Dialect, ...] = (agentfile, task_tree, pipeline, behavior_tree)
+DIALECTS: tuple[Dialect, ...] = (agentfile, task_tree, pipeline, behavior_tree, cycgraph)

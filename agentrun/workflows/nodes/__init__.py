@@ -6,9 +6,41 @@ budget, retries, failure policy, timeout, the values it keeps and its compensati
 
 from __future__ import annotations
 
-from agentrun.workflows.nodes import evaluate, human, loop, map, parallel, provider, selector, sequence, switch, task
+from agentrun.workflows.nodes import (
+    evaluate,
+    graph,
+    human,
+    loop,
+    map,
+    parallel,
+    provider,
+    selector,
+    sequence,
+    subflow,
+    supervisor,
+    switch,
+    task,
+    verifier,
+    voting,
+)
 from agentrun.workflows.nodes.base import Handler
 
-_MODULES = (task, provider, human, evaluate, sequence, parallel, selector, switch, loop, map)
+_MODULES = (
+    task,
+    provider,
+    human,
+    evaluate,
+    sequence,
+    parallel,
+    selector,
+    switch,
+    loop,
+    map,
+    graph,
+    supervisor,
+    verifier,
+    voting,
+    subflow,
+)
 HANDLERS: dict[str, Handler] = {m.KIND.model_fields["kind"].default: m.HANDLER for m in _MODULES}
 RUNNABLE_KINDS = frozenset(HANDLERS)

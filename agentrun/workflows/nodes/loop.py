@@ -18,16 +18,30 @@ KIND = ir.Loop
 
 
 async def execute(engine: Interpreter, node: ir.Loop, scope: Scope) -> Any:
-    feedback = scope.values.get("feedback")
-    output = None
-    for iteration in range(1, node.max_iterations + 1):
+    first, feedback, output = _resumed(engine, scope) or (1, scope.values.get("feedback"), None)
+    for iteration in range(first, node.max_iterations + 1):
+        if iteration > first:
+            _round_starts(engine, scope, iteration, feedback, output)
+        in_round = scope.in_round(iteration)
         with tracing.loop_round(node, scope, iteration):
-            output = await engine.run(node.body, scope.with_values(feedback=feedback, iteration=iteration))
-            passed, feedback = await _judge(engine, node, scope, output)
+            output = await engine.run(node.body, in_round.with_values(feedback=feedback, iteration=iteration))
+            passed, feedback = await _judge(engine, node, in_round, output)
         if passed:
             return output
     engine.warn(scope, f"max iterations ({node.max_iterations}) reached without passing; kept the last output")
     return output
+
+
+def _resumed(engine: Interpreter, scope: Scope) -> tuple[int, Any, Any] | None:
+    """The round a loop was in when the run continued as new, with the feedback and output it had."""
+    point = engine.journal.get(scope.path + "#round")
+    return (point["iteration"], point["feedback"], point["output"]) if point else None
+
+
+def _round_starts(engine: Interpreter, scope: Scope, iteration: int, feedback: Any, output: Any) -> None:
+    """What a run that continues as new needs to start this round again: not the rounds before it."""
+    engine.journal.forget_under(f"{scope.path}@{iteration - 1}")
+    engine.journal.mark(scope.path + "#round", {"iteration": iteration, "feedback": feedback, "output": output})
 
 
 async def _judge(engine: Interpreter, node: ir.Loop, scope: Scope, output: Any) -> tuple[bool, Any]:

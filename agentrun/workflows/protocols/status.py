@@ -38,13 +38,17 @@ class StatusProtocol:
             or engine.inp.max_iterations
             or DEFAULT_MAX_ITERATIONS
         )
-        iteration = 0
+        first = engine.journal.get(scope.path + "#iteration", 1)
+        iteration = first - 1
         while True:
             iteration += 1
+            if iteration > first:
+                engine.journal.mark(scope.path + "#iteration", iteration)  # where to start again
+                await engine.between_rounds()
             task.iterations += 1
             workflow.set_current_details(f"Running **{node.label}**: attempt {task.attempts}, iteration {iteration}")
             values = engine.values(scope, iteration=iteration)
-            text = prompt(node, values, retry_error if iteration == 1 else None, engine.inp.plan.undefined)
+            text = prompt(node, values, retry_error if iteration == first else None, engine.inp.plan.undefined)
             reply = await _reply_with_status(engine, node, scope, text)
             if not node.loop_until or _loop_ended(node, reply):
                 return reply

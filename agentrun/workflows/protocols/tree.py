@@ -59,7 +59,7 @@ async def _asked(engine: Interpreter, node: ir.Task, scope: Scope, task: TaskSta
     for ask in range(1, pace.max_asks + 1):
         task.iterations = ask
         answer = await _one_answer(engine, node, scope, ask)
-        refusal = _write_vars(engine, answer.var) if isinstance(answer, Outcome) else None
+        refusal = _write_vars(engine, key, answer.var) if isinstance(answer, Outcome) else None
         record(engine.state.trace, node, answer, "write_refused" if refusal else None)
         if refusal:
             raise TaskFailed(key, f"write refused: {refusal}")
@@ -136,9 +136,9 @@ def record(trace: list[TraceEntry], node: ir.Task, answer: Verdict | Outcome, ou
     trace.append(entry)
 
 
-def _write_vars(engine: Interpreter, writes: dict[str, Any]) -> str | None:
-    """Put an answer's $VAR writes on the blackboard; why not, if one names a constant (then none
-    of them is made)."""
+def _write_vars(engine: Interpreter, key: str, writes: dict[str, Any]) -> str | None:
+    """Put an answer's $VAR writes on the blackboard, and in the record of the step `key` a fork
+    takes over; why not, if one names a constant (then none of them is made)."""
     constants = engine.inp.plan.constants
     for name in writes:
         refusal = blackboard.const_refusal(name, constants)
@@ -146,6 +146,7 @@ def _write_vars(engine: Interpreter, writes: dict[str, Any]) -> str | None:
             return refusal
     for name, value in writes.items():
         blackboard.write(engine.state.memory, blackboard.var_path(name), value)
+        engine.reuse.wrote(key, blackboard.var_path(name), value)
     return None
 
 

@@ -1,0 +1,96 @@
+"""`client fork RUN --at STEP`: a new run of RUN's plan that takes over, from RUN's record, every
+step before STEP (no agent is asked, nothing is spent), makes the changes given and goes on from
+STEP. It records its parent in its memo and in the `AgentRunParent` search attribute."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from rich.console import Console
+from temporalio.client import Client
+
+from agentrun.client import changes, cut
+from agentrun.client.humans import Prompter
+from agentrun.client.no_worker import start_input
+from agentrun.client.runs import UsageError, describe, fetch_state
+from agentrun.client.start import start
+from agentrun.spec import ir
+from agentrun.workflows.contract import Fork, RunInput
+
+
+def add_arguments(command: argparse.ArgumentParser) -> None:
+    command.add_argument("run_id", help="the run to fork")
+    command.add_argument(
+        "--at",
+        required=True,
+        metavar="STEP",
+        help="the step to go on from (STEP[i]#N for a map element, a round); `failure` for the step that failed",
+    )
+    command.add_argument(
+        "-p", "--param", action="append", default=[], metavar="KEY=VALUE", help="a param to change (YAML scalar)"
+    )
+    command.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="memory.KEY=VALUE",
+        help="a memory (blackboard) value to set where the fork goes on (YAML)",
+    )
+    command.add_argument(
+        "--prompt", action="append", default=[], metavar="STEP=TEXT", help="a new prompt (template) for an agent step"
+    )
+    command.add_argument("--id", help="the new run's id (default: spec name + random suffix)")
+    command.add_argument("--detach", action="store_true", help="start and return at once")
+    command.add_argument("--task-queue", help="the task queue workers poll (default: the parent's)")
+
+
+async def fork_command(client: Client, args: argparse.Namespace, console: Console, prompter: Prompter | None) -> int:
+    inp = await forked_input(client, args)
+    fork = inp.fork
+    assert fork is not None
+    console.print(
+        f"forking {fork.parent} at {fork.at}: {len(fork.reuse)} step run(s) taken over, not run again",
+        markup=False,
+        highlight=False,
+    )
+    return await start(client, args, inp, console, prompter)
+
+
+async def forked_input(client: Client, args: argparse.Namespace) -> RunInput:
+    """The fork's input: the parent's, with its plan and params changed and the steps it takes
+    over. Raises NoSuchRun, UsageError or SpecError before anything starts."""
+    parent = args.run_id
+    desc = await describe(client, parent)
+    started = await start_input(client, parent)
+    if started is None:
+        raise UsageError(f"cannot read what run {parent} was started with from its history; it cannot be forked")
+    if started.driven:
+        raise UsageError(f"run {parent} was walked by an agent over MCP; such a run cannot be forked")
+    state = await fetch_state(client, parent)
+    if state.status == "compensated":
+        raise UsageError(f"run {parent} was rolled back: what its steps did was undone, so there is nothing to reuse")
+    chosen = cut.choose(started.plan, state, args.at)
+    changed = changes.apply(started.plan, started.params, args)
+    for note in chosen.notes:
+        print(f"note: {note}", file=sys.stderr)
+    for warning in _unsent_prompts(changed.plan, chosen, args.prompt):
+        print(warning, file=sys.stderr)
+    args.task_queue = args.task_queue or desc.task_queue
+    fork = Fork(parent=parent, at=chosen.at, reuse=chosen.reuse, memory=changed.memory, changes=changed.said)
+    return started.model_copy(update={"plan": changed.plan, "params": changed.params, "fork": fork})
+
+
+def _unsent_prompts(plan: ir.Plan, chosen: cut.Cut, prompts: list[str]) -> list[str]:
+    """A new prompt for a step every run of which the fork takes over is only sent if the fork
+    runs the step again: say so."""
+    taken = {r.node for r in chosen.reuse}
+    warnings = []
+    for item in prompts:
+        node = cut.step_id(plan, item.partition("=")[0], "--prompt")
+        if node in taken:
+            warnings.append(
+                f"--prompt {node}: warning: the fork takes over this step's runs before {chosen.at}; "
+                "the new prompt is sent only to its runs from there on"
+            )
+    return warnings

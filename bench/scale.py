@@ -1,0 +1,282 @@
+"""Runs of any size against raw Temporal, on one dev server in the same run.
+
+    python bench/scale.py [--loops 1000,10000] [--concurrent 100] [--tasks 10]
+
+Long loops: a task whose agent (instant `scripted:`) answers CONTINUE for `--loops` rounds, which
+continues as new as its history grows; raw: RawLoop, one run_agent activity per round with the
+same call, continuing as new at the same history length. Printed: wall time, ms per round, the
+executions, and the largest single execution's history (events, bytes), for each.
+
+Many runs: `--concurrent` runs of a `--tasks`-task chain (an instant `scripted:` agent) started at
+once on one `python -m worker` process, then the same number of RawChain runs (bench/overhead.py:
+one run_agent activity per task, nothing else) on a worker process that registers only RawChain
+and the activities. Printed: runs/s for each, the ratio, and each worker's peak RSS (VmHWM).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+
+from temporalio import workflow
+from temporalio.client import Client
+from temporalio.worker import Worker
+
+# The sandbox re-imports this file to check RawLoop; our modules come from outside it, once.
+with workflow.unsafe.imports_passed_through():
+    from overhead import HEARTBEAT_S, REPLY, RawChain, dev_server, raw_input, write_chain
+    from pydantic import BaseModel
+
+    from agentrun.spec import ir
+    from agentrun.spec.calls import RUN_AGENT, AgentCall, AgentReply
+    from agentrun.spec.load import load
+    from agentrun.worker.blobs import data_converter
+    from agentrun.worker.build import ACTIVITIES, runner
+    from agentrun.workflows.contract import HISTORY_LIMIT, RunInput, RunState
+
+with workflow.unsafe.sandbox_unrestricted():  # the sandbox re-imports this file to check RawLoop
+    ROOT = Path(__file__).resolve().parent.parent
+ENGINE_QUEUE, RAW_QUEUE = "agentrun-scale", "agentrun-scale-raw"
+
+
+CONTINUE = "more\nCOMPLETION_STATUS: CONTINUE"
+
+
+class LoopInput(BaseModel):
+    call: AgentCall
+    rounds: int
+    history_limit: int
+
+
+@workflow.defn(name="RawLoop")
+class RawLoop:
+    """The baseline loop: one run_agent activity per round, continuing as new at the same length."""
+
+    @workflow.run
+    async def run(self, inp: LoopInput) -> int:
+        for done in range(inp.rounds):
+            if workflow.info().get_current_history_length() >= inp.history_limit:
+                workflow.continue_as_new(inp.model_copy(update={"rounds": inp.rounds - done}))
+            await workflow.execute_activity(
+                RUN_AGENT,
+                inp.call,
+                result_type=AgentReply,
+                start_to_close_timeout=timedelta(seconds=inp.call.timeout_s),
+                heartbeat_timeout=timedelta(seconds=HEARTBEAT_S),
+            )
+        return inp.rounds
+
+
+@dataclass
+class Chain:
+    """A run's executions: how many, and the largest one's history."""
+
+    wall_s: float
+    executions: int
+    most_events: int
+    most_bytes: int
+
+
+async def chain(client: Client, workflow_id: str, wall_s: float) -> Chain:
+    events, sizes = [], []
+    async for execution in client.list_workflows(f'WorkflowId = "{workflow_id}"'):
+        described = await client.get_workflow_handle(workflow_id, run_id=execution.run_id).describe()
+        info = described.raw_description.workflow_execution_info
+        events.append(info.history_length)
+        sizes.append(info.history_size_bytes)
+    return Chain(wall_s, len(events), max(events), max(sizes))
+
+
+def loop_spec(folder: Path, rounds: int) -> Path:
+    spec = folder / f"loop{rounds}.yaml"
+    spec.write_text(
+        f"name: loop{rounds}\nsubtasks:\n  grind:\n    instructions: Grind.\n"
+        f"    loop_until: {{status: DONE, max_iterations: {rounds}}}\n"
+    )
+    (folder / "loop-replies.yaml").write_text(f"default: {json.dumps(CONTINUE)}\n")
+    return spec
+
+
+async def loops(client: Client, address: str, counts: list[int]) -> None:
+    with tempfile.TemporaryDirectory(prefix="agentrun-scale-") as tmp:
+        uri = "scripted:loop-replies.yaml"
+        engine = worker_process(address, "-m", "agentrun.worker", "--task-queue", ENGINE_QUEUE)
+        raw = worker_process(address, str(Path(__file__)), "--serve-raw")
+        try:
+            for rounds in counts:
+                plan = load(str(loop_spec(Path(tmp), rounds)))
+                inp = RunInput(plan=plan, params={}, workdir=tmp, default_agent=uri, heartbeat_s=HEARTBEAT_S)
+                run_id = f"scale-loop-{uuid.uuid4().hex[:8]}"
+                began = time.perf_counter()
+                state = await client.execute_workflow(
+                    "AgentRun", inp, id=run_id, task_queue=ENGINE_QUEUE, result_type=RunState
+                )
+                engine_chain = await chain(client, run_id, time.perf_counter() - began)
+                if state.status != "completed" or state.tasks["grind"].iterations != rounds:
+                    raise RuntimeError(f"the engine's loop did not run {rounds} rounds: {state.status}")
+                call = raw_input(plan, run_id, tmp, uri).calls[0]
+                raw_id = f"scale-raw-loop-{uuid.uuid4().hex[:8]}"
+                began = time.perf_counter()
+                looped = LoopInput(call=call, rounds=rounds, history_limit=HISTORY_LIMIT)
+                await client.execute_workflow(RawLoop.run, looped, id=raw_id, task_queue=RAW_QUEUE)
+                raw_chain = await chain(client, raw_id, time.perf_counter() - began)
+                print(f"a loop of {rounds} rounds:")
+                for name, c in (("engine", engine_chain), ("raw", raw_chain)):
+                    print(
+                        f"  {name + ':':7} {c.wall_s:.1f} s, {c.wall_s / rounds * 1000:.2f} ms/round, "
+                        f"{c.executions} executions, largest history {c.most_events} events / "
+                        f"{c.most_bytes / 1024:.0f} KB"
+                    )
+                print(f"  ratio {engine_chain.wall_s / raw_chain.wall_s:.2f}")
+        finally:
+            stop(engine)
+            stop(raw)
+
+
+@dataclass
+class Batch:
+    runs: int
+    wall_s: float
+    peak_rss_mb: float
+
+    @property
+    def per_s(self) -> float:
+        return self.runs / self.wall_s
+
+
+def peak_rss_mb(pid: int) -> float:
+    """The process's peak resident set (VmHWM, Linux /proc) in MB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmHWM in /proc status")
+
+
+def worker_process(address: str, *command: str) -> subprocess.Popen:
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    environ["TEMPORAL_ADDRESS"] = address
+    environ.pop("TEMPORAL_PROFILE", None)
+    proc = subprocess.Popen([sys.executable, "-u", *command], env=environ, cwd=ROOT, stdout=subprocess.PIPE)
+    assert proc.stdout is not None and b"worker polling" in proc.stdout.readline(), "the worker did not start"
+    return proc
+
+
+def stop(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    proc.wait(timeout=60)
+
+
+async def engine_runs(client: Client, plan: ir.Plan, workdir: str, uri: str, count: int) -> float:
+    inp = RunInput(plan=plan, params={}, workdir=workdir, default_agent=uri, heartbeat_s=HEARTBEAT_S)
+    began = time.perf_counter()
+    handles = [
+        await client.start_workflow(
+            "AgentRun", inp, id=f"scale-{uuid.uuid4().hex[:8]}", task_queue=ENGINE_QUEUE, result_type=RunState
+        )
+        for _ in range(count)
+    ]
+    states = await asyncio.gather(*(h.result() for h in handles))
+    wall = time.perf_counter() - began
+    failed = [s.run_id for s in states if s.status != "completed"]
+    if failed:
+        raise RuntimeError(f"engine runs did not complete: {failed[:5]}")
+    return wall
+
+
+async def raw_runs(client: Client, plan: ir.Plan, workdir: str, uri: str, count: int) -> float:
+    began = time.perf_counter()
+    handles = []
+    for _ in range(count):
+        run_id = f"scale-raw-{uuid.uuid4().hex[:8]}"
+        handles.append(
+            await client.start_workflow(
+                RawChain.run, raw_input(plan, run_id, workdir, uri), id=run_id, task_queue=RAW_QUEUE
+            )
+        )
+    replies = await asyncio.gather(*(h.result() for h in handles))
+    wall = time.perf_counter() - began
+    if any(reply != REPLY for reply in replies):
+        raise RuntimeError("raw runs returned something else")
+    return wall
+
+
+async def concurrent(client: Client, address: str, count: int, tasks: int) -> None:
+    with tempfile.TemporaryDirectory(prefix="agentrun-scale-") as tmp:
+        uri = "scripted:replies.yaml"
+        plan = load(str(write_chain(Path(tmp), tasks)))
+        engine = worker_process(address, "-m", "agentrun.worker", "--task-queue", ENGINE_QUEUE)
+        try:
+            await engine_runs(client, plan, tmp, uri, 2)  # warm-up, not counted
+            engine_batch = Batch(count, await engine_runs(client, plan, tmp, uri, count), peak_rss_mb(engine.pid))
+        finally:
+            stop(engine)
+        raw = worker_process(address, str(Path(__file__)), "--serve-raw")
+        try:
+            await raw_runs(client, plan, tmp, uri, 2)
+            raw_batch = Batch(count, await raw_runs(client, plan, tmp, uri, count), peak_rss_mb(raw.pid))
+        finally:
+            stop(raw)
+    print(f"{count} concurrent runs of {tasks} tasks on one worker process, {os.cpu_count()} cores:")
+    print(
+        f"  engine: {engine_batch.per_s:.1f} runs/s ({engine_batch.wall_s:.1f} s), peak RSS {engine_batch.peak_rss_mb:.0f} MB"
+    )
+    print(f"  raw:    {raw_batch.per_s:.1f} runs/s ({raw_batch.wall_s:.1f} s), peak RSS {raw_batch.peak_rss_mb:.0f} MB")
+    print(
+        f"  ratio {engine_batch.wall_s / raw_batch.wall_s:.2f} wall, "
+        f"{engine_batch.peak_rss_mb / raw_batch.peak_rss_mb:.2f} peak RSS"
+    )
+
+
+async def serve_raw() -> None:
+    """The raw side's worker: RawChain and the activities, no engine workflow."""
+    client = await Client.connect(os.environ["TEMPORAL_ADDRESS"], data_converter=data_converter())
+    worker = Worker(
+        client,
+        task_queue=RAW_QUEUE,
+        workflows=[RawChain, RawLoop],
+        activities=ACTIVITIES,
+        workflow_runner=runner(),
+        max_concurrent_activities=100,
+        graceful_shutdown_timeout=timedelta(seconds=10),
+    )
+    stopped = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGTERM, stopped.set)
+    async with worker:
+        print("worker polling", flush=True)
+        await stopped.wait()
+
+
+async def main(args: argparse.Namespace) -> None:
+    env = await dev_server()
+    async with env:
+        address = env.client.service_client.config.target_host
+        if args.loops:
+            await loops(env.client, address, [int(n) for n in args.loops.split(",")])
+        if args.concurrent:
+            await concurrent(env.client, address, args.concurrent, args.tasks)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description="Runs of any size against raw Temporal.")
+    parser.add_argument("--loops", default="1000,10000", help="rounds of each loop run, comma-separated ('' for none)")
+    parser.add_argument("--concurrent", type=int, default=100, help="concurrent runs (0 for none)")
+    parser.add_argument("--tasks", type=int, default=10)
+    parser.add_argument("--serve-raw", action="store_true", help=argparse.SUPPRESS)
+    arguments = parser.parse_args()
+    asyncio.run(serve_raw() if arguments.serve_raw else main(arguments))
+    # The SDK's native threads can still be calling into Python while the interpreter finalizes,
+    # which aborts the process now and then (as the worker's entry point says); all is printed.
+    sys.stdout.flush()
+    os._exit(0)
