@@ -1,6 +1,12 @@
 """Runs of any size against raw Temporal, on one dev server in the same run.
 
-    python bench/scale.py [--loops 1000,10000] [--concurrent 100] [--tasks 10]
+    python bench/scale.py [--maps 100,1000,10000] [--loops 1000,10000] [--concurrent 100] [--tasks 10]
+
+Long maps: a pipeline mapping an instant `scripted:` agent over a list of `--maps` items, at most
+200 at a time, which runs its elements in batches of 100, each a child workflow; raw: RawMap, the
+same batches as RawBatch child workflows (two open at a time, 100 run_agent activities in flight in
+each, the same calls). Printed: wall time, ms per item, the workflows, and the largest single
+history among the run and its batches (events, bytes), for each.
 
 Long loops: a task whose agent (instant `scripted:`) answers CONTINUE for `--loops` rounds, which
 continues as new as its history grows; raw: RawLoop, one run_agent activity per round with the
@@ -39,6 +45,7 @@ with workflow.unsafe.imports_passed_through():
     from pydantic import BaseModel
 
     from agentrun.spec import ir
+    from agentrun.spec import params as spec_params
     from agentrun.spec.calls import RUN_AGENT, AgentCall, AgentReply
     from agentrun.spec.load import load
     from agentrun.worker.blobs import data_converter
@@ -51,6 +58,76 @@ ENGINE_QUEUE, RAW_QUEUE = "agentrun-scale", "agentrun-scale-raw"
 
 
 CONTINUE = "more\nCOMPLETION_STATUS: CONTINUE"
+MAP_BATCH, MAP_CONCURRENCY = 100, 200  # the engine's default batch; the issue's highest concurrency
+
+
+class MapInput(BaseModel):
+    call: AgentCall  # every element's call, but for its task id and prompt
+    items: list[int]
+    batch: int
+    concurrency: int
+    first: int = 0  # a batch's first element
+
+
+def element_call(inp: MapInput, index: int) -> AgentCall:
+    item = inp.items[index - inp.first]
+    return inp.call.model_copy(update={"task_id": f"each[{index}]", "prompt": f"Score {item}."})
+
+
+async def run_elements(inp: MapInput) -> list[str]:
+    """One run_agent activity per element, `concurrency` in flight; the replies in order."""
+    results: list[str] = [""] * len(inp.items)
+    slots = asyncio.Semaphore(inp.concurrency)
+
+    async def element(position: int) -> None:
+        async with slots:
+            reply = await workflow.execute_activity(
+                RUN_AGENT,
+                element_call(inp, inp.first + position),
+                result_type=AgentReply,
+                start_to_close_timeout=timedelta(seconds=inp.call.timeout_s),
+                heartbeat_timeout=timedelta(seconds=HEARTBEAT_S),
+            )
+            results[position] = reply.text
+
+    await asyncio.gather(*(element(p) for p in range(len(inp.items))))
+    return results
+
+
+@workflow.defn(name="RawBatch")
+class RawBatch:
+    """The baseline's batch of elements, a child workflow of RawMap."""
+
+    @workflow.run
+    async def run(self, inp: MapInput) -> list[str]:
+        return await run_elements(inp)
+
+
+@workflow.defn(name="RawMap")
+class RawMap:
+    """The baseline map: a list longer than a batch runs in batches, each a RawBatch child, as many
+    open as concurrency allows."""
+
+    @workflow.run
+    async def run(self, inp: MapInput) -> int:
+        size = inp.batch
+        if len(inp.items) <= size:  # as the engine does, a list no longer than a batch runs in place
+            return len(await run_elements(inp))
+        slots = asyncio.Semaphore(max(1, inp.concurrency // size))
+        per_batch = min(inp.concurrency, size)
+        results: list[str] = []
+
+        async def batch(n: int) -> list[str]:
+            part = inp.items[n * size : (n + 1) * size]
+            child = MapInput(call=inp.call, items=part, batch=size, concurrency=per_batch, first=n * size)
+            async with slots:
+                return await workflow.execute_child_workflow(
+                    RawBatch.run, child, id=f"{workflow.info().workflow_id}/batch-{n}"
+                )
+
+        for done in await asyncio.gather(*(batch(n) for n in range(-(-len(inp.items) // size)))):
+            results += done
+        return len(results)
 
 
 class LoopInput(BaseModel):
@@ -88,10 +165,12 @@ class Chain:
     most_bytes: int
 
 
-async def chain(client: Client, workflow_id: str, wall_s: float) -> Chain:
+async def chain(client: Client, workflow_id: str, wall_s: float, query: str = "WorkflowId") -> Chain:
+    """The executions `query` names for `workflow_id`: a run's (WorkflowId), or a run's and its
+    children's (RootWorkflowId)."""
     events, sizes = [], []
-    async for execution in client.list_workflows(f'WorkflowId = "{workflow_id}"'):
-        described = await client.get_workflow_handle(workflow_id, run_id=execution.run_id).describe()
+    async for execution in client.list_workflows(f'{query} = "{workflow_id}"'):
+        described = await client.get_workflow_handle(execution.id, run_id=execution.run_id).describe()
         info = described.raw_description.workflow_execution_info
         events.append(info.history_length)
         sizes.append(info.history_size_bytes)
@@ -136,6 +215,66 @@ async def loops(client: Client, address: str, counts: list[int]) -> None:
                     print(
                         f"  {name + ':':7} {c.wall_s:.1f} s, {c.wall_s / rounds * 1000:.2f} ms/round, "
                         f"{c.executions} executions, largest history {c.most_events} events / "
+                        f"{c.most_bytes / 1024:.0f} KB"
+                    )
+                print(f"  ratio {engine_chain.wall_s / raw_chain.wall_s:.2f}")
+        finally:
+            stop(engine)
+            stop(raw)
+
+
+def map_spec(folder: Path) -> Path:
+    spec = folder / "map.yaml"
+    spec.write_text(
+        "workflow:\n  name: bigmap\n  inputs:\n    - {name: items, type: json, required: true}\n"
+        '  agents:\n    scorer: {prompt: "Score {{item}}."}\n  steps:\n    - id: each\n      type: map\n'
+        f'      map: {{over: "{{{{inputs.items}}}}", agent: scorer, concurrency: {MAP_CONCURRENCY}, batch: {MAP_BATCH}}}\n'
+    )
+    (folder / "map-replies.yaml").write_text(f"default: {json.dumps(REPLY)}\n")
+    return spec
+
+
+async def maps(client: Client, address: str, counts: list[int]) -> None:
+    with tempfile.TemporaryDirectory(prefix="agentrun-scale-") as tmp:
+        uri = "scripted:map-replies.yaml"
+        plan = load(str(map_spec(Path(tmp))), given_params=["items"])
+        engine = worker_process(address, "-m", "agentrun.worker", "--task-queue", ENGINE_QUEUE)
+        raw = worker_process(address, str(Path(__file__)), "--serve-raw")
+        try:
+            for count in counts:
+                items = list(range(count))
+                params = spec_params.bind(plan, {"items": items})
+                inp = RunInput(plan=plan, params=params, workdir=tmp, default_agent=uri, heartbeat_s=HEARTBEAT_S)
+                run_id = f"scale-map-{uuid.uuid4().hex[:8]}"
+                began = time.perf_counter()
+                state = await client.execute_workflow(
+                    "AgentRun", inp, id=run_id, task_queue=ENGINE_QUEUE, result_type=RunState
+                )
+                engine_chain = await chain(client, run_id, time.perf_counter() - began, "RootWorkflowId")
+                if state.status != "completed" or len(state.steps["each"]["output"]) != count:
+                    raise RuntimeError(f"the engine's map did not give {count} results: {state.status}")
+                raw_id = f"scale-raw-map-{uuid.uuid4().hex[:8]}"
+                template = AgentCall(
+                    run_id=raw_id,
+                    task_id="each",
+                    agent_id="scorer",
+                    uri=uri,
+                    prompt="",
+                    workdir=tmp,
+                    lifecycle=plan.lifecycle,
+                    timeout_s=1800,
+                )
+                mapped = MapInput(call=template, items=items, batch=MAP_BATCH, concurrency=MAP_CONCURRENCY)
+                began = time.perf_counter()
+                done = await client.execute_workflow(RawMap.run, mapped, id=raw_id, task_queue=RAW_QUEUE)
+                raw_chain = await chain(client, raw_id, time.perf_counter() - began, "RootWorkflowId")
+                if done != count:
+                    raise RuntimeError(f"the raw map gave {done} results of {count}")
+                print(f"a map of {count} items, {MAP_CONCURRENCY} at a time in batches of {MAP_BATCH}:")
+                for name, c in (("engine", engine_chain), ("raw", raw_chain)):
+                    print(
+                        f"  {name + ':':7} {c.wall_s:.1f} s, {c.wall_s / count * 1000:.2f} ms/item, "
+                        f"{c.executions} workflows, largest history {c.most_events} events / "
                         f"{c.most_bytes / 1024:.0f} KB"
                     )
                 print(f"  ratio {engine_chain.wall_s / raw_chain.wall_s:.2f}")
@@ -244,7 +383,7 @@ async def serve_raw() -> None:
     worker = Worker(
         client,
         task_queue=RAW_QUEUE,
-        workflows=[RawChain, RawLoop],
+        workflows=[RawChain, RawLoop, RawMap, RawBatch],
         activities=ACTIVITIES,
         workflow_runner=runner(),
         max_concurrent_activities=100,
@@ -262,6 +401,8 @@ async def main(args: argparse.Namespace) -> None:
     env = await dev_server()
     async with env:
         address = env.client.service_client.config.target_host
+        if args.maps:
+            await maps(env.client, address, [int(n) for n in args.maps.split(",")])
         if args.loops:
             await loops(env.client, address, [int(n) for n in args.loops.split(",")])
         if args.concurrent:
@@ -270,6 +411,7 @@ async def main(args: argparse.Namespace) -> None:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description="Runs of any size against raw Temporal.")
+    parser.add_argument("--maps", default="100,1000,10000", help="items of each map run, comma-separated ('' for none)")
     parser.add_argument("--loops", default="1000,10000", help="rounds of each loop run, comma-separated ('' for none)")
     parser.add_argument("--concurrent", type=int, default=100, help="concurrent runs (0 for none)")
     parser.add_argument("--tasks", type=int, default=10)

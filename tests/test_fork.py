@@ -8,7 +8,7 @@ import asyncio
 import json
 
 from agentrun.client.runs import fetch_state
-from agentrun.workflows.contract import PARENT_MEMO
+from agentrun.workflows.contract import PARENT_MEMO, STEP_LOG, StepRecord
 from tests.conftest import run_id, write_spec
 from tests.trees import Brain, action, composite, tree_file
 
@@ -70,6 +70,15 @@ async def test_a_failed_pipeline_forked_at_its_failure_with_a_new_prompt_sends_o
     assert state.usage.input_tokens == sum(r.reported[0] for r in llm.requests[3:] if r.reported)
     described = await client.get_workflow_handle(fork).describe()
     assert await described.memo_value(PARENT_MEMO) == parent
+    # The step log grows with the run: the state people read leaves it out, the memo keeps it apart.
+    assert state.step_log == []
+    logged = await described.memo_value(STEP_LOG, type_hint=list[StepRecord])
+    assert [(r.key, r.status) for r in logged] == [
+        ("research", "completed"),
+        ("write", "completed"),
+        ("check", "completed"),
+        ("edit", "completed"),
+    ]
     assert await described.static_summary() == f"chain (pipeline, 4 tasks, forked from {parent} at check)"
     assert await children(client, parent) == [fork]
 

@@ -13,7 +13,7 @@ from temporalio.client import Client
 from agentrun.client import changes, cut
 from agentrun.client.humans import Prompter
 from agentrun.client.no_worker import start_input
-from agentrun.client.runs import UsageError, describe, fetch_state
+from agentrun.client.runs import UsageError, describe, fetch_state, fetch_step_log
 from agentrun.client.start import start
 from agentrun.spec import ir
 from agentrun.workflows.contract import Fork, RunInput
@@ -70,6 +70,7 @@ async def forked_input(client: Client, args: argparse.Namespace) -> RunInput:
     state = await fetch_state(client, parent)
     if state.status == "compensated":
         raise UsageError(f"run {parent} was rolled back: what its steps did was undone, so there is nothing to reuse")
+    state.step_log = state.step_log or await fetch_step_log(client, parent, desc)
     chosen = cut.choose(started.plan, state, args.at)
     changed = changes.apply(started.plan, started.params, args)
     for note in chosen.notes:

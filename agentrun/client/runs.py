@@ -17,7 +17,7 @@ from temporalio.service import RPCError
 
 from agentrun.client import no_worker
 from agentrun.workflows import contract
-from agentrun.workflows.contract import RunState, RunStatus
+from agentrun.workflows.contract import RunState, RunStatus, StepRecord
 
 CLOSED_STATUS: dict[WorkflowExecutionStatus, RunStatus] = {
     WorkflowExecutionStatus.COMPLETED: "completed",
@@ -75,6 +75,20 @@ async def fetch_state(client: Client, run_id: str) -> RunState:
     if desc.status == WorkflowExecutionStatus.TERMINATED:
         state.errors.append(await _terminated_because(client, run_id))
     return state
+
+
+async def fetch_step_log(client: Client, run_id: str, desc: WorkflowExecutionDescription) -> list[StepRecord]:
+    """The run's step log, kept apart from its state: by query while it runs, from its memo once it
+    has ended (a run recorded before kept it in its state, which fetch_state reads)."""
+    if desc.status == WorkflowExecutionStatus.RUNNING:
+        handle = client.get_workflow_handle(run_id)
+        try:
+            return await handle.query(
+                contract.STEP_LOG, result_type=list[StepRecord], rpc_timeout=timedelta(seconds=QUERY_S)
+            )
+        except RPCError:
+            raise NoWorker(f"no worker answered for run {run_id}, so its step log cannot be read") from None
+    return await desc.memo_value(contract.STEP_LOG, [], type_hint=list[StepRecord])
 
 
 async def _terminated_because(client: Client, run_id: str) -> str:

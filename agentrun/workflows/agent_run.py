@@ -30,6 +30,7 @@ with workflow.unsafe.imports_passed_through():
         RunInput,
         RunState,
         RunStatus,
+        StepRecord,
         SubmitInput,
         ThinkInput,
         VarWriteInput,
@@ -112,7 +113,7 @@ class AgentRun:
             self._end("timeout")
             raise ApplicationError(
                 "the run timed out; partial results are in its report",
-                self.run_state,
+                self.run_state.shown(),
                 type="RunTimedOut",
                 non_retryable=True,
             ) from None
@@ -126,7 +127,7 @@ class AgentRun:
         if inp.parent_run:  # a subgraph's undos join its parent's stack (workflows.nodes.subflow)
             self.run_state.compensation_undos = self.saga.carried()
         await workflow.wait_condition(workflow.all_handlers_finished)
-        return self.run_state
+        return self.run_state.shown()
 
     def _time_left(self, inp: RunInput) -> float | None:
         """The run's timeout counts from its start, across the executions it continued as new into."""
@@ -177,7 +178,11 @@ class AgentRun:
 
     @workflow.query(name=contract.STATE)
     def query_state(self) -> RunState:
-        return self.run_state
+        return self.run_state.shown()
+
+    @workflow.query(name=contract.STEP_LOG)
+    def query_step_log(self) -> list[StepRecord]:
+        return self.run_state.step_log
 
     @workflow.update(name=contract.ANSWER)
     def answer(self, given: AnswerInput) -> Answer:
@@ -293,7 +298,9 @@ class AgentRun:
             if task.status in ("running", "waiting"):
                 task.status = "cancelled"
         workflow.set_current_details(f"Run **{'rolled back' if status == 'compensated' else status}**")
-        workflow.upsert_memo({"state": state})
+        # The step log grows with every step run; only a fork reads it, so it is kept apart and the
+        # state people read stays small however long the run was.
+        workflow.upsert_memo({"state": state.shown(), contract.STEP_LOG: state.step_log})
         self._publish()
 
     def _publish(self) -> None:

@@ -25,7 +25,8 @@ DEFAULT_MAX_ITERATIONS = 25
 ANSWER = "answer"  # AnswerInput -> Answer
 RAISE_BUDGET = "raise_budget"  # BudgetInput -> Budget
 ROLLBACK = "rollback_on_cancel"  # no argument: the cancellation that follows runs the compensations
-STATE = "state"  # the query: RunState
+STATE = "state"  # the query: RunState, without its step log
+STEP_LOG = "step_log"  # the query and memo key: the run's step log, which a fork reads
 # Signals carrying the same answers, for when no worker may hold the run: they wait in its history,
 # and the run checks them as the updates' validators do once a worker takes it.
 QUEUE_ANSWER = "queue_answer"  # AnswerInput
@@ -464,7 +465,9 @@ class RunState(BaseModel):
     queued_refusals: list[QueuedRefusal] = []
     errors: list[str] = []
     usage: Usage = Usage()
-    step_log: list[StepRecord] = []  # every finished run of a step, in the order they finished
+    # Every finished run of a step, in the order they finished. It grows with the run, and only a
+    # fork reads it: the state query, the memo's state and the run's result leave it out (`shown`).
+    step_log: list[StepRecord] = []
     step_rounds: dict[str, int] = {}  # runs of each step begun so far, by run key: the next one's round
     parent: str = ""  # the run this one was forked from
     forked_at: str = ""  # the step it went on from
@@ -554,6 +557,10 @@ class RunState(BaseModel):
         for account in accounts:
             account.calls += 1
         self.total_cost_usd += cost_usd
+
+    def shown(self) -> RunState:
+        """The state as people read it: without the step log, which a fork reads apart (STEP_LOG)."""
+        return self.model_copy(update={"step_log": []}) if self.step_log else self
 
     def keep(self, node_id: str, value: Any, *, step: bool, store_as: str | None, fields: Sequence[str] = ()) -> None:
         """The one place values later templates read are written: a pipeline step's

@@ -149,7 +149,7 @@ class Interpreter:
     def _check_state_size(self, node: ir.NodeBase, key: str, value: Any) -> None:
         """Fail the node whose value makes the run's state too big to keep, keeping a
         note in its place so the state that reports the failure still fits."""
-        size = sizes.payload_bytes(self.state)
+        size = sizes.payload_bytes(self.state.shown())  # the step log is carried apart, by reference
         limit = sizes.state_limit(size)
         if limit is None:
             return
