@@ -169,3 +169,34 @@ async def test_weighted_votes_a_judge_and_a_quorum_not_met(client, llm, tmp_path
         "output; judged_voter_2 (c): the agent returned an empty output)"
     )
     assert len(llm.prompts_for("a")) == 4 and "vote" not in state.memory  # two runs, two votes each
+
+
+async def test_a_map_over_more_items_than_a_batch_runs_them_as_child_workflows_best_effort(client, llm, tmp_path):
+    topics = [f"t{i}" for i in range(250)]
+    failing = {"t5", "t150", "t249"}  # one in each batch of 100
+    llm.by_model = {
+        "splitter": json.dumps(topics),
+        "researcher": lambda messages: "" if item_of(messages) in failing else f"notes on {item_of(messages)}",
+        "writer": "Summary.",
+        "a": vote("Fine"),
+        "b": vote("Fine"),
+        "c": vote("Fine"),
+    }
+    spec = write_spec(tmp_path, fan("best_effort", 50))
+    state = await run_spec(client, spec, "openai:none", params={"topic": "tides"}, agents=AGENTS)
+    assert state.status == "completed", state.errors
+
+    contexts = [json.loads(p.split("Input:\n", 1)[1]) for p in llm.prompts_for("researcher")]
+    assert sorted((c["map_index"], c["map_item"]) for c in contexts if c["map_item"] not in failing) == [
+        (i, t) for i, t in enumerate(topics) if t not in failing
+    ], "every item asked once, with its task context, though its batch ran in a child workflow"
+    assert {c["map_total"] for c in contexts} == {250}
+    memory = state.memory
+    assert [r["index"] for r in memory["mapper_results"]] == [i for i, t in enumerate(topics) if t not in failing]
+    assert memory["mapper_errors"] == [
+        {"index": i, "node_id": "researcher", "error": "the agent returned an empty output"} for i in (5, 150, 249)
+    ], "best_effort in batches: each batch's failed items recorded, the others went on"
+    assert (memory["mapper_count"], memory["mapper_error_count"]) == (247, 3)
+    summary = state.maps["mapper"]
+    assert (summary.total, summary.batches, summary.batches_done) == (250, 3, 3)
+    assert summary.counts == {"completed": 247, "failed": 3}
