@@ -177,6 +177,11 @@ async def chain(client: Client, workflow_id: str, wall_s: float, query: str = "W
     return Chain(wall_s, len(events), max(events), max(sizes))
 
 
+def state_kb(state: RunState) -> float:
+    """The run's final state as its memo and the `state` query hold it, in KB of JSON."""
+    return len(state.model_dump_json().encode()) / 1024
+
+
 def loop_spec(folder: Path, rounds: int) -> Path:
     spec = folder / f"loop{rounds}.yaml"
     spec.write_text(
@@ -204,6 +209,7 @@ async def loops(client: Client, address: str, counts: list[int]) -> None:
                 engine_chain = await chain(client, run_id, time.perf_counter() - began)
                 if state.status != "completed" or state.tasks["grind"].iterations != rounds:
                     raise RuntimeError(f"the engine's loop did not run {rounds} rounds: {state.status}")
+                kept = state_kb(state)
                 call = raw_input(plan, run_id, tmp, uri).calls[0]
                 raw_id = f"scale-raw-loop-{uuid.uuid4().hex[:8]}"
                 began = time.perf_counter()
@@ -217,7 +223,7 @@ async def loops(client: Client, address: str, counts: list[int]) -> None:
                         f"{c.executions} executions, largest history {c.most_events} events / "
                         f"{c.most_bytes / 1024:.0f} KB"
                     )
-                print(f"  ratio {engine_chain.wall_s / raw_chain.wall_s:.2f}")
+                print(f"  ratio {engine_chain.wall_s / raw_chain.wall_s:.2f}; the engine's final state {kept:.0f} KB")
         finally:
             stop(engine)
             stop(raw)
@@ -253,6 +259,7 @@ async def maps(client: Client, address: str, counts: list[int]) -> None:
                 engine_chain = await chain(client, run_id, time.perf_counter() - began, "RootWorkflowId")
                 if state.status != "completed" or len(state.steps["each"]["output"]) != count:
                     raise RuntimeError(f"the engine's map did not give {count} results: {state.status}")
+                kept = state_kb(state)
                 raw_id = f"scale-raw-map-{uuid.uuid4().hex[:8]}"
                 template = AgentCall(
                     run_id=raw_id,
@@ -277,7 +284,7 @@ async def maps(client: Client, address: str, counts: list[int]) -> None:
                         f"{c.executions} workflows, largest history {c.most_events} events / "
                         f"{c.most_bytes / 1024:.0f} KB"
                     )
-                print(f"  ratio {engine_chain.wall_s / raw_chain.wall_s:.2f}")
+                print(f"  ratio {engine_chain.wall_s / raw_chain.wall_s:.2f}; the engine's final state {kept:.0f} KB")
         finally:
             stop(engine)
             stop(raw)

@@ -13,6 +13,7 @@ from agentrun.spec import expressions, ir
 from agentrun.spec.calls import ChatMessage, Usage
 from agentrun.spec.render import TemplateSyntaxError, names_used
 from agentrun.workflows.contract import ElementNote, ModelUsage, RunInput, TaintMark
+from agentrun.workflows.taint import strings
 
 MAX_NOTES = 20  # warnings and errors a batch hands back; its own state keeps them all
 # How a batch fails: an element failed (the map fails with it), or its results do not fit in a payload.
@@ -128,7 +129,7 @@ def reads(body: ir.NodeBase) -> Reads:
     steps: set[str] = set()
     inputs: set[str] = set()
     names: set[str] = set()
-    for node in _walk(body):
+    for node in walk(body):
         templates = _templates(node)
         if templates is None:
             return EVERYTHING
@@ -155,21 +156,11 @@ def _templates(node: ir.NodeBase) -> list[str] | None:
             return None
         return [t for t in (node.prompt, node.system, node.input) if t]
     if isinstance(node, ir.Provider):
-        return None if node.criteria else _strings(node.call.params)
+        return None if node.criteria else strings(node.call.params)
     if isinstance(node, (ir.Sequence, ir.Parallel, ir.Selector)):
         return []
     return None
 
 
-def _walk(node: ir.NodeBase) -> list[ir.NodeBase]:
-    return [node] + [n for child in ir.children_of(node) for n in _walk(child)]
-
-
-def _strings(value: Any) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        return [s for v in value.values() for s in _strings(v)]
-    if isinstance(value, list):
-        return [s for v in value for s in _strings(v)]
-    return []
+def walk(node: ir.NodeBase) -> list[ir.NodeBase]:
+    return [node] + [n for child in ir.children_of(node) for n in walk(child)]

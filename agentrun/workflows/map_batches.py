@@ -57,7 +57,7 @@ class Batched:
         self.reads = batching.reads(node.body)
         over = expressions.references(node.over) if node.over else []
         self.over = [str(p[1]) for p in over if len(p) > 1 and p[0] == "steps"]
-        inner = [n.id for n in _walk(node.body) if n.budget is not None]
+        inner = [n.id for n in batching.walk(node.body) if n.budget is not None]
         self.budget_steps = [*scope.budgets, *inner]
         self.budgeted = state.budget is not None or bool(self.budget_steps)
         self.open = 1 if self.budgeted else max(1, min(node.concurrency // node.batch, MAX_OPEN))
@@ -215,7 +215,7 @@ class Batched:
         engine, state = self.engine, self.engine.state
         steps, memory = self.reads.pick_steps(state.steps), self.reads.pick_memory(state.memory)
         read = {*self.over, *steps, *memory}
-        agents = {n.agent for n in _walk(self.node.body) if isinstance(n, ir.Task)}
+        agents = {n.agent for n in batching.walk(self.node.body) if isinstance(n, ir.Task)}
         return BatchInput(
             run=self.run_input,
             run_id=state.run_id,
@@ -260,7 +260,3 @@ def _reason(exc: ChildWorkflowError) -> str:
     if isinstance(cause, ApplicationError):
         return cause.message
     return str(cause) if cause is not None else str(exc)
-
-
-def _walk(node: ir.NodeBase) -> list[ir.NodeBase]:
-    return [node] + [n for child in ir.children_of(node) for n in _walk(child)]

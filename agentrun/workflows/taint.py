@@ -94,15 +94,16 @@ def _templates(node: ir.NodeBase) -> list[str]:
     if isinstance(node, ir.Task):
         return [t for t in (node.prompt, node.system, node.input if node.input != ir.ALL_PRIOR else None) if t]
     if isinstance(node, ir.Provider):
-        return [v for v in _strings(node.call.params)]
+        return [v for v in strings(node.call.params)]
     return []
 
 
-def _strings(value: Any) -> list[str]:
+def strings(value: Any) -> list[str]:
+    """Every string inside a value of dicts and lists (a provider call's templated params)."""
     if isinstance(value, str):
         return [value]
     if isinstance(value, dict):
-        return [s for v in value.values() for s in _strings(v)]
+        return [s for v in value.values() for s in strings(v)]
     if isinstance(value, list):
-        return [s for v in value for s in _strings(v)]
+        return [s for v in value for s in strings(v)]
     return []
