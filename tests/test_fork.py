@@ -5,11 +5,17 @@ search attribute, and the bad inputs refused before anything starts."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 
+import pytest
+from temporalio.service import RPCError
+
 from agentrun.client.runs import fetch_state
-from agentrun.workflows.contract import PARENT_MEMO, STEP_LOG, StepRecord
-from tests.conftest import run_id, write_spec
+from agentrun.spec.load import load
+from agentrun.workflows.contract import PARENT_MEMO, STEP_LOG, RunInput, StepRecord
+from tests.conftest import TEST_QUEUE, run_id, write_spec
+from tests.runs import open_gate
 from tests.trees import Brain, action, composite, tree_file
 
 CHAIN = """workflow:
@@ -193,3 +199,40 @@ def test_bad_fork_inputs_are_refused_before_anything_starts(cli, llm, tmp_path):
     result = cli("fork", done, "--at", "failure")
     assert result.code == 2 and f"--at: error: run {done} did not fail (it is completed)" in result.err
     assert len(llm.requests) == asked + 4  # only the completed run's own prompts
+
+
+GATED = """name: gated
+subtasks:
+  research:
+    instructions: "Research tea."
+  write:
+    instructions: "Write about tea."
+  ship:
+    approval: true
+    instructions: "Ship it."
+"""
+
+
+@pytest.mark.usefixtures("worker")
+async def test_a_run_waiting_at_a_gate_is_forked_from_the_step_log_its_worker_answers(cli, llm, tmp_path, client):
+    llm.reply = lambda messages: f"{messages[-1]['content'].splitlines()[0]} done\nCOMPLETION_STATUS: COMPLETE"
+    spec = write_spec(tmp_path, GATED)
+    plan = load(str(spec))
+    inp = RunInput(plan=plan, params={}, workdir=str(tmp_path), default_agent="openai:agent", heartbeat_s=5)
+    parent = await client.start_workflow("AgentRun", inp, id=run_id("gated"), task_queue=TEST_QUEUE)
+    fork = run_id("fork")
+    try:
+        waiting = await open_gate(parent, "ship")
+        assert waiting.step_log == [], "the state leaves the step log out; the fork asks for it apart"
+        # In a thread: the worker that must answer for the parent runs on this test's event loop.
+        result = await asyncio.to_thread(cli, "fork", parent.id, "--at", "write", "--id", fork, "--detach")
+        assert result.code == 0, result.out + result.err
+        assert f"forking {parent.id} at write: 1 step run(s) taken over" in result.out
+        forked = await open_gate(client.get_workflow_handle(fork), "ship")
+        assert forked.tasks["research"].reused_from == parent.id and not forked.tasks["write"].reused_from
+        asked = [p.splitlines()[0] for p in llm.prompts_for("agent")]
+        assert asked == ["Research tea.", "Write about tea.", "Write about tea."], "research asked once, by the parent"
+    finally:
+        for handle in (parent, client.get_workflow_handle(fork)):
+            with contextlib.suppress(RPCError):
+                await handle.terminate("test over")
