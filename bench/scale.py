@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -31,9 +32,11 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 from temporalio import workflow
 from temporalio.client import Client
@@ -165,7 +168,7 @@ class Chain:
     most_bytes: int
 
 
-async def chain(client: Client, workflow_id: str, wall_s: float, query: str = "WorkflowId") -> Chain:
+async def chain(client: Client, workflow_id: str, wall_s: float, query: str) -> Chain:
     """The executions `query` names for `workflow_id`: a run's (WorkflowId), or a run's and its
     children's (RootWorkflowId)."""
     events, sizes = [], []
@@ -192,41 +195,53 @@ def loop_spec(folder: Path, rounds: int) -> Path:
     return spec
 
 
+@contextlib.contextmanager
+def both_workers(address: str) -> Iterator[None]:
+    """The engine's worker process and the raw side's, for as long as the block runs."""
+    engine = worker_process(address, "-m", "agentrun.worker", "--task-queue", ENGINE_QUEUE)
+    raw = worker_process(address, str(Path(__file__)), "--serve-raw")
+    try:
+        yield
+    finally:
+        stop(engine)
+        stop(raw)
+
+
+async def timed(
+    client: Client, run: Any, arg: Any, prefix: str, queue: str, query: str, **kw: Any
+) -> tuple[Any, Chain]:
+    """Run a workflow to its end: its result, and its executions (those `query` names) with the wall time."""
+    run_id = f"{prefix}-{uuid.uuid4().hex[:8]}"
+    began = time.perf_counter()
+    result = await client.execute_workflow(run, arg, id=run_id, task_queue=queue, **kw)
+    return result, await chain(client, run_id, time.perf_counter() - began, query)
+
+
+def compare(heading: str, count: int, unit: str, runs: str, engine: Chain, raw: Chain, state: RunState) -> None:
+    print(heading)
+    for name, c in (("engine", engine), ("raw", raw)):
+        print(
+            f"  {name + ':':7} {c.wall_s:.1f} s, {c.wall_s / count * 1000:.2f} ms/{unit}, "
+            f"{c.executions} {runs}, largest history {c.most_events} events / {c.most_bytes / 1024:.0f} KB"
+        )
+    print(f"  ratio {engine.wall_s / raw.wall_s:.2f}; the engine's final state {state_kb(state):.0f} KB")
+
+
 async def loops(client: Client, address: str, counts: list[int]) -> None:
-    with tempfile.TemporaryDirectory(prefix="agentrun-scale-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="agentrun-scale-") as tmp, both_workers(address):
         uri = "scripted:loop-replies.yaml"
-        engine = worker_process(address, "-m", "agentrun.worker", "--task-queue", ENGINE_QUEUE)
-        raw = worker_process(address, str(Path(__file__)), "--serve-raw")
-        try:
-            for rounds in counts:
-                plan = load(str(loop_spec(Path(tmp), rounds)))
-                inp = RunInput(plan=plan, params={}, workdir=tmp, default_agent=uri, heartbeat_s=HEARTBEAT_S)
-                run_id = f"scale-loop-{uuid.uuid4().hex[:8]}"
-                began = time.perf_counter()
-                state = await client.execute_workflow(
-                    "AgentRun", inp, id=run_id, task_queue=ENGINE_QUEUE, result_type=RunState
-                )
-                engine_chain = await chain(client, run_id, time.perf_counter() - began)
-                if state.status != "completed" or state.tasks["grind"].iterations != rounds:
-                    raise RuntimeError(f"the engine's loop did not run {rounds} rounds: {state.status}")
-                kept = state_kb(state)
-                call = raw_input(plan, run_id, tmp, uri).calls[0]
-                raw_id = f"scale-raw-loop-{uuid.uuid4().hex[:8]}"
-                began = time.perf_counter()
-                looped = LoopInput(call=call, rounds=rounds, history_limit=HISTORY_LIMIT)
-                await client.execute_workflow(RawLoop.run, looped, id=raw_id, task_queue=RAW_QUEUE)
-                raw_chain = await chain(client, raw_id, time.perf_counter() - began)
-                print(f"a loop of {rounds} rounds:")
-                for name, c in (("engine", engine_chain), ("raw", raw_chain)):
-                    print(
-                        f"  {name + ':':7} {c.wall_s:.1f} s, {c.wall_s / rounds * 1000:.2f} ms/round, "
-                        f"{c.executions} executions, largest history {c.most_events} events / "
-                        f"{c.most_bytes / 1024:.0f} KB"
-                    )
-                print(f"  ratio {engine_chain.wall_s / raw_chain.wall_s:.2f}; the engine's final state {kept:.0f} KB")
-        finally:
-            stop(engine)
-            stop(raw)
+        for rounds in counts:
+            plan = load(str(loop_spec(Path(tmp), rounds)))
+            inp = RunInput(plan=plan, params={}, workdir=tmp, default_agent=uri, heartbeat_s=HEARTBEAT_S)
+            state, engine = await timed(
+                client, "AgentRun", inp, "scale-loop", ENGINE_QUEUE, "WorkflowId", result_type=RunState
+            )
+            if state.status != "completed" or state.tasks["grind"].iterations != rounds:
+                raise RuntimeError(f"the engine's loop did not run {rounds} rounds: {state.status}")
+            call = raw_input(plan, state.run_id, tmp, uri).calls[0]
+            looped = LoopInput(call=call, rounds=rounds, history_limit=HISTORY_LIMIT)
+            _, raw = await timed(client, RawLoop.run, looped, "scale-raw-loop", RAW_QUEUE, "WorkflowId")
+            compare(f"a loop of {rounds} rounds:", rounds, "round", "executions", engine, raw, state)
 
 
 def map_spec(folder: Path) -> Path:
@@ -241,53 +256,34 @@ def map_spec(folder: Path) -> Path:
 
 
 async def maps(client: Client, address: str, counts: list[int]) -> None:
-    with tempfile.TemporaryDirectory(prefix="agentrun-scale-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="agentrun-scale-") as tmp, both_workers(address):
         uri = "scripted:map-replies.yaml"
         plan = load(str(map_spec(Path(tmp))), given_params=["items"])
-        engine = worker_process(address, "-m", "agentrun.worker", "--task-queue", ENGINE_QUEUE)
-        raw = worker_process(address, str(Path(__file__)), "--serve-raw")
-        try:
-            for count in counts:
-                items = list(range(count))
-                params = spec_params.bind(plan, {"items": items})
-                inp = RunInput(plan=plan, params=params, workdir=tmp, default_agent=uri, heartbeat_s=HEARTBEAT_S)
-                run_id = f"scale-map-{uuid.uuid4().hex[:8]}"
-                began = time.perf_counter()
-                state = await client.execute_workflow(
-                    "AgentRun", inp, id=run_id, task_queue=ENGINE_QUEUE, result_type=RunState
-                )
-                engine_chain = await chain(client, run_id, time.perf_counter() - began, "RootWorkflowId")
-                if state.status != "completed" or len(state.steps["each"]["output"]) != count:
-                    raise RuntimeError(f"the engine's map did not give {count} results: {state.status}")
-                kept = state_kb(state)
-                raw_id = f"scale-raw-map-{uuid.uuid4().hex[:8]}"
-                template = AgentCall(
-                    run_id=raw_id,
-                    task_id="each",
-                    agent_id="scorer",
-                    uri=uri,
-                    prompt="",
-                    workdir=tmp,
-                    lifecycle=plan.lifecycle,
-                    timeout_s=1800,
-                )
-                mapped = MapInput(call=template, items=items, batch=MAP_BATCH, concurrency=MAP_CONCURRENCY)
-                began = time.perf_counter()
-                done = await client.execute_workflow(RawMap.run, mapped, id=raw_id, task_queue=RAW_QUEUE)
-                raw_chain = await chain(client, raw_id, time.perf_counter() - began, "RootWorkflowId")
-                if done != count:
-                    raise RuntimeError(f"the raw map gave {done} results of {count}")
-                print(f"a map of {count} items, {MAP_CONCURRENCY} at a time in batches of {MAP_BATCH}:")
-                for name, c in (("engine", engine_chain), ("raw", raw_chain)):
-                    print(
-                        f"  {name + ':':7} {c.wall_s:.1f} s, {c.wall_s / count * 1000:.2f} ms/item, "
-                        f"{c.executions} workflows, largest history {c.most_events} events / "
-                        f"{c.most_bytes / 1024:.0f} KB"
-                    )
-                print(f"  ratio {engine_chain.wall_s / raw_chain.wall_s:.2f}; the engine's final state {kept:.0f} KB")
-        finally:
-            stop(engine)
-            stop(raw)
+        for count in counts:
+            items = list(range(count))
+            params = spec_params.bind(plan, {"items": items})
+            inp = RunInput(plan=plan, params=params, workdir=tmp, default_agent=uri, heartbeat_s=HEARTBEAT_S)
+            state, engine = await timed(
+                client, "AgentRun", inp, "scale-map", ENGINE_QUEUE, "RootWorkflowId", result_type=RunState
+            )
+            if state.status != "completed" or len(state.steps["each"]["output"]) != count:
+                raise RuntimeError(f"the engine's map did not give {count} results: {state.status}")
+            template = AgentCall(
+                run_id=state.run_id,
+                task_id="each",
+                agent_id="scorer",
+                uri=uri,
+                prompt="",
+                workdir=tmp,
+                lifecycle=plan.lifecycle,
+                timeout_s=1800,
+            )
+            mapped = MapInput(call=template, items=items, batch=MAP_BATCH, concurrency=MAP_CONCURRENCY)
+            done, raw = await timed(client, RawMap.run, mapped, "scale-raw-map", RAW_QUEUE, "RootWorkflowId")
+            if done != count:
+                raise RuntimeError(f"the raw map gave {done} results of {count}")
+            heading = f"a map of {count} items, {MAP_CONCURRENCY} at a time in batches of {MAP_BATCH}:"
+            compare(heading, count, "item", "workflows", engine, raw, state)
 
 
 @dataclass

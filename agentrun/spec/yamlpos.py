@@ -184,6 +184,16 @@ def _yaml_hint(message: str) -> str:
     return "fix the YAML syntax at this position"
 
 
+def plain(value: Any) -> Any:
+    """Loaded YAML as plain dicts and lists, without positions: the Plan carries plain JSON data,
+    whose keys are text."""
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    return value
+
+
 def position(data: Any, path: tuple) -> tuple[int, int]:
     """The best known (line, column) for a path of keys/indexes into loaded YAML."""
     best = (getattr(data, "line", 0), getattr(data, "column", 0))

@@ -26,7 +26,7 @@ from agentrun.spec.dialects.behavior_tree_refs import REF, Located, Refs, is_ref
 from agentrun.spec.dialects.common_keys import budget_of
 from agentrun.spec.errors import Problem, SpecError
 from agentrun.spec.schema_errors import problems_from
-from agentrun.spec.yamlpos import PosDict, mapping_or_none, position, yaml_text
+from agentrun.spec.yamlpos import PosDict, mapping_or_none, plain, position, yaml_text
 
 NAME = "behavior_tree"
 
@@ -145,12 +145,3 @@ class _TreeFile:
     def _at(self, path: tuple, message: str, hint: str) -> None:
         line, column = position(self.data, path)
         self.refs.problems.append(Problem(self.path, line, column, message, hint))
-
-
-def plain(value: Any) -> Any:
-    """Loaded values without their positions: the Plan carries plain JSON data."""
-    if isinstance(value, dict):
-        return {key: plain(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [plain(item) for item in value]
-    return value

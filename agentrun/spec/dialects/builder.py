@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from agentrun.spec.durations import parse_duration
-from agentrun.spec.errors import Problem
+from agentrun.spec.errors import Problem, did_you_mean
 from agentrun.spec.yamlpos import position
 
 
@@ -23,6 +23,14 @@ class Builder:
         if line and line != at_line:
             at_line, col = line, 1
         self.problems.append(Problem(self.file, at_line, col, message, hint))
+
+    def unknown_keys(self, raw: dict, at: tuple, known: set[str], where: str = "", listed: str = "known keys") -> None:
+        """A problem at each key of `raw` not in `known`: the nearest known key as the hint, else all
+        of them."""
+        for key in raw:
+            if key not in known:
+                hint = did_you_mean(str(key), known) or f"{listed}: " + ", ".join(sorted(known))
+                self.problem((*at, key), f"unknown key '{key}'{where}", hint)
 
     def warn(self, path: tuple, message: str, hint: str = "") -> None:
         """Something a person should know that does not stop the run; the Plan carries it."""

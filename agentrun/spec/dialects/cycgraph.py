@@ -22,8 +22,8 @@ from agentrun.spec.dialects.builder import Builder
 from agentrun.spec.dialects.cycgraph_checks import check_graph
 from agentrun.spec.dialects.cycgraph_fanout import attach_workers, check_subgraph_refs
 from agentrun.spec.dialects.cycgraph_nodes import Compiled, NodeCompiler
-from agentrun.spec.errors import SpecError, did_you_mean
-from agentrun.spec.yamlpos import PosDict, load_mapping, mapping_or_none, position
+from agentrun.spec.errors import SpecError
+from agentrun.spec.yamlpos import PosDict, load_mapping, mapping_or_none, plain, position
 
 NAME = "cycgraph"
 GRAPH_KEYS = {
@@ -82,12 +82,12 @@ def compile(path: str, text: str, params: set[str]) -> ir.Plan:
     raw_manifest = data.get("manifest") if bundle else None
     manifest: dict[str, Any] = raw_manifest if isinstance(raw_manifest, PosDict) else PosDict()
     if bundle:
-        _keys(build, data, (), BUNDLE_KEYS)
-        _keys(build, manifest, ("manifest",), MANIFEST_KEYS)
+        build.unknown_keys(data, (), BUNDLE_KEYS)
+        build.unknown_keys(manifest, ("manifest",), MANIFEST_KEYS)
     if not isinstance(graph, PosDict):
         build.problem(base, "a bundle's graph: must be a mapping", "write graph: {nodes: [...], edges: [...]}")
         raise SpecError(build.problems)
-    _keys(build, graph, base, GRAPH_KEYS)
+    build.unknown_keys(graph, base, GRAPH_KEYS)
     agents = _agents(build, data.get("agents") if bundle else None)
     compiler = NodeCompiler(build, agents)
     root = _graph(build, compiler, graph, base)
@@ -130,7 +130,7 @@ def _subgraphs(build: Builder, compiler: NodeCompiler, raw: Any) -> dict[str, ir
         if not isinstance(graph, PosDict) or not graph.get("id"):
             build.problem(at, "a graph of graphs: needs an id:", "write {id: child, name: ..., nodes: [...], ...}")
             continue
-        _keys(build, graph, at, GRAPH_KEYS)
+        build.unknown_keys(graph, at, GRAPH_KEYS)
         compiled = _graph(build, compiler, graph, at)
         if str(graph["id"]) in found:
             build.problem((*at, "id"), f"two graphs have the id '{graph['id']}'", "give each graph its own id")
@@ -202,7 +202,7 @@ def _edges(build: Builder, raw: Any, base: tuple) -> list[ir.Edge]:
         if not isinstance(edge, PosDict) or "source" not in edge or "target" not in edge:
             build.problem(at, "an edge needs source: and target:", "write {source: a, target: b}")
             continue
-        _keys(build, edge, at, {"id", "source", "target", "condition", "label"})
+        build.unknown_keys(edge, at, {"id", "source", "target", "condition", "label"})
         when = _condition(build, edge.get("condition"), (*at, "condition"))
         edges.append(
             ir.Edge(source=str(edge["source"]), target=str(edge["target"]), when=when, line=at_line(build, at))
@@ -259,7 +259,7 @@ def _agents(build: Builder, raw: Any) -> dict[str, PosDict]:
         if aid is None or not isinstance(agent, PosDict):
             build.problem(at, "an agent must be a mapping with an id:", "write {id: writer, model: gpt-4o-mini}")
             continue
-        _keys(build, agent, at, AGENT_KEYS)
+        build.unknown_keys(agent, at, AGENT_KEYS)
         temperature = agent.get("temperature")
         if temperature is not None and (
             isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or not 0 <= temperature <= 1
@@ -314,32 +314,16 @@ def _params(build: Builder, raw: Any, base: tuple, description: str) -> dict[str
     for name, spec in raw.items():
         at = (*base, "inputs", name)
         spec = spec if isinstance(spec, PosDict) else PosDict()
-        _keys(build, spec, at, {"schema", "required", "description", "default"})
+        build.unknown_keys(spec, at, {"schema", "required", "description", "default"})
         schema = spec.get("schema") if isinstance(spec.get("schema"), dict) else None
         kind = (schema or {}).get("type", "string")
         params[str(name)] = ir.Param(
             name=str(name),
             type={"object": "json", "array": "json"}.get(kind, kind if isinstance(kind, str) else "json"),
             required=spec.get("required", True) is not False and "default" not in spec,
-            default=_plain(spec.get("default", (schema or {}).get("default"))),
+            default=plain(spec.get("default", (schema or {}).get("default"))),
             description=str(spec.get("description") or ""),
-            json_schema=_plain(schema),
+            json_schema=plain(schema),
             line=at_line(build, at),
         )
     return params
-
-
-def _plain(value: Any) -> Any:
-    """Loaded YAML as plain dicts and lists, for a JSON Schema to travel in the Plan."""
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    return value
-
-
-def _keys(build: Builder, raw: PosDict, at: tuple, known: set[str]) -> None:
-    for key in raw:
-        if key not in known:
-            hint = did_you_mean(str(key), known) or "known keys: " + ", ".join(sorted(known))
-            build.problem((*at, key), f"unknown key '{key}'", hint)

@@ -13,10 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 from agentrun.spec import ir
 from agentrun.spec.dialects.builder import Builder
-from agentrun.spec.dialects.cycgraph_policy import plain
 from agentrun.spec.errors import did_you_mean
 from agentrun.spec.reach import reachable
-from agentrun.spec.yamlpos import PosDict
+from agentrun.spec.yamlpos import PosDict, plain
 
 if TYPE_CHECKING:
     from agentrun.spec.dialects.cycgraph_nodes import Compiled, NodeCompiler

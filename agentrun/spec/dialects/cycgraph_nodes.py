@@ -13,9 +13,9 @@ from typing import Any
 from agentrun.spec import expressions, ir
 from agentrun.spec.dialects.builder import Builder
 from agentrun.spec.dialects.cycgraph_fanout import map_node, subgraph_node, voting_node
-from agentrun.spec.dialects.cycgraph_policy import options, plain
+from agentrun.spec.dialects.cycgraph_policy import options
 from agentrun.spec.errors import did_you_mean
-from agentrun.spec.yamlpos import PosDict, position
+from agentrun.spec.yamlpos import PosDict, plain, position
 
 TYPES = (
     "agent",
@@ -247,10 +247,7 @@ class NodeCompiler:
         `type` there is its mode). Unknown keys in either are problems."""
         block = CONFIG_KEYS.get(kind, f"{kind}_config")
         known = COMMON_KEYS | TYPE_KEYS[kind] | {block}
-        for key in raw:
-            if key not in known:
-                hint = did_you_mean(str(key), known) or f"a {kind} node's keys: " + ", ".join(sorted(known))
-                self.build.problem((*at, key), f"unknown key '{key}' on a {kind} node", hint)
+        self.build.unknown_keys(raw, at, known, f" on a {kind} node", f"a {kind} node's keys")
         nested = raw.get(block)
         if nested is None:
             return dict(raw)
@@ -258,10 +255,7 @@ class NodeCompiler:
             self.build.problem((*at, block), f"{block}: must be a mapping", "")
             return dict(raw)
         inner = TYPE_KEYS[kind] | {"agent_id"}
-        for key in nested:
-            if key not in inner:
-                hint = did_you_mean(str(key), inner) or f"{block} keys: " + ", ".join(sorted(inner))
-                self.build.problem((*at, block, key), f"unknown key '{key}' in {block}", hint)
+        self.build.unknown_keys(nested, (*at, block), inner, f" in {block}", f"{block} keys")
         if kind == "verifier" and "type" in nested:
             nested = {**{k: v for k, v in nested.items() if k != "type"}, "verifier_type": nested["type"]}
         return {**raw, **nested}

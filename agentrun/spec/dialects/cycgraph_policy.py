@@ -15,7 +15,7 @@ from typing import Any, Literal
 from agentrun.spec import ir
 from agentrun.spec.dialects.builder import Builder
 from agentrun.spec.errors import did_you_mean
-from agentrun.spec.yamlpos import PosDict
+from agentrun.spec.yamlpos import PosDict, plain
 
 POLICY_KEYS = {
     "max_retries",
@@ -58,7 +58,7 @@ def options(build: Builder, raw: PosDict, at: tuple, node_id: str, kind: str) ->
 
 
 def _retry(build: Builder, policy: dict, at: tuple) -> ir.Retry:
-    _keys(build, policy, at, POLICY_KEYS)
+    build.unknown_keys(policy, at, POLICY_KEYS)
     tries = policy.get("max_retries", MAX_RETRIES)
     low, high = RETRY_BOUNDS
     if isinstance(tries, bool) or not isinstance(tries, int) or not low <= tries <= high:
@@ -87,7 +87,7 @@ def _budget(build: Builder, raw: Any, at: tuple) -> ir.Budget | None:
     if not isinstance(raw, dict):
         build.problem(at, "budget: must be a mapping", "write budget: {max_tokens: 2000, max_cost_usd: 0.05}")
         return None
-    _keys(build, raw, at, BUDGET_KEYS)
+    build.unknown_keys(raw, at, BUDGET_KEYS)
     tokens, usd = raw.get("max_tokens"), raw.get("max_cost_usd")
     if tokens is not None and (isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 1):
         build.problem((*at, "max_tokens"), "max_tokens: must be a whole number of 1 or more", "")
@@ -125,19 +125,3 @@ def _number(build: Builder, value: Any, at: tuple, low: float) -> float:
         build.problem(at, f"{at[-1]}: must be a number of {low:g} or more", "")
         return low
     return float(value)
-
-
-def _keys(build: Builder, raw: dict, at: tuple, known: set[str]) -> None:
-    for key in raw:
-        if key not in known:
-            hint = did_you_mean(str(key), known) or "known keys: " + ", ".join(sorted(known))
-            build.problem((*at, key), f"unknown key '{key}'", hint)
-
-
-def plain(value: Any) -> Any:
-    """Loaded YAML as plain dicts and lists, for values that travel in the Plan."""
-    if isinstance(value, dict):
-        return {str(k): plain(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [plain(v) for v in value]
-    return value
