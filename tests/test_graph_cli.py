@@ -8,13 +8,9 @@ import json
 import re
 
 from tests.conftest import ROOT, run_id, write_spec
-from tests.fakes.openai_server import FakeOpenAI, Messages
+from tests.fakes.openai_server import Messages
 
 EXAMPLES = ROOT / "examples" / "graphs"
-
-
-def env_for(llm: FakeOpenAI) -> dict[str, str]:
-    return {"OPENAI_BASE_URL": llm.url, "OPENAI_API_KEY": "sk-test"}
 
 
 def choice(name: str, why: str) -> str:
@@ -29,7 +25,7 @@ def test_the_hub_and_spoke_graph_runs_to_the_supervisors_done(cli, llm):
     }
     agents = [f for aid in ("lead", "researcher", "writer") for f in ("--agent", f"{aid}=openai:{aid}")]
     spec = str(EXAMPLES / "hub_and_spoke.yaml")
-    result = cli("start", spec, "-p", "topic=tides", *agents, "--task-queue", run_id("q"), extra_env=env_for(llm))
+    result = cli("start", spec, "-p", "topic=tides", *agents, "--task-queue", run_id("q"))
     assert result.code == 0, result.out + result.err
     assert [r.model for r in llm.requests] == ["lead", "researcher", "lead", "writer", "lead"]
     lead = llm.prompts_for("lead")
@@ -61,7 +57,7 @@ def test_a_bundle_runs_its_agents_with_their_models_system_prompts_and_temperatu
         "gpt-4o-mini": _by_system,
     }
     spec = str(EXAMPLES / "market_analysis.json")
-    result = cli("start", spec, "-p", "sector=grid storage", "--task-queue", run_id("q"), extra_env=env_for(llm))
+    result = cli("start", spec, "-p", "sector=grid storage", "--task-queue", run_id("q"))
     assert result.code == 0, result.out + result.err
     bundle = json.loads((EXAMPLES / "market_analysis.json").read_text())
     systems = {a["id"]: (a["system_prompt"], a["temperature"]) for a in bundle["agents"]}
@@ -87,12 +83,12 @@ def test_inputs_breaking_their_json_schemas_are_refused_before_any_run(cli, llm)
     spec = str(EXAMPLES / "market_analysis.json")
     lines = (EXAMPLES / "market_analysis.json").read_text().splitlines()
     sector_line = next(n for n, line in enumerate(lines, 1) if '"sector": {' in line and n > 30)
-    result = cli("start", spec, "-p", "sector=x", "-p", "year=1999", extra_env=env_for(llm))
+    result = cli("start", spec, "-p", "sector=x", "-p", "year=1999")
     assert result.code == 2
     assert f"market_analysis.json:{sector_line}:1: error: param 'sector': 'x' is too short" in result.err
     assert "error: param 'year': 1999 is less than the minimum of 2000" in result.err
     assert "hint: pass a integer value with -p year=VALUE" in result.err
-    missing = cli("start", spec, extra_env=env_for(llm))
+    missing = cli("start", spec)
     assert missing.code == 2 and "missing required param 'sector'" in missing.err
     assert llm.requests == [] and "started" not in result.out + missing.out
 

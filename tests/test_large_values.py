@@ -167,7 +167,8 @@ async def test_the_threshold_is_configurable_and_a_missing_value_is_named(cli, c
     write, read = results(await history(client, rid))
     stored = Path(placeholder(write)["claimData"]["file"])  # 6 KB: over this threshold
     assert json.loads(read.data)["text"] == "a short summary"
-    assert cli("report", rid, extra_env=env).code == 0
+    reported = cli("report", rid, "--outputs", extra_env=env)
+    assert reported.code == 0 and "notes notes" in reported.out, reported.err  # fetched back from the store
 
     elsewhere = cli("logs", rid, extra_env={blobs.URL_ENV: str(tmp_path / "elsewhere")})
     assert elsewhere.code == 3 and "(reply)" not in elsewhere.out  # it stops at the reply it cannot fetch
