@@ -296,17 +296,14 @@ class Receiver:
         self.httpd.server_close()
 
 
-def worker_process(address: str, queue: str, telemetry: dict[str, str]) -> subprocess.Popen:
+def worker_process(address: str, *command: str, telemetry: dict[str, str] | None = None) -> subprocess.Popen:
+    """`python -u COMMAND…` against the bench's server, once it says it polls; no OTEL_* variable
+    but `telemetry`'s."""
     environ = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
-    environ.update({"TEMPORAL_ADDRESS": address, **telemetry})
+    environ.update({"TEMPORAL_ADDRESS": address, **(telemetry or {})})
     environ.pop("TEMPORAL_PROFILE", None)
     root = Path(__file__).resolve().parent.parent
-    proc = subprocess.Popen(
-        [sys.executable, "-u", "-m", "agentrun.worker", "--task-queue", queue],
-        env=environ,
-        cwd=root,
-        stdout=subprocess.PIPE,
-    )
+    proc = subprocess.Popen([sys.executable, "-u", *command], env=environ, cwd=root, stdout=subprocess.PIPE)
     assert proc.stdout is not None and b"worker polling" in proc.stdout.readline(), "the worker did not start"
     return proc
 
@@ -341,7 +338,10 @@ async def tracing_overhead(
     with Receiver() as receiver:
         exporting = {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.url}
         workers = {
-            side: worker_process(address, q, exporting if side == "on" else {}) for side, q in TRACING_QUEUES.items()
+            side: worker_process(
+                address, "-m", "agentrun.worker", "--task-queue", q, telemetry=exporting if side == "on" else {}
+            )
+            for side, q in TRACING_QUEUES.items()
         }
         try:
             for side, proc in workers.items():

@@ -44,7 +44,7 @@ from temporalio.worker import Worker
 
 # The sandbox re-imports this file to check RawLoop; our modules come from outside it, once.
 with workflow.unsafe.imports_passed_through():
-    from overhead import HEARTBEAT_S, REPLY, RawChain, dev_server, raw_input, write_chain
+    from overhead import HEARTBEAT_S, REPLY, RawChain, dev_server, raw_input, worker_process, write_chain
     from pydantic import BaseModel
 
     from agentrun.spec import ir
@@ -61,7 +61,7 @@ ENGINE_QUEUE, RAW_QUEUE = "agentrun-scale", "agentrun-scale-raw"
 
 
 CONTINUE = "more\nCOMPLETION_STATUS: CONTINUE"
-MAP_BATCH, MAP_CONCURRENCY = 100, 200  # the engine's default batch; the highest concurrency
+MAP_BATCH, MAP_CONCURRENCY = ir.MAP_BATCH, 200  # the engine's default batch; the highest concurrency
 
 
 class MapInput(BaseModel):
@@ -303,15 +303,6 @@ def peak_rss_mb(pid: int) -> float:
         if line.startswith("VmHWM:"):
             return int(line.split()[1]) / 1024
     raise RuntimeError("no VmHWM in /proc status")
-
-
-def worker_process(address: str, *command: str) -> subprocess.Popen:
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
-    environ["TEMPORAL_ADDRESS"] = address
-    environ.pop("TEMPORAL_PROFILE", None)
-    proc = subprocess.Popen([sys.executable, "-u", *command], env=environ, cwd=ROOT, stdout=subprocess.PIPE)
-    assert proc.stdout is not None and b"worker polling" in proc.stdout.readline(), "the worker did not start"
-    return proc
 
 
 def stop(proc: subprocess.Popen) -> None:

@@ -67,7 +67,7 @@ async def forked_input(client: Client, args: argparse.Namespace) -> RunInput:
         raise UsageError(f"cannot read what run {parent} was started with from its history; it cannot be forked")
     if started.driven:
         raise UsageError(f"run {parent} was walked by an agent over MCP; such a run cannot be forked")
-    state = await fetch_state(client, parent)
+    state = await fetch_state(client, parent, desc)
     if state.status == "compensated":
         raise UsageError(f"run {parent} was rolled back: what its steps did was undone, so there is nothing to reuse")
     state.step_log = state.step_log or await fetch_step_log(client, parent, desc)

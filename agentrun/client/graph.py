@@ -47,14 +47,10 @@ def scopes(plan: ir.Plan) -> dict[str, list[ir.Sequence]]:
         return found
     for node in plan.walk():
         if isinstance(node, ir.Sequence) and (node.gate or node.budget):
-            first = next((n for n in _under(node) if isinstance(n, (ir.Task, ir.Provider, ir.Human))), None)
+            first = next((n for n in ir.walk(node) if isinstance(n, (ir.Task, ir.Provider, ir.Human))), None)
             if first is not None:
                 found.setdefault(first.id, []).append(node)
     return found
-
-
-def _under(node: ir.NodeBase) -> list[ir.NodeBase]:
-    return [node] + [n for child in ir.children_of(node) for n in _under(child)]
 
 
 def is_empty(node: ir.NodeBase | None) -> bool:

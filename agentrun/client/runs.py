@@ -64,9 +64,10 @@ async def running(client: Client, run_id: str) -> tuple[WorkflowHandle, str]:
     return client.get_workflow_handle(run_id), desc.task_queue
 
 
-async def fetch_state(client: Client, run_id: str) -> RunState:
-    """The latest state of a run: by query while it runs, from its memo once it has ended."""
-    desc = await describe(client, run_id)
+async def fetch_state(client: Client, run_id: str, desc: WorkflowExecutionDescription | None = None) -> RunState:
+    """The latest state of a run: by query while it runs, from its memo once it has ended. `desc`:
+    the run's description, when the caller has it already."""
+    desc = desc or await describe(client, run_id)
     if desc.status == WorkflowExecutionStatus.RUNNING:
         return await _running_state(client, client.get_workflow_handle(run_id), desc.task_queue)
     state = await desc.memo_value("state", None, type_hint=RunState) or RunState(run_id=run_id)

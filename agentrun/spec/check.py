@@ -79,17 +79,13 @@ def _per_element(plan: ir.Plan) -> list[Problem]:
     for node in plan.walk():
         if not isinstance(node, ir.Map):
             continue
-        for inner in _walk(node.body):
+        for inner in ir.walk(node.body):
             refusal = _not_per_element(inner)
             if refusal:
                 why, hint = refusal
                 text = f"'{inner.label}' in the body of map '{node.label}' {why}"
                 problems.append(Problem(plan.source, inner.line or node.line, 1, text, hint))
     return problems
-
-
-def _walk(node: ir.NodeBase) -> list[ir.NodeBase]:
-    return [node] + [n for child in ir.children_of(node) for n in _walk(child)]
 
 
 _ON_THE_MAP = "put it on the map step itself, which asks or undoes once for all its elements"

@@ -34,16 +34,17 @@ with workflow.unsafe.imports_passed_through():
         BudgetReached,
         Spent,
         element_input,
+        element_rows,
     )
     from agentrun.workflows.budgets import Budgets
-    from agentrun.workflows.contract import ElementNote, ModelUsage, RunState, TaskState, TaskStatus
+    from agentrun.workflows.contract import ElementNote, ModelUsage, RunState, TaskStatus
     from agentrun.workflows.conversation import Conversation
     from agentrun.workflows.failures import TaskFailed
     from agentrun.workflows.humans import Humans
     from agentrun.workflows.interpreter import Interpreter
     from agentrun.workflows.reuse import Reuse
     from agentrun.workflows.saga import Saga
-    from agentrun.workflows.scope import RunKey, Scope
+    from agentrun.workflows.scope import Scope
 
 # What a batch's state keeps of each element's output, so that a full batch fits in one payload;
 # the whole output goes back to the run in the batch's results.
@@ -143,11 +144,7 @@ async def _reached(gate: str, message: str) -> bool:
 
 def _state(inp: BatchInput) -> BatchState:
     plan, body = inp.run.plan, inp.run.plan.root
-    key = RunKey(inp.map_id, tuple(inp.map_elements))
-    rows = {
-        str(key.element(i)): TaskState(id=str(key.element(i)), title=f"{body.label} #{i + 1}", kind=body.kind)
-        for i in inp.indexes
-    }
+    rows = {row.id: row for row in element_rows(body, inp.key, inp.indexes)}
     return BatchState(
         run_id=inp.run_id,
         spec=plan.name,
@@ -171,7 +168,7 @@ async def _run_elements(engine: Interpreter, inp: BatchInput, outcome: Outcome) 
     """Each element's run of the body, at most `concurrency` at a time. The first that fails stops
     the batch, as it fails the map; one that reaches a pausing budget stops new ones starting."""
     body = inp.run.plan.root
-    key = RunKey(inp.map_id, tuple(inp.map_elements))
+    key = inp.key
     base = Scope(key=key, values=inp.values, budgets=tuple(inp.budgets))
     running: dict[asyncio.Future, int] = {}
     started = 0
@@ -228,7 +225,7 @@ async def _stop(running: dict[asyncio.Future, int], outcome: Outcome, best_effor
 
 
 def _result(inp: BatchInput, state: RunState, outcome: Outcome) -> BatchResult:
-    key = RunKey(inp.map_id, tuple(inp.map_elements))
+    key = inp.key
     keys = [str(key.element(i)) for i in inp.indexes]
     notes = [_note(state, k, p, outcome) for p, k in enumerate(keys)]
     marked = [state.taint[k] for k in keys if k in state.taint]
@@ -280,7 +277,7 @@ def _note(state: RunState, key: str, position: int, outcome: Outcome) -> Element
 
 def _spent(inp: BatchInput, state: RunState) -> Spent:
     """What the batch spent beyond what the run had when it started."""
-    by_step = {step: _less(used, inp.step_usage.get(step, ModelUsage())) for step, used in state.step_usage.items()}
+    by_step = {step: used.minus(inp.step_usage.get(step, ModelUsage())) for step, used in state.step_usage.items()}
     return Spent(
         prompts=state.iteration_count - inp.spent.calls,
         usage=Usage(
@@ -291,15 +288,6 @@ def _spent(inp: BatchInput, state: RunState) -> Spent:
         by_model=dict(state.usage_by_model),
         by_step=by_step,
         retries=state.retry_count,
-    )
-
-
-def _less(used: ModelUsage, before: ModelUsage) -> ModelUsage:
-    return ModelUsage(
-        calls=used.calls - before.calls,
-        input_tokens=used.input_tokens - before.input_tokens,
-        output_tokens=used.output_tokens - before.output_tokens,
-        cost_usd=used.cost_usd - before.cost_usd,
     )
 
 

@@ -4,6 +4,7 @@ results in the elements' order, a short note per element, what they spent)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,7 +13,8 @@ from pydantic import BaseModel
 from agentrun.spec import expressions, ir
 from agentrun.spec.calls import ChatMessage, Usage
 from agentrun.spec.render import TemplateSyntaxError, names_used
-from agentrun.workflows.contract import ElementNote, ModelUsage, RunInput, TaintMark
+from agentrun.workflows.contract import ElementNote, ModelUsage, RunInput, TaintMark, TaskState
+from agentrun.workflows.scope import RunKey
 from agentrun.workflows.taint import strings
 
 MAX_NOTES = 20  # warnings and errors a batch hands back; its own state keeps them all
@@ -60,6 +62,11 @@ class BatchInput(BaseModel):
     step_usage: dict[str, ModelUsage] = {}
     transcripts: dict[str, list[ChatMessage]] = {}  # the body's agents' conversations (chat APIs, reuse)
 
+    @property
+    def key(self) -> RunKey:
+        """The map's run key, inside any maps around it."""
+        return RunKey(self.map_id, tuple(self.map_elements))
+
 
 class BatchResult(BaseModel):
     results: list[Any] = []  # by position in the batch's `indexes`; None for an element not run
@@ -74,6 +81,17 @@ class BatchResult(BaseModel):
     tainted_count: int = 0  # elements whose output is marked as from outside (workflows.taint)
     taint_source: str = ""  # the first one's source
     taint_from: list[str] = []  # the marked run values they read, the first MAX_NOTES
+
+
+def element_rows(body: ir.NodeBase, key: RunKey, indexes: Iterable[int]) -> list[TaskState]:
+    """A row per element of a map, as the report lists them: `score[3]`, "Score #4"."""
+    return [TaskState(id=str(key.element(i)), title=f"{body.label} #{i + 1}", kind=body.kind) for i in indexes]
+
+
+def steps_read(over: str) -> list[str]:
+    """The steps whose output the list expression `over` reads (its elements derive from them)."""
+    paths = expressions.references(over) if over else []
+    return [str(p[1]) for p in paths if len(p) > 1 and p[0] == "steps"]
 
 
 def element_input(outcomes: bool, given: Any, item: Any, index: int, total: int) -> Any:
@@ -129,7 +147,7 @@ def reads(body: ir.NodeBase) -> Reads:
     steps: set[str] = set()
     inputs: set[str] = set()
     names: set[str] = set()
-    for node in walk(body):
+    for node in ir.walk(body):
         templates = _templates(node)
         if templates is None:
             return EVERYTHING
@@ -160,7 +178,3 @@ def _templates(node: ir.NodeBase) -> list[str] | None:
     if isinstance(node, (ir.Sequence, ir.Parallel, ir.Selector)):
         return []
     return None
-
-
-def walk(node: ir.NodeBase) -> list[ir.NodeBase]:
-    return [node] + [n for child in ir.children_of(node) for n in walk(child)]

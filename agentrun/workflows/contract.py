@@ -273,6 +273,22 @@ class ModelUsage(BaseModel):
     output_tokens: int = 0
     cost_usd: float = 0.0
 
+    def add(self, spent: ModelUsage) -> None:
+        """Count what another run (a child, a batch) spent in this account."""
+        self.calls += spent.calls
+        self.input_tokens += spent.input_tokens
+        self.output_tokens += spent.output_tokens
+        self.cost_usd += spent.cost_usd
+
+    def minus(self, before: ModelUsage) -> ModelUsage:
+        """What was spent since `before`."""
+        return ModelUsage(
+            calls=self.calls - before.calls,
+            input_tokens=self.input_tokens - before.input_tokens,
+            output_tokens=self.output_tokens - before.output_tokens,
+            cost_usd=self.cost_usd - before.cost_usd,
+        )
+
 
 class CompensationEntry(BaseModel):
     """seed 001's stack entry: which action it undoes and what will undo it. `undo` is what the

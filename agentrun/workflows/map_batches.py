@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from temporalio import workflow
 from temporalio.exceptions import ApplicationError, ChildWorkflowError
 
-from agentrun.spec import expressions, ir
+from agentrun.spec import ir
 from agentrun.workflows import batching, metrics, sizes
 from agentrun.workflows.batching import BATCH_TOO_BIG, ELEMENT_FAILED, BatchInput, BatchResult
 from agentrun.workflows.budgets import BudgetExceeded
@@ -55,23 +55,22 @@ class Batched:
         previous = state.maps.get(str(self.key))
         run = previous.run + 1 if previous else 1  # a loop's next round, a retry of the map
         self.reads = batching.reads(node.body)
-        over = expressions.references(node.over) if node.over else []
-        self.over = [str(p[1]) for p in over if len(p) > 1 and p[0] == "steps"]
-        inner = [n.id for n in batching.walk(node.body) if n.budget is not None]
+        self.over = batching.steps_read(node.over)
+        inner = [n.id for n in ir.walk(node.body) if n.budget is not None]
+        self.agents = {n.agent for n in ir.walk(node.body) if isinstance(n, ir.Task)}
         self.budget_steps = [*scope.budgets, *inner]
         self.budgeted = state.budget is not None or bool(self.budget_steps)
         self.open = 1 if self.budgeted else max(1, min(node.concurrency // node.batch, MAX_OPEN))
         self.concurrency = min(node.concurrency, node.batch)
         self.results: list[Any] = [None] * len(items)
         self.errors: list[dict[str, Any]] = []  # elements that failed under best_effort
-        batches = -(-len(items) // node.batch)
         summary = MapSummary(
             key=str(self.key),
             row=f"{self.key}[*]",
             run=run,
             total=len(items),
             batch=node.batch,
-            batches=batches,
+            batches=-(-len(items) // node.batch),
             children=f"{state.run_id}/{self.key}" + (f".{run}" if run > 1 else ""),
             counts={"pending": len(items)},
         )
@@ -121,7 +120,8 @@ class Batched:
 
     async def _batches(self) -> None:
         size, total = self.node.batch, len(self.items)
-        queue = deque(Part(b, 1, list(range(b * size, min((b + 1) * size, total)))) for b in range(-(-total // size)))
+        batches = range(self.tally.summary.batches)
+        queue = deque(Part(b, 1, list(range(b * size, min((b + 1) * size, total)))) for b in batches)
         running: dict[asyncio.Future, Part] = {}
         try:
             while queue or running:
@@ -215,7 +215,6 @@ class Batched:
         engine, state = self.engine, self.engine.state
         steps, memory = self.reads.pick_steps(state.steps), self.reads.pick_memory(state.memory)
         read = {*self.over, *steps, *memory}
-        agents = {n.agent for n in batching.walk(self.node.body) if isinstance(n, ir.Task)}
         return BatchInput(
             run=self.run_input,
             run_id=state.run_id,
@@ -240,7 +239,7 @@ class Batched:
             step_budgets={s: state.step_budgets[s] for s in self.budget_steps if s in state.step_budgets},
             spent=state.run_usage(),
             step_usage={s: state.step_usage[s] for s in self.budget_steps if s in state.step_usage},
-            transcripts={a: t for a, t in engine.conversation.transcripts.items() if a in agents},
+            transcripts={a: t for a, t in engine.conversation.transcripts.items() if a in self.agents},
         )
 
     def _element(self, index: int) -> str:

@@ -63,9 +63,9 @@ class Tally:
             target.output_tokens += spent.usage.output_tokens
         row.cost_usd += spent.cost_usd
         for model, used in spent.by_model.items():
-            _add(state.usage_by_model.setdefault(model, ModelUsage()), used)
+            state.usage_by_model.setdefault(model, ModelUsage()).add(used)
         for step, used in spent.by_step.items():
-            _add(state.step_usage.setdefault(step, ModelUsage()), used)
+            state.step_usage.setdefault(step, ModelUsage()).add(used)
 
     def _copy(self, result: BatchResult) -> None:
         """The elements' warnings and errors into the run's, up to MAX_COPIED for the map; the
@@ -85,10 +85,3 @@ class Tally:
         """One mark for the elements whose output is marked, under the row that stands for them."""
         if self.taint_source:
             self.state.taint[self.row.id] = TaintMark(source=self.taint_source, derived_from=self.taint_from)
-
-
-def _add(target: ModelUsage, used: ModelUsage) -> None:
-    target.calls += used.calls
-    target.input_tokens += used.input_tokens
-    target.output_tokens += used.output_tokens
-    target.cost_usd += used.cost_usd

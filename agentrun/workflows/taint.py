@@ -86,7 +86,7 @@ def origin(key: str, state: RunState) -> str:
         if first in seen:
             break
         seen.add(first)
-        mark = state.taint.get(first, mark) if first in state.taint else None
+        mark = state.taint.get(first)
     return mark.source if mark is not None else "derived"
 
 

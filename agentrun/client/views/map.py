@@ -22,7 +22,7 @@ class MapView(View[ir.Map]):
         text = f"map: {who(node.body)} runs once per item of {source(node)}, at most {node.concurrency} at a time"
         if node.outcomes:
             text += "; " + outcome_text(node)
-        text += f" (over {node.batch} items: in batches of {node.batch}, each a child workflow)"
+        text += _batches(node)
         if node.reduce:
             text += f"; {who(node.reduce)} combines the results"
         lines = [at.head + text + stored(node, getattr(last, "output_format", None)) + step_timeout(node)]
@@ -35,8 +35,9 @@ class MapView(View[ir.Map]):
 
     def dry_run(self, node: ir.Map, at: Entry, scope: Scope, dry: DryRun) -> list[str]:
         over = dry.fill(node.over, scope) if node.over else source(node)
-        batches = f" (over {node.batch} items: in batches of {node.batch}, each a child workflow)"
-        first = f"map over {over}, at most {node.concurrency} at a time{batches}" + stored(node) + step_timeout(node)
+        first = (
+            f"map over {over}, at most {node.concurrency} at a time{_batches(node)}" + stored(node) + step_timeout(node)
+        )
         item = Shown(f"<one item of {over}>")
         body_tag = sub_tag(at.tag, 0) if node.reduce else at.tag
         index = Shown("<its index>")
@@ -77,3 +78,7 @@ def outcome_text(node: ir.Map) -> str:
     if node.error_strategy == "best_effort":
         return limit + "a failed item is recorded and the others go on"
     return limit + "the first failed item fails the map"
+
+
+def _batches(node: ir.Map) -> str:
+    return f" (over {node.batch} items: in batches of {node.batch}, each a child workflow)"

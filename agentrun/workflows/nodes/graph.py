@@ -19,7 +19,7 @@ from agentrun.workflows.budgets import overrun
 from agentrun.workflows.contract import MAX_OUTPUT_CHARS, ModelUsage
 from agentrun.workflows.failures import TaskFailed
 from agentrun.workflows.nodes.base import Handler
-from agentrun.workflows.nodes.graph_memory import visible, write
+from agentrun.workflows.nodes.graph_memory import RUN_PARAMS, visible, write
 
 if TYPE_CHECKING:
     from agentrun.workflows.interpreter import Interpreter
@@ -28,8 +28,6 @@ if TYPE_CHECKING:
 KIND = ir.Graph
 # Runs recorded before this counted a node's budget over all its runs, and only before each prompt.
 NODE_BUDGET_PER_RUN = "graph-node-budget-per-run"
-# Params every graph has that are the run's own, not memory keys (cycgraph's goal and constraints).
-RUN_PARAMS = frozenset({"goal", "constraints"})
 
 
 async def execute(engine: Interpreter, node: ir.Graph, scope: Scope) -> Any:

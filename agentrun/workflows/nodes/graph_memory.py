@@ -15,6 +15,10 @@ from agentrun.workflows import taint
 from agentrun.workflows.failures import TaskFailed
 from agentrun.workflows.nodes.loop import as_data
 
+# Params every graph has that are the run's own, not memory keys (cycgraph's goal and constraints);
+# a subgraph shares them with its parent.
+RUN_PARAMS = frozenset({"goal", "constraints"})
+
 if TYPE_CHECKING:
     from agentrun.workflows.interpreter import Interpreter
     from agentrun.workflows.scope import Scope

@@ -13,8 +13,7 @@ from typing import TYPE_CHECKING, Any
 from temporalio import workflow
 
 from agentrun.spec import expressions, ir
-from agentrun.workflows.batching import element_input
-from agentrun.workflows.contract import TaskState
+from agentrun.workflows.batching import element_input, element_rows, steps_read
 from agentrun.workflows.failures import TaskFailed
 from agentrun.workflows.map_batches import MAP_BATCHES, Batched
 from agentrun.workflows.nodes.base import Handler
@@ -38,14 +37,10 @@ async def execute(engine: Interpreter, node: ir.Map, scope: Scope) -> Any:
         results, errors, row = await Batched(engine, node, scope, items).run()
         derived = [row]
     else:
-        elements = [scope.key.element(i) for i in range(len(items))]
-        rows = [
-            TaskState(id=str(key), title=f"{node.body.label} #{i + 1}", kind=node.body.kind)
-            for i, key in enumerate(elements)
-        ]
+        rows = element_rows(node.body, scope.key, range(len(items)))
         engine.state.expand(node.body.id, rows)
         results, errors = await _run_elements(engine, node, scope, items)
-        derived = [str(k) for k in elements]
+        derived = [row.id for row in rows]
     if node.outcomes:
         failed = {e["index"] for e in errors}
         done = [{"index": i, "value": v} for i, v in enumerate(results) if i not in failed]
@@ -100,11 +95,7 @@ async def _run_elements(
     assert scope.key is not None
     results: list[Any] = [None] * len(items)
     errors: list[dict[str, Any]] = []
-    over = (
-        [str(path[1]) for path in expressions.references(node.over) if len(path) > 1 and path[0] == "steps"]
-        if node.over
-        else []
-    )
+    over = steps_read(node.over)
     running: dict[asyncio.Future, int] = {}
     try:
         for index, item in enumerate(items):
@@ -129,7 +120,7 @@ async def _collect(
     node: ir.Map, running: dict[asyncio.Future, int], results: list[Any], errors: list[dict[str, Any]]
 ) -> None:
     done, _ = await workflow.wait(list(running), return_when=asyncio.FIRST_COMPLETED)
-    for fut in done:
+    for fut in sorted(done, key=running.__getitem__):  # a set's order is not the same on replay
         index = running.pop(fut)
         failure = fut.exception()
         if isinstance(failure, TaskFailed) and node.error_strategy == "best_effort":

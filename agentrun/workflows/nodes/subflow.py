@@ -29,6 +29,7 @@ from agentrun.workflows.contract import WORKFLOW, ModelUsage, RunState, Subgraph
 from agentrun.workflows.failures import TaskFailed
 from agentrun.workflows.nodes import leaf
 from agentrun.workflows.nodes.base import Handler
+from agentrun.workflows.nodes.graph_memory import RUN_PARAMS
 from agentrun.workflows.saga import compensations
 from agentrun.workflows.scope import RunKey
 
@@ -37,7 +38,6 @@ if TYPE_CHECKING:
     from agentrun.workflows.scope import Scope
 
 KIND = ir.Subflow
-RUN_PARAMS = ("goal", "constraints")  # the run's own inputs, which a subgraph shares with its parent
 
 
 async def execute(engine: Interpreter, node: ir.Subflow, scope: Scope) -> dict[str, Any]:
@@ -132,9 +132,9 @@ def _count(engine: Interpreter, scope: Scope, task: TaskState, child: RunState) 
     """What the child spent, counted on the parent: its run, its models, the node and its budgets."""
     state = engine.state
     for model, spent in child.usage_by_model.items():
-        _add(state.usage_by_model.setdefault(model, ModelUsage()), spent)
+        state.usage_by_model.setdefault(model, ModelUsage()).add(spent)
     for step in scope.budgets:
-        _add(state.step_usage.setdefault(step, ModelUsage()), child.run_usage())
+        state.step_usage.setdefault(step, ModelUsage()).add(child.run_usage())
     for usage in (state.usage, task.usage):
         usage.input_tokens += child.usage.input_tokens
         usage.output_tokens += child.usage.output_tokens
@@ -142,13 +142,6 @@ def _count(engine: Interpreter, scope: Scope, task: TaskState, child: RunState) 
     task.iterations += child.iteration_count
     state.total_cost_usd += child.total_cost_usd
     state.iteration_count += child.iteration_count
-
-
-def _add(account: ModelUsage, spent: ModelUsage) -> None:
-    account.calls += spent.calls
-    account.input_tokens += spent.input_tokens
-    account.output_tokens += spent.output_tokens
-    account.cost_usd += spent.cost_usd
 
 
 def _adopt_undos(engine: Interpreter, node: ir.Subflow, graph: ir.Graph, child: RunState) -> None:
