@@ -1,6 +1,6 @@
 """agentrun: a durable engine for multi-agent workflows on Temporal.
 
-`agentrun.spec` loads spec files into the plan, `agentrun.workflows` interprets it in one Temporal
+`agentrun.lang` loads spec files into the plan, `agentrun.workflows` interprets it in one Temporal
 workflow, `agentrun.activities` talks to agents and providers, `agentrun.worker` runs them and
 `agentrun.client` is the command line (`agentrun`, or `python -m client` in a checkout).
 """

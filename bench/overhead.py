@@ -49,14 +49,14 @@ from temporalio.worker import Worker
 with workflow.unsafe.imports_passed_through():
     from pydantic import BaseModel
 
-    from agentrun.spec import ir
-    from agentrun.spec.calls import RUN_AGENT, AgentCall, AgentReply
-    from agentrun.spec.load import load
+    from agentrun import contract
+    from agentrun.contract import TASK_QUEUE, RunInput, RunState
+    from agentrun.lang import ir
+    from agentrun.lang.calls import RUN_AGENT, AgentCall, AgentReply
+    from agentrun.lang.load import load
     from agentrun.worker.blobs import data_converter
     from agentrun.worker.build import ACTIVITIES, WORKFLOWS, runner
     from agentrun.worker.embedded import temporal_binary
-    from agentrun.workflows import contract
-    from agentrun.workflows.contract import TASK_QUEUE, RunInput, RunState
     from agentrun.workflows.protocols import status
 
 BENCH_QUEUE = "agentrun-bench"

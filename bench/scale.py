@@ -47,13 +47,13 @@ with workflow.unsafe.imports_passed_through():
     from overhead import HEARTBEAT_S, REPLY, RawChain, dev_server, raw_input, worker_process, write_chain
     from pydantic import BaseModel
 
-    from agentrun.spec import ir
-    from agentrun.spec import params as spec_params
-    from agentrun.spec.calls import RUN_AGENT, AgentCall, AgentReply
-    from agentrun.spec.load import load
+    from agentrun.contract import HISTORY_LIMIT, RunInput, RunState
+    from agentrun.lang import ir
+    from agentrun.lang import params as spec_params
+    from agentrun.lang.calls import RUN_AGENT, AgentCall, AgentReply
+    from agentrun.lang.load import load
     from agentrun.worker.blobs import data_converter
     from agentrun.worker.build import ACTIVITIES, runner
-    from agentrun.workflows.contract import HISTORY_LIMIT, RunInput, RunState
 
 with workflow.unsafe.sandbox_unrestricted():  # the sandbox re-imports this file to check RawLoop
     ROOT = Path(__file__).resolve().parent.parent

@@ -18,11 +18,11 @@ import pytest_asyncio
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
+from agentrun import contract
 from agentrun.worker import blobs
 from agentrun.worker.blobs import data_converter
 from agentrun.worker.build import build_worker
 from agentrun.worker.embedded import temporal_binary
-from agentrun.workflows import contract
 
 ROOT = Path(__file__).resolve().parent.parent
 SHELL_AGENT = f"command:{sys.executable} {ROOT / 'examples' / 'agents' / 'shell_agent.py'}"

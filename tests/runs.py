@@ -12,12 +12,12 @@ from typing import Any
 
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 
+from agentrun import contract
 from agentrun.client.runs import fetch_state
-from agentrun.spec import ir
-from agentrun.spec import params as spec_params
-from agentrun.spec.load import load
-from agentrun.workflows import contract
-from agentrun.workflows.contract import Answer, RunInput, RunState
+from agentrun.contract import Answer, RunInput, RunState
+from agentrun.lang import ir
+from agentrun.lang import params as spec_params
+from agentrun.lang.load import load
 from tests.conftest import ROOT, TEST_QUEUE, run_id
 
 SHELL_BRAIN = [sys.executable, str(ROOT / "examples" / "agents" / "shell_agent.py")]

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from agentrun.spec import ir
-from agentrun.spec.errors import SpecError
-from agentrun.spec.load import load
+from agentrun.lang import ir
+from agentrun.lang.errors import SpecError
+from agentrun.lang.load import load
 from tests.conftest import ROOT, write_spec
 
 

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from agentrun.client.explain import dry_run_text, inspect_text
-from agentrun.spec import ir
-from agentrun.spec.dialects import agentfile
-from agentrun.spec.errors import SpecError
-from agentrun.spec.load import load
+from agentrun.lang import ir
+from agentrun.lang.dialects import agentfile
+from agentrun.lang.errors import SpecError
+from agentrun.lang.load import load
 from tests.specs import run_cli
 
 ROOT = Path(__file__).resolve().parent.parent

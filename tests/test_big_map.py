@@ -13,15 +13,15 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.service import RPCError
 
+from agentrun import contract
 from agentrun.client import report
-from agentrun.spec import ir
-from agentrun.spec import params as spec_params
-from agentrun.spec.check import check
-from agentrun.spec.errors import SpecError
-from agentrun.spec.load import load
-from agentrun.workflows import contract
+from agentrun.contract import RunInput
+from agentrun.lang import ir
+from agentrun.lang import params as spec_params
+from agentrun.lang.check import check
+from agentrun.lang.errors import SpecError
+from agentrun.lang.load import load
 from agentrun.workflows.batching import BatchInput, reads
-from agentrun.workflows.contract import RunInput
 from tests.conftest import TEST_QUEUE, run_id, write_spec
 from tests.runs import finish, open_gate, run_spec, state_of
 

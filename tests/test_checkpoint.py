@@ -17,8 +17,8 @@ from temporalio.client import Client, WorkflowHandle
 
 from agentrun.client import report
 from agentrun.client.__main__ import main
-from agentrun.spec import ir
-from agentrun.workflows.contract import RunInput, RunState
+from agentrun.contract import RunInput, RunState
+from agentrun.lang import ir
 from agentrun.workflows.protocols import reconcile
 from tests.conftest import TEST_QUEUE, run_id
 from tests.fakes.openai_server import FakeOpenAI, Messages

@@ -8,8 +8,8 @@ import json
 import pytest
 from temporalio.client import Client
 
-from agentrun.spec import ir
-from agentrun.workflows.contract import VISITED_KEPT
+from agentrun.contract import VISITED_KEPT
+from agentrun.lang import ir
 from tests.conftest import write_spec
 from tests.fakes.openai_server import FakeOpenAI
 from tests.runs import answer, finish, open_gate, plan, run_spec

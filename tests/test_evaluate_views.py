@@ -9,7 +9,7 @@ from typing import Any
 
 from agentrun.client.explain import dry_run_text, inspect_text
 from agentrun.client.graph import draw
-from agentrun.spec import ir
+from agentrun.lang import ir
 
 CONDITION = "{{ steps.score.output.score }} > 50"
 

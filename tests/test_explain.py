@@ -7,7 +7,7 @@ from pathlib import Path
 
 from agentrun.client.explain import dry_run_text, inspect_text
 from agentrun.client.graph import draw
-from agentrun.spec.load import load
+from agentrun.lang.load import load
 from tests.specs import run_cli
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agentrun.spec.expressions import (
+from agentrun.lang.expressions import (
     ExpressionError,
     compile_expression,
     condition,

@@ -12,8 +12,8 @@ import pytest
 from temporalio.service import RPCError
 
 from agentrun.client.runs import fetch_state
-from agentrun.spec.load import load
-from agentrun.workflows.contract import PARENT_MEMO, STEP_LOG, RunInput, StepRecord
+from agentrun.contract import PARENT_MEMO, STEP_LOG, RunInput, StepRecord
+from agentrun.lang.load import load
 from tests.conftest import TEST_QUEUE, run_id, write_spec
 from tests.runs import open_gate
 from tests.trees import Brain, action, composite, tree_file

@@ -16,9 +16,9 @@ from temporalio.client import Client, WorkflowHandle
 
 from agentrun.client.report import to_markdown
 from agentrun.client.runs import fetch_state
-from agentrun.spec import params as spec_params
-from agentrun.spec.load import load
-from agentrun.workflows.contract import RunInput
+from agentrun.contract import RunInput
+from agentrun.lang import params as spec_params
+from agentrun.lang.load import load
 from tests.conftest import TEST_QUEUE, TIME_QUEUE, run_id, write_spec
 from tests.runs import answer, finish, open_gate, run_spec
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from agentrun.spec import ir, params
-from agentrun.spec.errors import SpecError
-from agentrun.spec.load import load
+from agentrun.lang import ir, params
+from agentrun.lang.errors import SpecError
+from agentrun.lang.load import load
 from tests.conftest import write_spec
 
 BASE = """name: g
@@ -136,7 +136,7 @@ def test_a_bundle_mistake_is_said_where_it_is(tmp_path, change, said):
 
 def test_a_bundle_agents_model_is_used_when_no_flag_or_agentrun_yaml_names_an_agent(tmp_path):
     from agentrun.client import agents
-    from agentrun.spec.check import agent_ids
+    from agentrun.lang.check import agent_ids
 
     bundle = (Path(__file__).parent.parent / "examples" / "graphs" / "market_analysis.json").read_text()
     plan = load(str(write_spec(tmp_path, bundle, name="m.json")))

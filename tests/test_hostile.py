@@ -11,9 +11,9 @@ import pytest
 
 from agentrun.activities.providers.process import run_process
 from agentrun.client import report
-from agentrun.spec.errors import SpecError
-from agentrun.spec.load import load
-from agentrun.workflows.contract import RunInput
+from agentrun.contract import RunInput
+from agentrun.lang.errors import SpecError
+from agentrun.lang.load import load
 from tests.conftest import ROOT, TEST_QUEUE, run_id, until, write_spec
 from tests.fuzz_specs import HOSTILE
 from tests.runs import finish, run_spec

@@ -18,9 +18,7 @@ from temporalio.api.enums.v1 import EventType
 
 from agentrun.client import report
 from agentrun.client.follow import _Printer
-from agentrun.spec.calls import Usage
-from agentrun.spec.ir import Budget
-from agentrun.workflows.contract import (
+from agentrun.contract import (
     Answer,
     CompensationEntry,
     CompensationResult,
@@ -31,6 +29,8 @@ from agentrun.workflows.contract import (
     TaintMark,
     TaskState,
 )
+from agentrun.lang.calls import Usage
+from agentrun.lang.ir import Budget
 from tests.conftest import run_id, start_worker, until, wait_for, write_spec
 
 T0 = datetime(2026, 11, 21, 9, 30, 0, tzinfo=UTC)

@@ -9,9 +9,9 @@ import pytest
 
 from agentrun.client.explain import dry_run_text, inspect_text
 from agentrun.client.graph import draw
-from agentrun.spec import ir
-from agentrun.spec.check import agent_ids, check
-from agentrun.spec.errors import SpecError
+from agentrun.lang import ir
+from agentrun.lang.check import agent_ids, check
+from agentrun.lang.errors import SpecError
 from tests.specs import at, error, nodes, plan_of, swap
 
 # ---- task tree ---------------------------------------------------------------------------------

@@ -5,7 +5,7 @@ and a check's many-line error (kept whole in the report)."""
 from __future__ import annotations
 
 from agentrun.client import report
-from agentrun.workflows.contract import RunState, TaskState
+from agentrun.contract import RunState, TaskState
 from tests.conftest import write_spec
 
 SPEC = """\

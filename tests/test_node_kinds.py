@@ -9,9 +9,9 @@ import pytest
 
 from agentrun.client.views import VIEWS
 from agentrun.client.views.base import View
-from agentrun.spec import ir
-from agentrun.spec.check import check
-from agentrun.spec.errors import SpecError
+from agentrun.lang import ir
+from agentrun.lang.check import check
+from agentrun.lang.errors import SpecError
 from agentrun.workflows.nodes import HANDLERS, RUNNABLE_KINDS
 
 MODELS = typing.get_args(typing.get_args(ir.Node)[0])

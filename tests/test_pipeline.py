@@ -15,7 +15,7 @@ import pytest
 from temporalio.api.enums.v1 import EventType
 
 from agentrun.client import report
-from agentrun.workflows.contract import RunState
+from agentrun.contract import RunState
 from tests.conftest import until, write_spec
 from tests.fakes.openai_server import FakeOpenAI
 from tests.runs import run_spec
@@ -41,7 +41,7 @@ async def run(client, tmp_path: Path, llm: FakeOpenAI, text: str, replies: dict,
 
 
 def _agent_ids(text: str) -> list[str]:
-    from agentrun.spec.yamlpos import load_yaml
+    from agentrun.lang.yamlpos import load_yaml
 
     return list(load_yaml(text, "x")["workflow"]["agents"])
 

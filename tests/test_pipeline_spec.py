@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 
 from agentrun.client import start
-from agentrun.spec import expressions, ir, params
-from agentrun.spec.check import check
-from agentrun.spec.errors import SpecError
-from agentrun.spec.load import load
-from agentrun.spec.render import render
+from agentrun.lang import expressions, ir, params
+from agentrun.lang.check import check
+from agentrun.lang.errors import SpecError
+from agentrun.lang.load import load
+from agentrun.lang.render import render
 from tests.conftest import write_spec
 from tests.specs import at, error, nodes, plan_of, swap
 

@@ -17,11 +17,11 @@ from temporalio.testing import WorkflowEnvironment
 
 from agentrun.client import report
 from agentrun.client.runs import fetch_state
-from agentrun.spec import params as spec_params
-from agentrun.spec.load import load
+from agentrun.contract import RunInput, RunState
+from agentrun.lang import params as spec_params
+from agentrun.lang.load import load
 from agentrun.worker.blobs import data_converter
 from agentrun.worker.build import build_worker
-from agentrun.workflows.contract import RunInput, RunState
 from tests.conftest import SERVER_STARTUP, TIME_QUEUE, run_id, time_server_binary, write_spec
 from tests.fakes.openai_server import FakeOpenAI
 

@@ -12,7 +12,7 @@ from rich.console import Console
 from agentrun.client import report
 from agentrun.client.follow import _Printer
 from agentrun.client.humans import how_to_answer
-from agentrun.workflows.contract import CompensationEntry, Gate, RunState, TaskState
+from agentrun.contract import CompensationEntry, Gate, RunState, TaskState
 from tests.conftest import SHELL_AGENT, run_id, write_spec
 
 

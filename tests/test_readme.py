@@ -7,8 +7,8 @@ import shlex
 
 import yaml
 
-from agentrun.spec import ir
-from agentrun.spec.load import load
+from agentrun.lang import ir
+from agentrun.lang.load import load
 from tests.conftest import ROOT, write_spec
 
 README = (ROOT / "README.md").read_text()

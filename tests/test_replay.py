@@ -14,11 +14,11 @@ from temporalio.client import WorkflowHandle, WorkflowHistory
 from temporalio.worker import Replayer
 
 from agentrun.client import executions
-from agentrun.spec import calls
-from agentrun.spec.load import load
+from agentrun.contract import RunInput
+from agentrun.lang import calls
+from agentrun.lang.load import load
 from agentrun.worker.blobs import data_converter
 from agentrun.worker.build import WORKFLOWS, runner
-from agentrun.workflows.contract import RunInput
 from tests.conftest import HISTORIES, ROOT, SHELL_AGENT, TEST_QUEUE, run_id, write_spec
 from tests.runs import answer, finish, open_gate, run_spec, sh
 from tests.trees import action, composite

@@ -15,10 +15,10 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle
 
 from agentrun.client import report
-from agentrun.spec import calls, ir
-from agentrun.spec.load import load
+from agentrun.contract import RunInput
+from agentrun.lang import calls, ir
+from agentrun.lang.load import load
 from agentrun.workflows import spawn_text
-from agentrun.workflows.contract import RunInput
 from tests.conftest import TEST_QUEUE, run_id, sigkill, start_worker, until, wait_for, watch_with_new_worker, write_spec
 from tests.fakes.openai_server import FakeOpenAI, Messages, Recorded, ToolUse
 from tests.runs import finish

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from agentrun.spec import ir, params
-from agentrun.spec.check import resolve_task
-from agentrun.spec.errors import SpecError
-from agentrun.spec.load import load
+from agentrun.lang import ir, params
+from agentrun.lang.check import resolve_task
+from agentrun.lang.errors import SpecError
+from agentrun.lang.load import load
 from tests.conftest import write_spec
 from tests.specs import at, error, plan_of
 

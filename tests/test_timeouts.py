@@ -16,9 +16,9 @@ from temporalio.testing import WorkflowEnvironment
 
 from agentrun.client import report
 from agentrun.client.runs import fetch_state
-from agentrun.spec import params as spec_params
-from agentrun.spec.load import load
-from agentrun.workflows.contract import RunInput, RunState
+from agentrun.contract import RunInput, RunState
+from agentrun.lang import params as spec_params
+from agentrun.lang.load import load
 from tests.conftest import TIME_QUEUE, run_id, until, write_spec
 from tests.fakes.openai_server import FakeOpenAI
 

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from agentrun.spec import ir
-from agentrun.spec.dialects import behavior_tree
-from agentrun.spec.errors import SpecError
-from agentrun.spec.load import load
+from agentrun.lang import ir
+from agentrun.lang.dialects import behavior_tree
+from agentrun.lang.errors import SpecError
+from agentrun.lang.load import load
 from tests.conftest import ROOT, write_spec
 from tests.specs import at, error, nodes, plan_of, run_cli, swap
 

@@ -21,7 +21,7 @@ from agentrun.activities.agents import agentapi, anthropic, command, openai, scr
 from agentrun.activities.agents._common import AGENT_ERROR, AGENT_UNAVAILABLE
 from agentrun.activities.redact import raise_redacted, redact
 from agentrun.activities.sizes import check_size
-from agentrun.spec.calls import RELEASE_AGENT, RUN_AGENT, AgentCall, AgentReply
+from agentrun.lang.calls import RELEASE_AGENT, RUN_AGENT, AgentCall, AgentReply
 
 Driver = Callable[[AgentCall], Awaitable[AgentReply]]
 

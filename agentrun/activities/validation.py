@@ -15,8 +15,8 @@ from jsonschema.validators import validator_for
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from agentrun.spec.calls import VALIDATE_OUTPUT, ValidateCall, ValidateResult
-from agentrun.spec.rules import Rule, check_rule, extract_json, parse_rule
+from agentrun.lang.calls import VALIDATE_OUTPUT, ValidateCall, ValidateResult
+from agentrun.lang.rules import Rule, check_rule, extract_json, parse_rule
 
 EMPTY_OUTPUT = "the agent returned an empty output"
 # A schema error quotes the offending value; a whole reply quoted back helps no one.

@@ -14,15 +14,15 @@ from rich.console import Console
 from agentrun.client import diff, elements, fork, humans, interrupts, listing, logs, no_worker, outputs, report
 from agentrun.client.runs import NoSuchRun, NoWorker, UsageError, describe, fetch_state
 from agentrun.client.start import local_worker, prepare, say_warnings, start, watch
-from agentrun.spec import ir
-from agentrun.spec.check import check
-from agentrun.spec.errors import SpecError
-from agentrun.spec.load import load
+from agentrun.contract import TASK_QUEUE, dollars, open_gates, unsettled_refusals
+from agentrun.lang import ir
+from agentrun.lang.check import check
+from agentrun.lang.errors import SpecError
+from agentrun.lang.load import load
 from agentrun.worker import telemetry
 from agentrun.worker.blobs import BadBlobSetting, BlobUnreadable
 from agentrun.worker.connection import Unreachable, connect
 from agentrun.worker.paths import BadMapping
-from agentrun.workflows.contract import TASK_QUEUE, dollars, open_gates, unsettled_refusals
 
 EXIT_OK, EXIT_USAGE, EXIT_UNREACHABLE = 0, 2, 3  # 1, a failed run, comes from `watch`
 
@@ -231,7 +231,7 @@ def validate(path: str, console: Console) -> int:
 
 def unknown_rules(plan: ir.Plan) -> list[str]:
     """Validation rules of no known form: only an agent with a model can judge them at run time."""
-    from agentrun.spec.rules import parse_rule  # only `validate` needs it: the other commands start without it
+    from agentrun.lang.rules import parse_rule  # only `validate` needs it: the other commands start without it
 
     seen, warnings = set(), []
     for leaf in plan.leaves():

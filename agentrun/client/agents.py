@@ -15,9 +15,9 @@ from pathlib import Path
 import yaml
 from pydantic import TypeAdapter, ValidationError
 
-from agentrun.spec import ir
-from agentrun.spec.drivers import SCHEMES
-from agentrun.spec.errors import Problem, SpecError
+from agentrun.lang import ir
+from agentrun.lang.drivers import SCHEMES
+from agentrun.lang.errors import Problem, SpecError
 
 CONFIG_NAME = "agentrun.yaml"
 _PER_AGENT = re.compile(r"^([A-Za-z_][\w.-]*)=(.+)$")

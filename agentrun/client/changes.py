@@ -11,9 +11,9 @@ import yaml
 from agentrun.client import mistakes
 from agentrun.client.cut import step_id
 from agentrun.client.start import cli_params
-from agentrun.spec import blackboard, ir, params
-from agentrun.spec.errors import Problem, SpecError, did_you_mean
-from agentrun.spec.render import TemplateSyntaxError, names_used
+from agentrun.lang import blackboard, ir, params
+from agentrun.lang.errors import Problem, SpecError, did_you_mean
+from agentrun.lang.render import TemplateSyntaxError, names_used
 
 MEMORY = "memory."
 # Where each language keeps values later steps read, for the hint when it keeps none.

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from typing import NoReturn
 
 from agentrun.client import spelling
-from agentrun.spec import ir
-from agentrun.spec.errors import Problem, SpecError, did_you_mean
-from agentrun.workflows.contract import RunState, StepRecord
+from agentrun.contract import RunState, StepRecord
+from agentrun.lang import ir
+from agentrun.lang.errors import Problem, SpecError, did_you_mean
 
 FAILURE = "failure"  # --at failure: the step whose failure ended the run
 _AT = re.compile(r"(?P<node>.+?)(?P<elements>(?:\[\d+\])*)(?:#(?P<round>\d+))?")

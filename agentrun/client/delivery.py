@@ -21,7 +21,7 @@ from temporalio.service import RPCError
 from agentrun.client import spelling
 from agentrun.client.no_worker import worker_command
 from agentrun.client.runs import QUERY_S, NoWorker, UsageError, ask_state, running
-from agentrun.workflows.contract import RunState
+from agentrun.contract import RunState
 
 T = TypeVar("T")
 

@@ -11,8 +11,8 @@ from rich.console import Console
 from temporalio.client import Client
 
 from agentrun.client.runs import fetch_state
-from agentrun.spec.render import clip
-from agentrun.workflows.contract import RunState, TaskState, dollars
+from agentrun.contract import RunState, TaskState, dollars
+from agentrun.lang.render import clip
 
 SHOWN_CHARS = 60
 

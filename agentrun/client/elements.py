@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass
 from temporalio.client import Client, WorkflowExecutionStatus
 
 from agentrun.client.runs import NoSuchRun, UsageError, ask_state, describe
-from agentrun.workflows.contract import MapSummary, RunState, TaskState, batch_id, element_key
+from agentrun.contract import MapSummary, RunState, TaskState, batch_id, element_key
 
 DEFAULT_LIMIT = 50
 

@@ -19,15 +19,15 @@ from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
+from agentrun import contract
 from agentrun.client import spelling, telemetry
 from agentrun.client.runs import NoSuchRun, describe, fetch_state
 from agentrun.client.start import ensure_search_attributes, start_options
-from agentrun.spec import ir
-from agentrun.spec.blackboard import MISSING, lookup, var_path
-from agentrun.spec.errors import SpecError
-from agentrun.spec.load import load
-from agentrun.workflows import contract
-from agentrun.workflows.contract import EvalInput, RunInput, RunState, SubmitInput, ThinkInput, VarWriteInput
+from agentrun.contract import EvalInput, RunInput, RunState, SubmitInput, ThinkInput, VarWriteInput
+from agentrun.lang import ir
+from agentrun.lang.blackboard import MISSING, lookup, var_path
+from agentrun.lang.errors import SpecError
+from agentrun.lang.load import load
 
 PREFIX = "bt-"
 _UNSAFE = re.compile(r"[^A-Za-z0-9._/:-]+")

@@ -22,14 +22,14 @@ from agentrun.client.views.base import Entry, Scope, Shown, View
 from agentrun.client.views.graph import mermaid
 from agentrun.client.views.human import question
 from agentrun.client.views.words import bare, duration, first_line, labelled, sub_tag, undo_who
-from agentrun.spec import ir
-from agentrun.spec.check import agent_ids, check
-from agentrun.spec.dialects import behavior_tree
-from agentrun.spec.drivers import agent_type
-from agentrun.spec.load import load
-from agentrun.spec.render import render, to_text
-from agentrun.spec.scope import template_values
-from agentrun.workflows.contract import limits_text
+from agentrun.contract import limits_text
+from agentrun.lang import ir
+from agentrun.lang.check import agent_ids, check
+from agentrun.lang.dialects import behavior_tree
+from agentrun.lang.drivers import agent_type
+from agentrun.lang.load import load
+from agentrun.lang.render import render, to_text
+from agentrun.lang.scope import template_values
 from agentrun.workflows.protocols.supervise import SUPERVISOR
 from agentrun.workflows.protocols.tree_text import CONSTANTS
 

@@ -14,7 +14,7 @@ from agentrun.client.humans import Prompter, answer_inline, gate_line
 from agentrun.client.no_worker import hint
 from agentrun.client.retries import Retries
 from agentrun.client.runs import ask_state, describe, fetch_state, live_worker
-from agentrun.workflows.contract import CompensationResult, Gate, RunState, TaskState, open_gates
+from agentrun.contract import CompensationResult, Gate, RunState, TaskState, open_gates
 
 
 async def follow(

@@ -15,8 +15,8 @@ from agentrun.client.humans import Prompter
 from agentrun.client.no_worker import start_input
 from agentrun.client.runs import UsageError, describe, fetch_state, fetch_step_log
 from agentrun.client.start import start
-from agentrun.spec import ir
-from agentrun.workflows.contract import Fork, RunInput
+from agentrun.contract import Fork, RunInput
+from agentrun.lang import ir
 
 
 def add_arguments(command: argparse.ArgumentParser) -> None:

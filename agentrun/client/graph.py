@@ -11,8 +11,8 @@ from __future__ import annotations
 from agentrun.client.blocks import Block, chain, rows
 from agentrun.client.views import view_of
 from agentrun.client.views.words import marks
-from agentrun.spec import ir
-from agentrun.spec.dialects import behavior_tree
+from agentrun.lang import ir
+from agentrun.lang.dialects import behavior_tree
 
 WIDTH = 100  # past this a chain goes on in a new row, so figures stay whole in a terminal
 

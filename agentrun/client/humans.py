@@ -25,13 +25,12 @@ from rich.table import Table
 from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.service import RPCError
 
+from agentrun import contract
 from agentrun.client import spelling
 from agentrun.client.delivery import enqueue, when_held
 from agentrun.client.no_worker import NO_WORKER
 from agentrun.client.runs import NoSuchRun, UsageError, ask_state, fetch_state, running
-from agentrun.spec.ir import APPROVE, REJECT, Budget
-from agentrun.workflows import contract
-from agentrun.workflows.contract import (
+from agentrun.contract import (
     RUN_BUDGET_GATE,
     Answer,
     AnswerInput,
@@ -42,6 +41,7 @@ from agentrun.workflows.contract import (
     open_gates,
     unsettled_refusals,
 )
+from agentrun.lang.ir import APPROVE, REJECT, Budget
 
 # Asks a person for a gate's answer; None leaves the gate to be answered elsewhere.
 Prompter = Callable[[Gate], "str | None"]

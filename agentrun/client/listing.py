@@ -12,10 +12,10 @@ from rich.table import Table
 from temporalio.client import Client, WorkflowExecution, WorkflowExecutionStatus
 from temporalio.service import RPCError
 
+from agentrun import contract
 from agentrun.client import spelling
 from agentrun.client.runs import CLOSED_STATUS, UsageError
-from agentrun.workflows import contract
-from agentrun.workflows.contract import RunStatus
+from agentrun.contract import RunStatus
 
 STATUSES = get_args(RunStatus)
 DEFAULT_LIMIT = 50

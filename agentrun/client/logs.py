@@ -15,7 +15,7 @@ from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import Client
 
 from agentrun.client.runs import describe
-from agentrun.spec.calls import RUN_AGENT, AgentCall, AgentReply
+from agentrun.lang.calls import RUN_AGENT, AgentCall, AgentReply
 
 
 class Said(NamedTuple):

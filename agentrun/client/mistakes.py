@@ -9,10 +9,10 @@ from collections.abc import Iterable
 from typing import Any
 
 from agentrun.client.agents import _PER_AGENT
-from agentrun.spec import ir
-from agentrun.spec.check import agent_ids
-from agentrun.spec.errors import Problem, did_you_mean
-from agentrun.spec.render import TemplateSyntaxError, names_used
+from agentrun.lang import ir
+from agentrun.lang.check import agent_ids
+from agentrun.lang.errors import Problem, did_you_mean
+from agentrun.lang.render import TemplateSyntaxError, names_used
 
 
 def warnings(plan: ir.Plan, given: Iterable[str], agent_flags: list[str]) -> list[Problem]:

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import re
 
-from agentrun.spec.sizes import megabytes
-from agentrun.workflows.contract import RunState, TaskState
+from agentrun.contract import RunState, TaskState
+from agentrun.lang.sizes import megabytes
 
 
 def section(state: RunState, every: bool = True) -> str:

@@ -7,7 +7,7 @@ from collections import Counter
 
 from agentrun.client.elements import Page
 from agentrun.client.outputs import fenced
-from agentrun.workflows.contract import (
+from agentrun.contract import (
     RunState,
     SpawnedAgent,
     SubgraphRun,

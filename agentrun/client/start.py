@@ -19,19 +19,19 @@ from temporalio.common import SearchAttributePair, TypedSearchAttributes, Workfl
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
+from agentrun import contract
 from agentrun.client import agents, mistakes, outputs, report, telemetry
 from agentrun.client.follow import follow
 from agentrun.client.humans import Prompter
 from agentrun.client.no_worker import hint
 from agentrun.client.runs import UsageError, worker_polling
-from agentrun.spec import ir, params
-from agentrun.spec.check import agent_ids, check, resolve_task
-from agentrun.spec.errors import Problem, SpecError
-from agentrun.spec.load import load
+from agentrun.contract import RunInput
+from agentrun.lang import ir, params
+from agentrun.lang.check import agent_ids, check, resolve_task
+from agentrun.lang.errors import Problem, SpecError
+from agentrun.lang.load import load
 from agentrun.worker.connection import web_url
 from agentrun.worker.embedded import state_dir
-from agentrun.workflows import contract
-from agentrun.workflows.contract import RunInput
 
 
 class Loaded(NamedTuple):

@@ -9,8 +9,8 @@ from contextlib import AbstractContextManager
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind
 
-from agentrun.spec import ir
-from agentrun.spec import telemetry as names
+from agentrun.lang import ir
+from agentrun.lang import telemetry as names
 
 _TRACER = trace.get_tracer("agentrun.client")
 

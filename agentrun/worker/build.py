@@ -13,11 +13,11 @@ from agentrun.activities.criteria import check_criteria
 from agentrun.activities.preconditions import check_preconditions
 from agentrun.activities.provider import call_provider
 from agentrun.activities.validation import validate_output
+from agentrun.contract import TASK_QUEUE
 from agentrun.worker import paths
 from agentrun.worker.failures import with_plain_failures
 from agentrun.workflows.agent_run import AgentRun
 from agentrun.workflows.batch_run import AgentRunBatch
-from agentrun.workflows.contract import TASK_QUEUE
 
 ACTIVITIES = [run_agent, release_agent, check_criteria, call_provider, check_preconditions, validate_output]
 WORKFLOWS = [AgentRun, AgentRunBatch]
@@ -25,7 +25,7 @@ GRACEFUL_SHUTDOWN_S = 10.0  # how long running activities get to end when a work
 
 # Our pure modules and their libraries are loaded once, not re-imported per workflow run.
 _PASSTHROUGH = (
-    "agentrun.spec",
+    "agentrun.lang",
     "agentrun.workflows",
     "pydantic",
     "pydantic_core",

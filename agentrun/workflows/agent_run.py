@@ -17,11 +17,8 @@ from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from agentrun.spec import ir
-    from agentrun.workflows import contract, gates
-    from agentrun.workflows.budgets import Budgets
-    from agentrun.workflows.continuing import Continuing
-    from agentrun.workflows.contract import (
+    from agentrun import contract
+    from agentrun.contract import (
         Answer,
         AnswerInput,
         BudgetInput,
@@ -36,6 +33,10 @@ with workflow.unsafe.imports_passed_through():
         VarWriteInput,
         limits_text,
     )
+    from agentrun.lang import ir
+    from agentrun.workflows import gates
+    from agentrun.workflows.budgets import Budgets
+    from agentrun.workflows.continuing import Continuing
     from agentrun.workflows.conversation import Conversation
     from agentrun.workflows.driven import PROTOCOL_STEP, Driven
     from agentrun.workflows.failures import TaskFailed

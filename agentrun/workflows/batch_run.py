@@ -23,8 +23,10 @@ from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from agentrun.spec.calls import Usage
-    from agentrun.workflows import contract, sizes
+    from agentrun import contract
+    from agentrun.contract import ElementNote, ModelUsage, RunState, TaskStatus
+    from agentrun.lang.calls import Usage
+    from agentrun.workflows import sizes
     from agentrun.workflows.batching import (
         BATCH_TOO_BIG,
         ELEMENT_FAILED,
@@ -37,7 +39,6 @@ with workflow.unsafe.imports_passed_through():
         element_rows,
     )
     from agentrun.workflows.budgets import Budgets
-    from agentrun.workflows.contract import ElementNote, ModelUsage, RunState, TaskStatus
     from agentrun.workflows.conversation import Conversation
     from agentrun.workflows.failures import TaskFailed
     from agentrun.workflows.humans import Humans

@@ -10,10 +10,10 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from agentrun.spec import expressions, ir
-from agentrun.spec.calls import ChatMessage, Usage
-from agentrun.spec.render import TemplateSyntaxError, names_used
-from agentrun.workflows.contract import ElementNote, ModelUsage, RunInput, TaintMark, TaskState
+from agentrun.contract import ElementNote, ModelUsage, RunInput, TaintMark, TaskState
+from agentrun.lang import expressions, ir
+from agentrun.lang.calls import ChatMessage, Usage
+from agentrun.lang.render import TemplateSyntaxError, names_used
 from agentrun.workflows.scope import RunKey
 from agentrun.workflows.taint import strings
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-from agentrun.spec import ir
-from agentrun.spec.calls import Usage
-from agentrun.workflows.contract import RUN_BUDGET_GATE, ModelUsage, RunState, dollars
+from agentrun.contract import RUN_BUDGET_GATE, ModelUsage, RunState, dollars
+from agentrun.lang import ir
+from agentrun.lang.calls import Usage
 
 
 class BudgetExceeded(Exception):

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from temporalio.exceptions import ActivityError
 
-from agentrun.spec import calls, ir
-from agentrun.spec.drivers import driver_of, model_of
+from agentrun.contract import RunInput, RunState
+from agentrun.lang import calls, ir
+from agentrun.lang.drivers import driver_of, model_of
 from agentrun.workflows import activity_calls, metrics, spawn_text, spawning, tracing
 from agentrun.workflows.budgets import BudgetExceeded, Budgets, cost_usd
-from agentrun.workflows.contract import RunInput, RunState
 from agentrun.workflows.failures import TaskFailed
 from agentrun.workflows.scope import Scope
 

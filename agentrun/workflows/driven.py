@@ -16,10 +16,10 @@ from typing import Any
 
 from temporalio import workflow
 
-from agentrun.spec import ir
-from agentrun.spec.blackboard import const_refusal, var_path, write
-from agentrun.spec.render import clip
-from agentrun.workflows.contract import Drive, EvalInput, RunState, SubmitInput, TraceEntry, open_gates
+from agentrun.contract import Drive, EvalInput, RunState, SubmitInput, TraceEntry, open_gates
+from agentrun.lang import ir
+from agentrun.lang.blackboard import const_refusal, var_path, write
+from agentrun.lang.render import clip
 from agentrun.workflows.protocols.tree import NOTE_CHARS, outcome_of
 from agentrun.workflows.protocols.tree_text import Outcome, Verdict
 

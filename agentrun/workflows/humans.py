@@ -10,9 +10,9 @@ from datetime import timedelta
 
 from temporalio import workflow
 
-from agentrun.spec import ir
+from agentrun.contract import Answer, AnswerInput, Gate, GateKind, RunState
+from agentrun.lang import ir
 from agentrun.workflows import metrics, tracing
-from agentrun.workflows.contract import Answer, AnswerInput, Gate, GateKind, RunState
 
 
 class GateTimedOut(Exception):

@@ -11,14 +11,14 @@ from typing import Any
 from jinja2 import TemplateError
 from temporalio import workflow
 
-from agentrun.spec import ir
-from agentrun.spec.drivers import agent_type
-from agentrun.spec.render import render
-from agentrun.spec.scope import template_values
+from agentrun.contract import Answer, RunInput, RunState
+from agentrun.lang import ir
+from agentrun.lang.drivers import agent_type
+from agentrun.lang.render import render
+from agentrun.lang.scope import template_values
 from agentrun.workflows import sizes, taint, tracing
 from agentrun.workflows.budgets import Budgets
 from agentrun.workflows.continuing import Continuing
-from agentrun.workflows.contract import Answer, RunInput, RunState
 from agentrun.workflows.conversation import Conversation
 from agentrun.workflows.driven import Driven
 from agentrun.workflows.failures import TaskFailed, unexpected

@@ -19,11 +19,11 @@ from typing import TYPE_CHECKING, Any
 from temporalio import workflow
 from temporalio.exceptions import ApplicationError, ChildWorkflowError
 
-from agentrun.spec import ir
+from agentrun.contract import BATCH_WORKFLOW, MapSummary, TaskState, batch_id
+from agentrun.lang import ir
 from agentrun.workflows import batching, metrics, sizes
 from agentrun.workflows.batching import BATCH_TOO_BIG, ELEMENT_FAILED, BatchInput, BatchResult
 from agentrun.workflows.budgets import BudgetExceeded
-from agentrun.workflows.contract import BATCH_WORKFLOW, MapSummary, TaskState, batch_id
 from agentrun.workflows.failures import TaskFailed
 from agentrun.workflows.map_summary import Tally
 

@@ -4,8 +4,8 @@ budgets. Its size does not grow with the list."""
 
 from __future__ import annotations
 
+from agentrun.contract import ElementNote, MapSummary, ModelUsage, RunState, TaintMark, TaskState
 from agentrun.workflows.batching import BatchResult, Spent
-from agentrun.workflows.contract import ElementNote, MapSummary, ModelUsage, RunState, TaintMark, TaskState
 
 MAX_FAILURES = 20
 SLOWEST = 5

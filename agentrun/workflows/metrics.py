@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from opentelemetry import metrics
 
-from agentrun.spec import telemetry as names
-from agentrun.spec.calls import Usage
+from agentrun.lang import telemetry as names
+from agentrun.lang.calls import Usage
 
 _METER = metrics.get_meter("agentrun.workflow")
 _PROMPTS = _METER.create_counter("agentrun.prompts", unit="{prompt}", description="Prompts sent to agents")

@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any
 
 from temporalio import workflow
 
-from agentrun.spec import blackboard, ir
-from agentrun.spec.render import to_text
+from agentrun.contract import MAX_OUTPUT_CHARS, Fork, RunState, StepRecord
+from agentrun.lang import blackboard, ir
+from agentrun.lang.render import to_text
 from agentrun.workflows import taint
-from agentrun.workflows.contract import MAX_OUTPUT_CHARS, Fork, RunState, StepRecord
 from agentrun.workflows.failures import TaskFailed
 
 if TYPE_CHECKING:

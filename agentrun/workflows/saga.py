@@ -8,9 +8,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from agentrun.spec import ir
+from agentrun.contract import CompensationEntry, CompensationResult, RunState, TaskState
+from agentrun.lang import ir
 from agentrun.workflows import tracing
-from agentrun.workflows.contract import CompensationEntry, CompensationResult, RunState, TaskState
 from agentrun.workflows.failures import TaskFailed
 from agentrun.workflows.scope import RunKey, Scope
 

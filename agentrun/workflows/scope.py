@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from agentrun.spec.scope import BUILTINS
+from agentrun.lang.scope import BUILTINS
 
 
 @dataclass(frozen=True)

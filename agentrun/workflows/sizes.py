@@ -13,7 +13,7 @@ from typing import Any
 
 from temporalio import workflow
 
-from agentrun.spec.sizes import MAX_SENT_BYTES, MAX_STATE_BYTES, megabytes
+from agentrun.lang.sizes import MAX_SENT_BYTES, MAX_STATE_BYTES, megabytes
 
 __all__ = ["limit_passed", "megabytes", "payload_bytes", "sent_limit", "state_limit"]
 

@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentrun.spec.calls import SPAWN_AGENTS, AgentReply
+from agentrun.lang.calls import SPAWN_AGENTS, AgentReply
 
 MAX_AGENTS = 10  # sub-agents one request may start
 _BLOCK = re.compile(r"```spawn_agents[ \t]*\n(.*?)```", re.DOTALL)

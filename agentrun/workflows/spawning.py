@@ -8,10 +8,10 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
-from agentrun.spec import calls, ir
-from agentrun.spec.drivers import driver_of
-from agentrun.spec.render import clip
-from agentrun.workflows.contract import SpawnedAgent
+from agentrun.contract import SpawnedAgent
+from agentrun.lang import calls, ir
+from agentrun.lang.drivers import driver_of
+from agentrun.lang.render import clip
 from agentrun.workflows.failures import TaskFailed
 from agentrun.workflows.scope import Scope
 from agentrun.workflows.spawn_text import Ask, Request, follow_up, results, sub_agent, wants_to_spawn

@@ -9,9 +9,9 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from agentrun.spec import expressions, ir
-from agentrun.spec.render import TemplateSyntaxError, names_used
-from agentrun.workflows.contract import RunState, TaintMark
+from agentrun.contract import RunState, TaintMark
+from agentrun.lang import expressions, ir
+from agentrun.lang.render import TemplateSyntaxError, names_used
 from agentrun.workflows.scope import Scope
 
 

@@ -27,16 +27,16 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 from temporalio import workflow
 from temporalio.worker import ExecuteWorkflowInput, WorkflowInboundInterceptor
 
-from agentrun.spec import calls, ir
-from agentrun.spec import telemetry as names
-from agentrun.spec.drivers import driver_of, model_of
+from agentrun.contract import TERMINAL
+from agentrun.lang import calls, ir
+from agentrun.lang import telemetry as names
+from agentrun.lang.drivers import driver_of, model_of
 from agentrun.workflows import metrics
-from agentrun.workflows.contract import TERMINAL
 from agentrun.workflows.failures import TaskFailed
 from agentrun.workflows.scope import RunKey, Scope
 
 if TYPE_CHECKING:
-    from agentrun.workflows.contract import Gate, RunState
+    from agentrun.contract import Gate, RunState
     from agentrun.workflows.interpreter import Interpreter
 
 _TRACER = trace.get_tracer("agentrun.workflow")

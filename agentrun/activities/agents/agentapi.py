@@ -34,7 +34,7 @@ from agentrun.activities.agents._common import (
     stop_process_group,
     tail,
 )
-from agentrun.spec.calls import AgentCall, AgentReply
+from agentrun.lang.calls import AgentCall, AgentReply
 
 POLL_S = 0.5
 GET_TIMEOUT_S = 5.0

@@ -12,7 +12,7 @@ from typing import Any
 
 from agentrun.activities.agents._common import agent_error, http_client, scheme_rest
 from agentrun.activities.agents.tools import anthropic_tools
-from agentrun.spec.calls import AgentCall, AgentReply, ChatMessage, ToolCall, Usage
+from agentrun.lang.calls import AgentCall, AgentReply, ChatMessage, ToolCall, Usage
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 API_VERSION = "2023-06-01"

@@ -10,7 +10,7 @@ import asyncio
 import shlex
 
 from agentrun.activities.agents._common import agent_error, scheme_rest, spawn, stop_process_group, tail
-from agentrun.spec.calls import AgentCall, AgentReply
+from agentrun.lang.calls import AgentCall, AgentReply
 
 
 async def send(call: AgentCall) -> AgentReply:

@@ -11,7 +11,7 @@ from typing import Any
 
 from agentrun.activities.agents._common import agent_error, http_client, scheme_rest
 from agentrun.activities.agents.tools import openai_tools
-from agentrun.spec.calls import AgentCall, AgentReply, ChatMessage, ToolCall, Usage
+from agentrun.lang.calls import AgentCall, AgentReply, ChatMessage, ToolCall, Usage
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 

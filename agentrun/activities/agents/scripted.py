@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 
 from agentrun.activities.agents._common import agent_error, scheme_rest
-from agentrun.spec.calls import AgentCall, AgentReply
+from agentrun.lang.calls import AgentCall, AgentReply
 
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's, where installed
 

@@ -28,8 +28,8 @@ from agentrun.client.views.tree import KINDS as TREE_KINDS
 from agentrun.client.views.tree import TreeView
 from agentrun.client.views.verifier import VerifierView
 from agentrun.client.views.voting import VotingView
-from agentrun.spec import ir
-from agentrun.spec.dialects import behavior_tree
+from agentrun.lang import ir
+from agentrun.lang.dialects import behavior_tree
 
 VIEWS: dict[str, View[Any]] = {
     "task": TaskView(),

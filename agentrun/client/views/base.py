@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from agentrun.client.views.words import agent_name, policy_text
-from agentrun.spec import ir
+from agentrun.lang import ir
 
 if TYPE_CHECKING:
     from agentrun.client.blocks import Block

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 from agentrun.client.blocks import Block
 from agentrun.client.views.base import Entry, Scope, Shown, View
 from agentrun.client.views.words import bare, sub_tag
-from agentrun.spec import ir
-from agentrun.spec.reach import reachable
+from agentrun.lang import ir
+from agentrun.lang.reach import reachable
 
 if TYPE_CHECKING:
     from agentrun.client.explain import Describer, DryRun

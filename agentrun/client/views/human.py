@@ -10,8 +10,8 @@ from jinja2 import TemplateError
 from agentrun.client.views.base import Agents, Entry, Scope
 from agentrun.client.views.leaves import LeafView
 from agentrun.client.views.words import agent_name, duration, first_line, kept, preview, stored
-from agentrun.spec import ir
-from agentrun.spec.render import render
+from agentrun.lang import ir
+from agentrun.lang.render import render
 
 if TYPE_CHECKING:
     from agentrun.client.explain import Describer, DryRun

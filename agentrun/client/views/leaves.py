@@ -10,7 +10,7 @@ from rich.cells import cell_len
 
 from agentrun.client.blocks import Block
 from agentrun.client.views.base import Entry, N, View
-from agentrun.spec import ir
+from agentrun.lang import ir
 
 if TYPE_CHECKING:
     from agentrun.client.graph import Drawer

@@ -9,7 +9,7 @@ from rich.cells import cell_len
 from agentrun.client.blocks import Block
 from agentrun.client.views.base import Entry, Scope, Shown, View
 from agentrun.client.views.words import agent_name, bare, step_timeout, stored, sub_tag
-from agentrun.spec import ir
+from agentrun.lang import ir
 
 if TYPE_CHECKING:
     from agentrun.client.explain import Describer, DryRun

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from agentrun.client.blocks import Block, fan
 from agentrun.client.views.base import Entry, Scope, View
 from agentrun.client.views.words import step_timeout, stored, sub_tag
-from agentrun.spec import ir
+from agentrun.lang import ir
 
 if TYPE_CHECKING:
     from agentrun.client.explain import Describer, DryRun

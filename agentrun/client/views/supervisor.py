@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from agentrun.client.views.base import Agents, Entry, Scope
 from agentrun.client.views.leaves import LeafView
 from agentrun.client.views.words import agent_name
-from agentrun.spec import ir
+from agentrun.lang import ir
 
 if TYPE_CHECKING:
     from agentrun.client.explain import Describer, DryRun

@@ -11,8 +11,8 @@ from jinja2 import TemplateError
 from agentrun.client.views.base import Agents, Entry, Scope
 from agentrun.client.views.leaves import LeafView
 from agentrun.client.views.words import agent_name, kept, labelled, policy_text, preview, stored
-from agentrun.spec import expressions, ir
-from agentrun.spec.render import UndefinedNames, to_text
+from agentrun.lang import expressions, ir
+from agentrun.lang.render import UndefinedNames, to_text
 from agentrun.workflows.protocols import PROTOCOLS
 from agentrun.workflows.protocols.supervise import SUPERVISOR, gate_id
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from agentrun.client.blocks import Block
 from agentrun.client.views.base import Entry, Scope, View
 from agentrun.client.views.words import duration, first_line, marks, preview, sub_tag
-from agentrun.spec import ir
+from agentrun.lang import ir
 from agentrun.workflows.protocols import PROTOCOLS
 
 if TYPE_CHECKING:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from agentrun.client.views.base import Agents, Entry, Scope, Shown
 from agentrun.client.views.leaves import LeafView
 from agentrun.client.views.words import sub_tag
-from agentrun.spec import ir
+from agentrun.lang import ir
 
 if TYPE_CHECKING:
     from agentrun.client.explain import Describer, DryRun

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agentrun.spec.sizes import megabytes
+from agentrun.lang.sizes import megabytes
 
 
 def size_text(size: int) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from agentrun.spec import expressions, ir
+from agentrun.lang import expressions, ir
 from agentrun.workflows.failures import TaskFailed
 from agentrun.workflows.nodes.base import Handler
 

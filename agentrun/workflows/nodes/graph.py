@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING, Any
 
 from temporalio import workflow
 
-from agentrun.spec import expressions, ir
-from agentrun.spec.render import to_text
+from agentrun.contract import MAX_OUTPUT_CHARS, ModelUsage
+from agentrun.lang import expressions, ir
+from agentrun.lang.render import to_text
 from agentrun.workflows import taint
 from agentrun.workflows.budgets import overrun
-from agentrun.workflows.contract import MAX_OUTPUT_CHARS, ModelUsage
 from agentrun.workflows.failures import TaskFailed
 from agentrun.workflows.nodes.base import Handler
 from agentrun.workflows.nodes.graph_memory import RUN_PARAMS, visible, write

@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from agentrun.spec import ir
-from agentrun.spec.rules import extract_json
-from agentrun.workflows.contract import TaskState
+from agentrun.contract import TaskState
+from agentrun.lang import ir
+from agentrun.lang.rules import extract_json
 from agentrun.workflows.nodes.leaf import row
 
 if TYPE_CHECKING:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from agentrun.spec import ir
+from agentrun.lang import ir
 from agentrun.workflows import taint
 from agentrun.workflows.failures import TaskFailed
 from agentrun.workflows.nodes.loop import as_data

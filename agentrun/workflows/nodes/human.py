@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from temporalio import workflow
 
-from agentrun.spec import ir
+from agentrun.lang import ir
 from agentrun.workflows.failures import TaskFailed
 from agentrun.workflows.humans import rejected
 from agentrun.workflows.nodes import leaf

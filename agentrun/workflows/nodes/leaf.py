@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING, Any
 
 from temporalio import workflow
 
-from agentrun.spec import calls, ir
-from agentrun.spec.render import render, to_text
+from agentrun.contract import TaskState
+from agentrun.lang import calls, ir
+from agentrun.lang.render import render, to_text
 from agentrun.workflows import activity_calls, metrics, taint
-from agentrun.workflows.contract import TaskState
 from agentrun.workflows.failures import TaskFailed, unexpected
 
 if TYPE_CHECKING:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from agentrun.spec import expressions, ir
-from agentrun.spec.rules import extract_json
+from agentrun.lang import expressions, ir
+from agentrun.lang.rules import extract_json
 from agentrun.workflows import tracing
 from agentrun.workflows.nodes.base import Handler
 

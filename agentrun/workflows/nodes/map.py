@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from temporalio import workflow
 
-from agentrun.spec import expressions, ir
+from agentrun.lang import expressions, ir
 from agentrun.workflows.batching import element_input, element_rows, steps_read
 from agentrun.workflows.failures import TaskFailed
 from agentrun.workflows.map_batches import MAP_BATCHES, Batched

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from temporalio import workflow
 
-from agentrun.spec import ir
+from agentrun.lang import ir
 from agentrun.workflows.failures import TaskFailed
 from agentrun.workflows.nodes.base import Handler
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from agentrun.spec import calls, ir
-from agentrun.spec.render import render, render_value
+from agentrun.lang import calls, ir
+from agentrun.lang.render import render, render_value
 from agentrun.workflows import activity_calls
 from agentrun.workflows.nodes import leaf
 from agentrun.workflows.nodes.base import Handler

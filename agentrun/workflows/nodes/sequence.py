@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from agentrun.spec import ir
+from agentrun.lang import ir
 from agentrun.workflows.nodes.base import Handler
 
 if TYPE_CHECKING:

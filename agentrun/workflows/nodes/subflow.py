@@ -23,9 +23,9 @@ from typing import TYPE_CHECKING, Any
 from temporalio import workflow
 from temporalio.exceptions import ApplicationError, ChildWorkflowError
 
-from agentrun.spec import ir
-from agentrun.spec.render import to_text
-from agentrun.workflows.contract import WORKFLOW, ModelUsage, RunState, SubgraphRun, TaintMark, TaskState
+from agentrun.contract import WORKFLOW, ModelUsage, RunState, SubgraphRun, TaintMark, TaskState
+from agentrun.lang import ir
+from agentrun.lang.render import to_text
 from agentrun.workflows.failures import TaskFailed
 from agentrun.workflows.nodes import leaf
 from agentrun.workflows.nodes.base import Handler

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 from temporalio import workflow
 
-from agentrun.spec import expressions, ir
-from agentrun.spec.render import to_text
+from agentrun.lang import expressions, ir
+from agentrun.lang.render import to_text
 from agentrun.workflows.failures import TaskFailed
 from agentrun.workflows.nodes.base import Handler
 from agentrun.workflows.nodes.graph_agent import as_task, context, node_row, reply_object

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from temporalio import workflow
 
-from agentrun.spec import ir
+from agentrun.lang import ir
 from agentrun.workflows.failures import TaskFailed
 from agentrun.workflows.nodes.base import Handler
 from agentrun.workflows.nodes.graph_agent import reply_object

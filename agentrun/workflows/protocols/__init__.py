@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol
 
-from agentrun.spec import ir
-from agentrun.spec.render import UndefinedNames
+from agentrun.lang import ir
+from agentrun.lang.render import UndefinedNames
 from agentrun.workflows.protocols import checkpoint, plain, status, tree
 
 if TYPE_CHECKING:
-    from agentrun.workflows.contract import TaskState
+    from agentrun.contract import TaskState
     from agentrun.workflows.interpreter import Interpreter
     from agentrun.workflows.scope import Scope
 

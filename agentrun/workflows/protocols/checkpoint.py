@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from jinja2 import TemplateError
 from temporalio import workflow
 
-from agentrun.spec import expressions, ir
-from agentrun.spec.render import UndefinedNames, clip, render, to_text
-from agentrun.workflows.contract import DEFAULT_MAX_ITERATIONS, GoalSupervision, SupervisedAttempt, TaskState
+from agentrun.contract import DEFAULT_MAX_ITERATIONS, GoalSupervision, SupervisedAttempt, TaskState
+from agentrun.lang import expressions, ir
+from agentrun.lang.render import UndefinedNames, clip, render, to_text
 from agentrun.workflows.failures import TaskFailed
 from agentrun.workflows.protocols import reconcile
 from agentrun.workflows.protocols.checkpoint_read import converged, output_value, read_post, read_pre

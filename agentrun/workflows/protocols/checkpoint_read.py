@@ -8,7 +8,7 @@ import json
 import re
 from typing import Any
 
-from agentrun.spec.rules import extract_json
+from agentrun.lang.rules import extract_json
 
 PRE_FIELDS = ("interpretation", "scope_in", "scope_out", "approach", "predictions", "assumptions", "confidence")
 POST_FIELDS = (

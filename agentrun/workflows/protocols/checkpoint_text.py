@@ -8,8 +8,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from agentrun.spec import ir
-from agentrun.spec.render import UndefinedNames, render, to_text
+from agentrun.lang import ir
+from agentrun.lang.render import UndefinedNames, render, to_text
 from agentrun.workflows.taint import untrusted
 
 PRE_SHAPE = (

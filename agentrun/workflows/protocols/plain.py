@@ -8,15 +8,15 @@ from typing import TYPE_CHECKING, Any
 from jinja2 import TemplateError
 from temporalio import workflow
 
-from agentrun.spec import calls, expressions, ir
-from agentrun.spec.render import UndefinedNames, names_used, render, to_text
+from agentrun.contract import MAX_OUTPUT_CHARS
+from agentrun.lang import calls, expressions, ir
+from agentrun.lang.render import UndefinedNames, names_used, render, to_text
 from agentrun.workflows import activity_calls, metrics
-from agentrun.workflows.contract import MAX_OUTPUT_CHARS
 from agentrun.workflows.conversation import first_line
 from agentrun.workflows.failures import TaskFailed
 
 if TYPE_CHECKING:
-    from agentrun.workflows.contract import TaskState
+    from agentrun.contract import TaskState
     from agentrun.workflows.interpreter import Interpreter
     from agentrun.workflows.scope import Scope
 

@@ -11,13 +11,13 @@ from typing import TYPE_CHECKING, Any
 
 from temporalio import workflow
 
-from agentrun.spec import ir
-from agentrun.spec.render import UndefinedNames, render
-from agentrun.workflows.contract import DEFAULT_MAX_ITERATIONS
+from agentrun.contract import DEFAULT_MAX_ITERATIONS
+from agentrun.lang import ir
+from agentrun.lang.render import UndefinedNames, render
 from agentrun.workflows.failures import TaskFailed
 
 if TYPE_CHECKING:
-    from agentrun.workflows.contract import TaskState
+    from agentrun.contract import TaskState
     from agentrun.workflows.interpreter import Interpreter
     from agentrun.workflows.scope import Scope
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from agentrun.spec import ir
-from agentrun.spec.render import clip, to_text
-from agentrun.workflows.contract import GoalSupervision, SupervisedAttempt, TaskState, Verdict
+from agentrun.contract import GoalSupervision, SupervisedAttempt, TaskState, Verdict
+from agentrun.lang import ir
+from agentrun.lang.render import clip, to_text
 from agentrun.workflows.conversation import first_line
 from agentrun.workflows.failures import TaskFailed
 from agentrun.workflows.humans import rejected

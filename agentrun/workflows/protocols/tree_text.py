@@ -10,10 +10,10 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from agentrun.spec import ir
-from agentrun.spec.blackboard import MISSING, NAMED, is_constant, lookup
-from agentrun.spec.render import clip
-from agentrun.spec.rules import extract_json
+from agentrun.lang import ir
+from agentrun.lang.blackboard import MISSING, NAMED, is_constant, lookup
+from agentrun.lang.render import clip
+from agentrun.lang.rules import extract_json
 
 CONSTANTS = "$CONST"  # the template-values key under which a run's constants reach first_prompt
 VALUE_CHARS = 2_000
