@@ -1,5 +1,5 @@
 """`python -m client …` is `agentrun …` (AGENTRUN-SHIM)."""
 
-from agentrun.client.__main__ import exit_with, main
+from agentrun.cli import client, exit_with
 
-exit_with(main)
+exit_with(client)

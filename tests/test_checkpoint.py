@@ -15,8 +15,8 @@ import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle
 
+from agentrun.cli import client as main
 from agentrun.client import report
-from agentrun.client.__main__ import main
 from agentrun.contract import RunInput, RunState
 from agentrun.lang import ir
 from agentrun.workflows.protocols import reconcile

@@ -7,7 +7,7 @@ import re
 import resource
 import time
 
-from agentrun.client.__main__ import main
+from agentrun.cli import client as main
 from tests.fuzz_specs import write_corpus
 
 LIMIT_S = 10.0

@@ -18,6 +18,7 @@ from temporalio.service import RPCError
 from agentrun import contract
 from agentrun.client import no_worker
 from agentrun.contract import RunState, RunStatus, StepRecord
+from agentrun.errors import Unavailable, UserError
 
 CLOSED_STATUS: dict[WorkflowExecutionStatus, RunStatus] = {
     WorkflowExecutionStatus.COMPLETED: "completed",
@@ -34,15 +35,15 @@ QUERY_S = 5.0  # how long one state query waits for a worker
 RESTART_PATIENCE_S = 25.0
 
 
-class NoSuchRun(Exception):
+class NoSuchRun(UserError):
     pass
 
 
-class UsageError(Exception):
+class UsageError(UserError):
     """A mistake on the command line (exit code 2)."""
 
 
-class NoWorker(Exception):
+class NoWorker(Unavailable):
     """No worker took what was sent to a run in time (exit code 3)."""
 
 

@@ -7,6 +7,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
+from agentrun.errors import UserError
+
 
 @dataclass(frozen=True)
 class Problem:
@@ -24,12 +26,15 @@ class Problem:
         return f"{text}\n  hint: {self.hint}" if self.hint else text
 
 
-class SpecError(Exception):
+class SpecError(UserError):
     """One or more problems in a spec; nothing has run."""
 
     def __init__(self, problems: list[Problem]):
         self.problems = problems
         super().__init__("\n".join(str(p) for p in problems))
+
+    def message(self) -> str:
+        return str(self)  # each problem names its file:line already
 
 
 def did_you_mean(name: str, known: Iterable[str]) -> str:

@@ -9,10 +9,11 @@ import time
 from temporalio.client import Client
 from temporalio.envconfig import ClientConfig
 
+from agentrun.errors import Unavailable
 from agentrun.worker import blobs, embedded, telemetry
 
 
-class Unreachable(Exception):
+class Unreachable(Unavailable):
     """Temporal could not be reached (exit code 3)."""
 
 

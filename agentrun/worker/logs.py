@@ -17,7 +17,6 @@ from typing import Any
 from opentelemetry import trace
 from temporalio import activity, workflow
 
-FORMATS = ("text", "json")
 _WORKER = logging.getLogger("agentrun.worker")
 _json = False
 

@@ -14,10 +14,12 @@ from typing import Any
 from pydantic import BaseModel
 from temporalio.worker import ActivityInboundInterceptor, ExecuteActivityInput, Interceptor
 
+from agentrun.errors import UserError
+
 ENV = "AGENTRUN_PATH_MAP"
 
 
-class BadMapping(ValueError):
+class BadMapping(UserError, ValueError):
     pass
 
 

@@ -21,6 +21,8 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from agentrun.errors import UserError
+
 if TYPE_CHECKING:
     from agentrun.worker.otel import Telemetry
 
@@ -30,7 +32,7 @@ PROTOCOLS = ("http/protobuf", "grpc")
 GRPC_PACKAGE = "opentelemetry-exporter-otlp-proto-grpc"
 
 
-class TelemetryError(Exception):
+class TelemetryError(UserError):
     """A telemetry setting a person can fix: one line, exit code 2."""
 
 

@@ -1,0 +1,113 @@
+"""What the commands share: argument types, the spec-and-inputs arguments, how an answer is
+delivered, and running a command that talks to Temporal. Heavy modules load inside the functions
+that need them, so `--help` and the spec commands start without them."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Console
+
+if TYPE_CHECKING:
+    from temporalio.client import Client
+
+    from agentrun.client.humans import Prompter
+
+EXIT_OK = 0  # 1, a failed run, comes from `watch`; 2 and 3 from agentrun.errors
+
+Handler = Callable[[argparse.Namespace, Console], int]
+ClientAction = Callable[["Client", argparse.Namespace, Console], Awaitable[int]]
+
+
+def positive(text: str) -> int:
+    """A whole number above 0, for limits: argparse says why it refused anything else."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{value} is not above 0")
+    return value
+
+
+def seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number of seconds")
+    return value
+
+
+def spec_and_inputs(command: argparse.ArgumentParser) -> None:
+    """The arguments `start` and `dry-run` share: the spec, its params and its agents."""
+    command.add_argument("spec")
+    command.add_argument(
+        "-p",
+        "--param",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a param (YAML scalar), or KEY=@FILE to read it from a file",
+    )
+    command.add_argument(
+        "--agent",
+        action="append",
+        default=[],
+        metavar="URI|ID=URI",
+        help="the default agent URI, or the URI of one agent id",
+    )
+
+
+def delivery(command: argparse.ArgumentParser) -> None:
+    """How an answer reaches a run no worker holds right now: wait for one, or queue it."""
+    how = command.add_mutually_exclusive_group()
+    how.add_argument(
+        "--wait",
+        type=seconds,
+        default=60.0,
+        metavar="SECONDS",
+        help="how long to wait for a worker to take it (default 60); exit code 3 if none did",
+    )
+    how.add_argument(
+        "--no-wait",
+        action="store_true",
+        help="queue it in the run's history and return; the run checks it when a worker takes it",
+    )
+
+
+def prompter(console: Console) -> Prompter | None:
+    """Open questions are asked inline only of a person at a terminal."""
+    from agentrun.client import humans
+
+    return humans.terminal_prompter(console) if sys.stdin.isatty() else None
+
+
+def on_temporal(action: ClientAction) -> Handler:
+    """A command that talks to Temporal: connect (with telemetry), run `action`, Ctrl-C handled."""
+
+    def handler(args: argparse.Namespace, console: Console) -> int:
+        from agentrun.client import interrupts
+
+        return interrupts.run(_connected(action, args, console), args)
+
+    return handler
+
+
+async def _connected(action: ClientAction, args: argparse.Namespace, console: Console) -> int:
+    from agentrun.worker import telemetry
+    from agentrun.worker.connection import connect
+
+    async with telemetry.running("agentrun-client", serves=False):
+        return await action(await connect(), args, console)
+
+
+def command(sub: Any, name: str, help: str, handler: Handler, **kwargs: Any) -> argparse.ArgumentParser:
+    """Add subcommand `name`, carried out by `handler`."""
+    parser: argparse.ArgumentParser = sub.add_parser(name, help=help, **kwargs)
+    parser.set_defaults(handler=handler)
+    return parser

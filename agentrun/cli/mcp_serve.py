@@ -1,0 +1,28 @@
+"""`mcp`: serve behaviour-tree executions to an agent over MCP."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Console
+
+from agentrun.cli.args import EXIT_OK, command, on_temporal, positive
+from agentrun.contract import TASK_QUEUE
+
+if TYPE_CHECKING:
+    from temporalio.client import Client
+
+
+def add_commands(sub: Any) -> None:
+    m = command(sub, "mcp", "serve behaviour-tree executions to an agent over MCP (stdio)", on_temporal(_mcp))
+    m.add_argument("--http", type=positive, metavar="PORT", help="serve streamable HTTP on 127.0.0.1:PORT instead")
+    m.add_argument("--task-queue", default=TASK_QUEUE, help="the task queue the executions run on")
+    m.add_argument("--no-worker", action="store_true", help="do not run a worker in this process")
+
+
+async def _mcp(client: Client, args: argparse.Namespace, console: Console) -> int:
+    from agentrun.client.mcp_server import serve  # the MCP SDK loads only for this command
+
+    await serve(client, args.task_queue, args.http, worker=not args.no_worker)
+    return EXIT_OK

@@ -1,0 +1,57 @@
+"""The commands people answer runs with: pending, answer, approve, reject, budget."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Console
+
+from agentrun.cli.args import command, delivery, on_temporal, positive
+
+if TYPE_CHECKING:
+    from temporalio.client import Client
+
+
+def add_commands(sub: Any) -> None:
+    command(sub, "pending", "open questions across runs", on_temporal(_pending)).add_argument(
+        "--json", action="store_true"
+    )
+    a = command(sub, "answer", "answer a run's question", on_temporal(_answer))
+    a.add_argument("run_id")
+    a.add_argument("--gate", required=True, metavar="ID")
+    a.add_argument("value")
+    a.add_argument("--comment", metavar="TEXT")
+    delivery(a)
+    for name, text in (("approve", "approve what a run waits on"), ("reject", "reject what a run waits on")):
+        v = command(sub, name, text, on_temporal(_answer))
+        v.add_argument("run_id")
+        v.add_argument("--gate", metavar="ID", help="which gate (default: the run's one open gate)")
+        v.add_argument("--comment", metavar="TEXT")
+        delivery(v)
+    b = command(sub, "budget", "raise the budget a run paused on", on_temporal(_budget))
+    b.add_argument("run_id")
+    b.add_argument("--gate", metavar="ID", help="budget (the run's) or budget:STEP (default: the one paused)")
+    b.add_argument("--tokens", type=positive, metavar="N", help="the new token limit")
+    b.add_argument("--usd", type=float, metavar="X", help="the new limit in US dollars")
+    b.add_argument("--iterations", type=positive, metavar="N", help="the new limit on prompts sent")
+    b.add_argument("--comment", metavar="TEXT")
+    delivery(b)
+
+
+async def _pending(client: Client, args: argparse.Namespace, console: Console) -> int:
+    from agentrun.client import humans
+
+    return await humans.pending_command(client, args, console)
+
+
+async def _answer(client: Client, args: argparse.Namespace, console: Console) -> int:
+    from agentrun.client import humans
+
+    return await humans.answer_command(client, args, console)
+
+
+async def _budget(client: Client, args: argparse.Namespace, console: Console) -> int:
+    from agentrun.client import humans
+
+    return await humans.budget_command(client, args, console)

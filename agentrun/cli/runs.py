@@ -1,0 +1,191 @@
+"""The commands about runs: start, fork, diff, watch, cancel, status, list, report, logs."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING, Any, get_args
+
+from rich.console import Console
+
+from agentrun.cli.args import EXIT_OK, command, on_temporal, positive, prompter, spec_and_inputs
+from agentrun.contract import TASK_QUEUE, RunStatus
+
+if TYPE_CHECKING:
+    from temporalio.client import Client
+
+LIST_LIMIT = 50
+ELEMENTS_LIMIT = 50
+
+
+def add_commands(sub: Any) -> None:
+    _start(command(sub, "start", "start a run of a spec and follow it", _start_command))
+    _fork(command(sub, "fork", "run a run's plan again from a step, reusing the steps before it", _fork_command))
+    d = command(sub, "diff", "the steps whose output, status or cost differ between two runs", on_temporal(_diff))
+    d.add_argument("run_a")
+    d.add_argument("run_b")
+    d.add_argument("--json", action="store_true")
+    w = command(sub, "watch", "follow a run to its end", on_temporal(_watch))
+    w.add_argument("run_id")
+    w.add_argument("--worker", action="store_true", help="run a worker in this process while following")
+    c = command(sub, "cancel", "cancel a run", on_temporal(_cancel))
+    c.add_argument("run_id")
+    c.add_argument("--rollback", action="store_true", help="run its compensations as it is cancelled")
+    st = command(sub, "status", "a run's state", on_temporal(_status))
+    st.add_argument("run_id")
+    st.add_argument("--json", action="store_true")
+    _elements(st)
+    _list(command(sub, "list", "recent runs, newest first", on_temporal(_list_runs)))
+    r = command(sub, "report", "a run's execution report", on_temporal(_report))
+    r.add_argument("run_id")
+    r.add_argument("--format", choices=["md", "json"], default="md")
+    r.add_argument("--outputs", action="store_true", help="add each step's output in full")
+    _elements(r)
+    lg = command(sub, "logs", "what each agent was asked and answered, in order", on_temporal(_logs))
+    lg.add_argument("run_id")
+    lg.add_argument("--task", metavar="ID", help="only this task (with its map elements and sub-agents)")
+    lg.add_argument("--follow", action="store_true", help="keep printing until the run ends")
+
+
+def _start(s: argparse.ArgumentParser) -> None:
+    spec_and_inputs(s)
+    s.add_argument("--workdir", help="where agents and checks run (default: the spec's folder)")
+    s.add_argument("--id", help="the run id (default: spec name + random suffix)")
+    s.add_argument("--detach", action="store_true", help="start and return at once")
+    s.add_argument("--resume-from", metavar="TASK", help="skip every task before TASK")
+    s.add_argument("--max-iterations", type=positive, metavar="N", help="loop limit for tasks that set none")
+    s.add_argument("--lenient", action="store_true", help="accept replies without a completion status")
+    s.add_argument("--task-queue", default=TASK_QUEUE, help="the task queue workers poll")
+    s.add_argument(
+        "--no-human",
+        action="store_true",
+        help="no person can answer this run: refuse a spec whose goals need human supervision",
+    )
+
+
+def _fork(f: argparse.ArgumentParser) -> None:
+    f.add_argument("run_id", help="the run to fork")
+    f.add_argument(
+        "--at",
+        required=True,
+        metavar="STEP",
+        help="the step to go on from (STEP[i]#N for a map element, a round); `failure` for the step that failed",
+    )
+    f.add_argument(
+        "-p", "--param", action="append", default=[], metavar="KEY=VALUE", help="a param to change (YAML scalar)"
+    )
+    f.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="memory.KEY=VALUE",
+        help="a memory (blackboard) value to set where the fork goes on (YAML)",
+    )
+    f.add_argument(
+        "--prompt", action="append", default=[], metavar="STEP=TEXT", help="a new prompt (template) for an agent step"
+    )
+    f.add_argument("--id", help="the new run's id (default: spec name + random suffix)")
+    f.add_argument("--detach", action="store_true", help="start and return at once")
+    f.add_argument("--task-queue", help="the task queue workers poll (default: the parent's)")
+
+
+def _elements(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--elements", metavar="MAP", help="page through the elements of map step MAP")
+    command.add_argument("--page", type=positive, metavar="N", help="which page of elements (default 1)")
+    command.add_argument("--limit", type=positive, metavar="N", help=f"elements per page (default {ELEMENTS_LIMIT})")
+
+
+def _list(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--status", choices=get_args(RunStatus), help="only runs with this status")
+    command.add_argument("--spec", metavar="NAME", help="only runs of the spec with this name")
+    command.add_argument(
+        "--limit", type=int, default=LIST_LIMIT, metavar="N", help=f"at most N runs (default {LIST_LIMIT})"
+    )
+    command.add_argument("--json", action="store_true", help="a JSON list of the runs")
+
+
+def _start_command(args: argparse.Namespace, console: Console) -> int:
+    from agentrun.client.start import prepare, say_warnings, start
+
+    inp = prepare(args)  # a bad spec is refused before Temporal is reached
+    say_warnings(inp.plan)
+
+    async def started(client: Client, args: argparse.Namespace, console: Console) -> int:
+        return await start(client, args, inp, console, prompter(console))
+
+    return on_temporal(started)(args, console)
+
+
+def _fork_command(args: argparse.Namespace, console: Console) -> int:
+    async def forked(client: Client, args: argparse.Namespace, console: Console) -> int:
+        from agentrun.client import fork
+
+        return await fork.fork_command(client, args, console, prompter(console))
+
+    return on_temporal(forked)(args, console)
+
+
+async def _diff(client: Client, args: argparse.Namespace, console: Console) -> int:
+    from agentrun.client import diff
+
+    return await diff.diff_command(client, args, console)
+
+
+async def _watch(client: Client, args: argparse.Namespace, console: Console) -> int:
+    from agentrun.client.runs import describe
+    from agentrun.client.start import local_worker, watch
+
+    args.task_queue = (await describe(client, args.run_id)).task_queue
+    args.ran_worker = args.worker
+    async with local_worker(client, args.task_queue, needed=args.worker, run_id=args.run_id) as log:
+        return await watch(client, args.run_id, console, prompter(console), log)
+
+
+async def _cancel(client: Client, args: argparse.Namespace, console: Console) -> int:
+    from agentrun.client import humans
+
+    handle = await humans.running_handle(client, args.run_id)  # clear errors for unknown and ended runs
+    if args.rollback:
+        # Refused (nothing was cancelled) rather than a plain cancel the person did not ask for.
+        queued = await humans.request_rollback(handle)
+        console.print(
+            f"rollback requested for {args.run_id}: {queued} compensation(s) queued, run as it is cancelled",
+            markup=False,
+        )
+    await handle.cancel()
+    console.print(f"cancellation requested for {args.run_id}", markup=False)
+    return EXIT_OK
+
+
+async def _status(client: Client, args: argparse.Namespace, console: Console) -> int:
+    from agentrun.client.status import status_command
+
+    return await status_command(client, args, console)
+
+
+async def _list_runs(client: Client, args: argparse.Namespace, console: Console) -> int:
+    from agentrun.client import listing
+
+    return await listing.list_command(client, args, console)
+
+
+async def _report(client: Client, args: argparse.Namespace, console: Console) -> int:
+    from agentrun.client import elements, outputs, report
+    from agentrun.client.runs import fetch_state
+
+    paged = elements.wanted(args)  # a bad combination of options is refused before the run is read
+    state = await fetch_state(client, args.run_id)
+    if paged:
+        page = await elements.page(client, state, args)
+        print(page.to_json() if args.format == "json" else report.elements_markdown(page))
+        return EXIT_OK
+    if args.format == "json":
+        print(report.to_json(state))
+    else:
+        print(report.to_markdown(state) + outputs.section(state, every=args.outputs))
+    return EXIT_OK
+
+
+async def _logs(client: Client, args: argparse.Namespace, console: Console) -> int:
+    from agentrun.client import logs
+
+    return await logs.logs_command(client, args, console)
