@@ -19,6 +19,22 @@ from agentrun import contract
 
 HOST, PORT, UI_PORT = "127.0.0.1", 7233, 8233  # the defaults; AGENTRUN_SERVER_PORT, AGENTRUN_UI_PORT
 
+# Dynamic config for a server that serves one machine (README, "The embedded server's settings").
+# The history service moves a finished activity's next workflow task to matching through its
+# transfer queue, which it reads at most 20 times a second by default: up to 50 ms per step.
+# A task queue has 4 partitions by default: new tasks go to the root one only, where polls from the
+# others are forwarded. Read partitions stay 4 so that tasks an older server left in the others
+# (the embedded server keeps its database) are still delivered.
+TUNING = {
+    "history.transferProcessorMaxPollRPS": "1000",
+    "matching.numTaskqueueWritePartitions": "1",
+}
+
+
+def tuning_args() -> list[str]:
+    """`temporal server start-dev` arguments that apply TUNING."""
+    return [arg for key, value in TUNING.items() for arg in ("--dynamic-config-value", f"{key}={value}")]
+
 
 def server_port() -> int:
     return int(os.environ.get("AGENTRUN_SERVER_PORT") or PORT)
@@ -77,6 +93,7 @@ def ensure_running(timeout_s: float = 90.0) -> None:
         str(folder / "temporal.db"),
         "--log-level",
         "warn",
+        *tuning_args(),
     ]
     for key in contract.SEARCH_ATTRIBUTES:
         args += ["--search-attribute", f"{key.name}=Keyword"]
