@@ -56,7 +56,7 @@ with workflow.unsafe.imports_passed_through():
     from agentrun.lang.load import load
     from agentrun.worker.blobs import data_converter
     from agentrun.worker.build import ACTIVITIES, WORKFLOWS, runner
-    from agentrun.worker.embedded import temporal_binary, tuning_args
+    from agentrun.worker.embedded import database_args, temporal_binary, tuning_args
     from agentrun.workflows.protocols import status
 
 BENCH_QUEUE = "agentrun-bench"
@@ -204,9 +204,10 @@ def stdout_to_devnull() -> Iterator[None]:
         os.close(saved)
 
 
-async def dev_server(tuned: bool = True) -> WorkflowEnvironment:
+async def dev_server(tuned: bool = True, db_file: Path | None = None) -> WorkflowEnvironment:
     """A dev server of the bench's own, with the engine's converter and search attributes, and the
-    embedded server's dynamic config unless `tuned` is False."""
+    embedded server's dynamic config unless `tuned` is False; in memory unless given `db_file`."""
+    extra = [*(tuning_args() if tuned else []), *(database_args(db_file) if db_file else [])]
     with stdout_to_devnull():
         return await WorkflowEnvironment.start_local(
             dev_server_existing_path=temporal_binary(),
@@ -214,7 +215,7 @@ async def dev_server(tuned: bool = True) -> WorkflowEnvironment:
             search_attributes=list(contract.SEARCH_ATTRIBUTES),
             dev_server_log_level="error",
             dev_server_startup_timeout=timedelta(seconds=90),
-            dev_server_extra_args=tuning_args() if tuned else [],
+            dev_server_extra_args=extra,
         )
 
 

@@ -31,6 +31,12 @@ TUNING = {
 }
 
 
+# The database file in write-ahead-log mode: a commit appends to the log and syncs it once, where
+# SQLite's default rollback journal syncs the journal and the database on every write (≈ 80 ms a
+# step here, against ≈ 23 with the log). Synchronous stays FULL: a commit survives a power cut.
+SQLITE_PRAGMAS = ("journal_mode=wal",)
+
+
 def tuning_args() -> list[str]:
     """`temporal server start-dev` arguments that apply TUNING."""
     return [arg for key, value in TUNING.items() for arg in ("--dynamic-config-value", f"{key}={value}")]
@@ -74,6 +80,11 @@ def temporal_binary() -> str:
     return found
 
 
+def database_args(path: Path) -> list[str]:
+    """`temporal server start-dev` arguments for a server that keeps its state in `path`."""
+    return ["--db-filename", str(path), *(arg for pragma in SQLITE_PRAGMAS for arg in ("--sqlite-pragma", pragma))]
+
+
 def ensure_running(timeout_s: float = 90.0) -> None:
     """Start the dev server unless something listens on the port."""
     if listening():
@@ -89,8 +100,7 @@ def ensure_running(timeout_s: float = 90.0) -> None:
         str(server_port()),
         "--ui-port",
         str(ui_port()),
-        "--db-filename",
-        str(folder / "temporal.db"),
+        *database_args(folder / "temporal.db"),
         "--log-level",
         "warn",
         *tuning_args(),
