@@ -205,9 +205,11 @@ def stdout_to_devnull() -> Iterator[None]:
 
 
 async def dev_server(tuned: bool = True, db_file: Path | None = None) -> WorkflowEnvironment:
-    """A dev server of the bench's own, with the engine's converter and search attributes, and the
-    embedded server's dynamic config unless `tuned` is False; in memory unless given `db_file`."""
-    extra = [*(tuning_args() if tuned else []), *(database_args(db_file) if db_file else [])]
+    """A dev server of the bench's own, with the engine's converter and search attributes, in
+    memory or in `db_file`; `tuned`: with the embedded server's dynamic config and SQLite pragmas,
+    else with Temporal's defaults."""
+    database = [] if db_file is None else database_args(db_file) if tuned else ["--db-filename", str(db_file)]
+    extra = [*(tuning_args() if tuned else []), *database]
     with stdout_to_devnull():
         return await WorkflowEnvironment.start_local(
             dev_server_existing_path=temporal_binary(),
@@ -379,16 +381,20 @@ def bench_worker(client: Client) -> Worker:
 
 
 async def server_tuning(tasks: int, repeat: int) -> None:
-    """The same chains on a dev server with the embedded server's dynamic config and on one with
-    Temporal's defaults, both up at once, runs alternating between them."""
-    servers = {"untuned": await dev_server(tuned=False), "tuned": await dev_server(tuned=True)}
-    samples: dict[str, list[Sample]] = {f"{s} {side}": [] for s in servers for side in ("engine", "raw")}
-    try:
-        async with contextlib.AsyncExitStack() as stack:
-            for env in servers.values():
-                await stack.enter_async_context(bench_worker(env.client))
-            with tempfile.TemporaryDirectory(prefix="agentrun-bench-") as tmp:
-                folder, uri = Path(tmp), "scripted:replies.yaml"
+    """The same chains on two dev servers that keep their state in a file, as the embedded one does:
+    one with the embedded server's dynamic config and SQLite pragmas, one with Temporal's defaults.
+    Both are up at once and the runs alternate between them."""
+    with tempfile.TemporaryDirectory(prefix="agentrun-bench-") as tmp:
+        folder, uri = Path(tmp), "scripted:replies.yaml"
+        servers = {
+            "untuned": await dev_server(tuned=False, db_file=folder / "untuned.db"),
+            "tuned": await dev_server(tuned=True, db_file=folder / "tuned.db"),
+        }
+        samples: dict[str, list[Sample]] = {f"{s} {side}": [] for s in servers for side in ("engine", "raw")}
+        try:
+            async with contextlib.AsyncExitStack() as stack:
+                for env in servers.values():
+                    await stack.enter_async_context(bench_worker(env.client))
                 warm_plan = load(str(write_chain(folder, min(tasks, WARM_UP_TASKS))))
                 plan = load(str(write_chain(folder, tasks)))
                 for env in servers.values():
@@ -398,16 +404,22 @@ async def server_tuning(tasks: int, repeat: int) -> None:
                     for name, env in servers.items():
                         samples[f"{name} engine"].append(await run_engine(env.client, plan, tmp, uri))
                         samples[f"{name} raw"].append(await run_raw(env.client, plan, tmp, uri))
-    finally:
-        for env in servers.values():
-            await env.shutdown()
-    print(f"server tuning ({' '.join(tuning_args())}), {tasks} tasks, {repeat} runs each, alternating:")
+        finally:
+            for env in servers.values():
+                await env.shutdown()
+    tuning = " ".join([*tuning_args(), *database_args(Path("FILE"))])
+    print(f"server tuning, {tasks} tasks, {repeat} runs each, alternating; state in a SQLite file on both;")
+    print(f"  tuned: {tuning}")
     for name, runs in samples.items():
         print(f"  {name + ':':16s}{per_task(runs, tasks)}")
     for side in ("engine", "raw"):
         wall = [statistics.median(s.wall_s for s in samples[f"{n} {side}"]) for n in servers]
         cpu = [statistics.median(s.cpu_s for s in samples[f"{n} {side}"]) for n in servers]
         print(f"  {side} tuned / untuned: {wall[1] / wall[0]:.2f} wall, {cpu[1] / cpu[0]:.2f} cpu")
+    for name in servers:
+        wall = [statistics.median(s.wall_s for s in samples[f"{name} {side}"]) for side in ("engine", "raw")]
+        cpu = [statistics.median(s.cpu_s for s in samples[f"{name} {side}"]) for side in ("engine", "raw")]
+        print(f"  engine / raw on the {name} server: {wall[0] / wall[1]:.2f} wall, {cpu[0] / cpu[1]:.2f} cpu")
 
 
 def main() -> None:
