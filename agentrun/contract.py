@@ -12,13 +12,14 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, PrivateAttr, computed_field, model_validator
 from temporalio.common import SearchAttributeKey
 
+from agentrun import names
 from agentrun.lang import calls, ir
 from agentrun.lang.calls import Usage
 from agentrun.lang.render import to_text
 
 WORKFLOW = "AgentRun"
 BATCH_WORKFLOW = "AgentRunBatch"  # a batch of a long map's elements, a child workflow of its run
-TASK_QUEUE = "agentrun"
+TASK_QUEUE = names.TASK_QUEUE
 DEFAULT_MAX_ITERATIONS = 25
 
 # Updates people (and tools) send a run, and the query that reads it.
@@ -181,19 +182,7 @@ class BudgetInput(BaseModel):
 
 
 TaskStatus = Literal["pending", "running", "waiting", "completed", "failed", "skipped", "cancelled"]
-# `terminated` is set by the client for a run ended from outside (Temporal's Terminate), never by the run.
-RunStatus = Literal[
-    "terminated",
-    "pending",
-    "running",
-    "waiting",
-    "retrying",
-    "completed",
-    "failed",
-    "cancelled",
-    "timeout",
-    "compensated",
-]
+RunStatus = names.RunStatus
 TERMINAL = frozenset({"completed", "failed", "cancelled", "timeout", "compensated", "terminated"})
 # The status lifecycle of seed 001; a terminal status only moves on to a rollback's outcome.
 MOVES: dict[str, frozenset[str]] = {

@@ -17,6 +17,10 @@ class UserError(Exception):
         return f"error: {self}"
 
 
+class UsageError(UserError):
+    """A mistake on the command line (exit code 2)."""
+
+
 class Unavailable(UserError):
     """Something the command needs is not there right now (Temporal, a worker, a stored value)."""
 

@@ -50,7 +50,7 @@ def instant_agent(prompt: str) -> str:
 
 def langgraph_chain(steps: int, checkpointer: Any) -> Any:
     """N nodes in a row, each asking the instant agent with its own prompt."""
-    from langgraph.graph import END, START, StateGraph
+    from langgraph.graph import END, START, StateGraph  # pyright: ignore[reportMissingImports] (the bench extra)
 
     graph = StateGraph(ChainState)
     names = [f"t{i:03d}" for i in range(1, steps + 1)]
@@ -76,13 +76,13 @@ def langgraph_sides(folder: Path, steps: int, postgres_url: str | None) -> dict[
     """One callable per LangGraph side: run a chain of `steps` on a thread of its own."""
     import sqlite3
 
-    from langgraph.checkpoint.sqlite import SqliteSaver
+    from langgraph.checkpoint.sqlite import SqliteSaver  # pyright: ignore[reportMissingImports]
 
     sqlite = SqliteSaver(sqlite3.connect(folder / "langgraph.db", check_same_thread=False))
     graphs = {"langgraph+sqlite": {n: langgraph_chain(n, sqlite) for n in {steps, WARM_UP_STEPS}}}
     if postgres_url:
-        from langgraph.checkpoint.postgres import PostgresSaver
-        from psycopg import Connection
+        from langgraph.checkpoint.postgres import PostgresSaver  # pyright: ignore[reportMissingImports]
+        from psycopg import Connection  # pyright: ignore[reportMissingImports]
 
         connection = Connection.connect(postgres_url, autocommit=True, prepare_threshold=0)
         postgres = PostgresSaver(connection)  # type: ignore[arg-type]

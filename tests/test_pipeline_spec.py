@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from agentrun.client import start
+from agentrun.client import prepare
 from agentrun.lang import expressions, ir, params
 from agentrun.lang.check import check
 from agentrun.lang.errors import SpecError
@@ -757,24 +757,24 @@ def test_cli_params_from_values_and_files(tmp_path):
     (tmp_path / "lead.json").write_text('{"name": "Ada"}')
     plan = plan_of(tmp_path, TYPED)
     given = dict(
-        start.cli_params(
+        prepare.cli_params(
             ["count=42", "flag=true", f"data=@{tmp_path / 'lead.json'}", f"brief={tmp_path / 'lead.json'}"]
         )
     )
     values = params.bind(plan, given)
     assert values["count"] == 42 and values["flag"] is True and values["data"] == {"name": "Ada"}
     with pytest.raises(SpecError, match="KEY=VALUE"):
-        start.cli_params(["count"])
+        prepare.cli_params(["count"])
 
 
 def test_ask_missing_prompts_on_a_terminal_only(tmp_path, monkeypatch):
     plan = plan_of(tmp_path, TYPED)
     monkeypatch.setattr(sys.stdin, "isatty", lambda: False, raising=False)
-    assert start.ask_missing(plan, {"count": 1}) == {"count": 1}
+    assert prepare.ask_missing(plan, {"count": 1}) == {"count": 1}
     asked = []
     monkeypatch.setattr(sys.stdin, "isatty", lambda: True, raising=False)
-    monkeypatch.setattr(start.Prompt, "ask", lambda text: asked.append(text) or "7")
-    answers = start.ask_missing(plan, {"count": 1})
+    monkeypatch.setattr(prepare.Prompt, "ask", lambda text: asked.append(text) or "7")
+    answers = prepare.ask_missing(plan, {"count": 1})
     assert answers == {"count": 1, "flag": "7", "data": "7", "brief": "7"}
     assert asked == ["flag [boolean]", "data [json]", "brief [file_path]"]
 
@@ -791,7 +791,7 @@ def test_prepare_checks_the_spec_and_inputs_before_temporal(tmp_path, monkeypatc
         lenient=False,
     )
     with pytest.raises(SpecError) as info:
-        start.prepare(args)
+        prepare.prepare(args)
     assert [p.message for p in info.value.problems] == [
         "missing required param 'contact_name'",
         "missing required param 'our_services'",

@@ -36,8 +36,6 @@ def parser(prog: str = "python -m client") -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     """Carry out a parsed command; the exit code."""
-    from agentrun.client import interrupts
-
     console = Console(highlight=False, soft_wrap=True)
     try:
         return args.handler(args, console)
@@ -45,6 +43,8 @@ def run(args: argparse.Namespace) -> int:
         print(exc.message(), file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
+        from agentrun.client import interrupts
+
         print(interrupts.farewell(args), file=sys.stderr)
         return interrupts.EXIT_INTERRUPTED
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 
 from agentrun.cli.args import EXIT_OK, command, on_temporal, positive
-from agentrun.contract import TASK_QUEUE
+from agentrun.names import TASK_QUEUE
 
 if TYPE_CHECKING:
     from temporalio.client import Client

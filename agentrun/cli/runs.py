@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, get_args
 from rich.console import Console
 
 from agentrun.cli.args import EXIT_OK, command, on_temporal, positive, prompter, spec_and_inputs
-from agentrun.contract import TASK_QUEUE, RunStatus
+from agentrun.names import TASK_QUEUE, RunStatus
 
 if TYPE_CHECKING:
     from temporalio.client import Client
@@ -104,7 +104,8 @@ def _list(command: argparse.ArgumentParser) -> None:
 
 
 def _start_command(args: argparse.Namespace, console: Console) -> int:
-    from agentrun.client.start import prepare, say_warnings, start
+    from agentrun.client.prepare import prepare, say_warnings
+    from agentrun.client.start import start
 
     inp = prepare(args)  # a bad spec is refused before Temporal is reached
     say_warnings(inp.plan)

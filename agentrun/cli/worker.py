@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from agentrun.contract import TASK_QUEUE
+from agentrun.names import TASK_QUEUE
 
 DESCRIPTION = "Run an agentrun worker: it polls a task queue and runs the runs started on it."
 LOG_FORMATS = ("text", "json")

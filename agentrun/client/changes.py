@@ -10,7 +10,7 @@ import yaml
 
 from agentrun.client import mistakes
 from agentrun.client.cut import step_id
-from agentrun.client.start import cli_params
+from agentrun.client.prepare import cli_params
 from agentrun.lang import blackboard, ir, params
 from agentrun.lang.errors import Problem, SpecError, did_you_mean
 from agentrun.lang.render import TemplateSyntaxError, names_used

@@ -15,14 +15,14 @@ from jinja2 import TemplateError
 from rich.console import Console
 
 from agentrun.client.graph import draw, is_empty, scopes, top_steps
-from agentrun.client.runs import UsageError
-from agentrun.client.start import load_run, say_warnings
+from agentrun.client.prepare import load_run, say_warnings
 from agentrun.client.views import view_of
 from agentrun.client.views.base import Entry, Scope, Shown, View
 from agentrun.client.views.graph import mermaid
 from agentrun.client.views.human import question
 from agentrun.client.views.words import bare, duration, first_line, labelled, sub_tag, undo_who
 from agentrun.contract import limits_text
+from agentrun.errors import UsageError
 from agentrun.lang import ir
 from agentrun.lang.check import agent_ids, check
 from agentrun.lang.drivers import agent_type

@@ -18,7 +18,7 @@ from temporalio.service import RPCError
 from agentrun import contract
 from agentrun.client import no_worker
 from agentrun.contract import RunState, RunStatus, StepRecord
-from agentrun.errors import Unavailable, UserError
+from agentrun.errors import Unavailable, UsageError, UserError
 
 CLOSED_STATUS: dict[WorkflowExecutionStatus, RunStatus] = {
     WorkflowExecutionStatus.COMPLETED: "completed",
@@ -37,10 +37,6 @@ RESTART_PATIENCE_S = 25.0
 
 class NoSuchRun(UserError):
     pass
-
-
-class UsageError(UserError):
-    """A mistake on the command line (exit code 2)."""
 
 
 class NoWorker(Unavailable):

@@ -46,7 +46,7 @@ from temporalio.runtime import (
 from agentrun.activities.tracing import ActivityTelemetry
 from agentrun.worker.telemetry import Settings, TelemetryError
 from agentrun.workflows import tracing
-from agentrun.workflows.tracing import RunTelemetry, TracedRun
+from agentrun.workflows.run_telemetry import RunTelemetry, TracedRun
 
 FLUSH_TIMEOUT_S = 5.0  # a collector that is down must not hold a CLI command for long
 METRIC_BUFFER = 100_000  # Temporal core metric updates between two drains (every second)

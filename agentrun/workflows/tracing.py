@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 from temporalio import workflow
-from temporalio.worker import ExecuteWorkflowInput, WorkflowInboundInterceptor
 
 from agentrun.contract import TERMINAL
 from agentrun.lang import calls, ir
@@ -215,41 +214,6 @@ def compensation(action_id: str, key: RunKey) -> Iterator[None]:
     with _span(f"compensate {action_id}", attributes):
         _event("compensation.started", str(key), compensates=action_id)
         yield
-
-
-class RunTelemetry(WorkflowInboundInterceptor):
-    """A run's start and end as events, and runs counted by final status."""
-
-    traced = False
-
-    async def execute_workflow(self, input: ExecuteWorkflowInput) -> Any:
-        plan = getattr(input.args[0], "plan", None) if input.args else None
-        spec = plan.name if isinstance(plan, ir.Plan) else workflow.info().workflow_type
-        with self._span(spec, plan) as span:
-            _event("run.started", spec=spec)
-            try:
-                return await super().execute_workflow(input)
-            finally:
-                _ended(span)
-
-    def _span(self, spec: str, plan: ir.Plan | None) -> contextlib.AbstractContextManager[Span | None]:
-        if not self.traced:
-            return contextlib.nullcontext(None)
-        attributes = {
-            names.OPERATION: names.INVOKE_WORKFLOW,
-            names.WORKFLOW_NAME: spec,
-            names.RUN_ID: workflow.info().workflow_id,
-            names.SPEC: spec,
-            **({names.DIALECT: plan.dialect} if plan is not None else {}),
-        }
-        return _span(f"{names.INVOKE_WORKFLOW} {spec}", attributes)
-
-
-class TracedRun(RunTelemetry):
-    """…and the run's span, under the span of the client that started it (temporalio's
-    OpenTelemetry interceptor, before this one, has made that current from the workflow's headers)."""
-
-    traced = True
 
 
 def _ended(span: Span | None) -> None:

@@ -1,0 +1,48 @@
+"""The commands people type all day answer at once: `--help`, `validate`, `inspect` and `dry-run` load
+nothing of Temporal's client or worker, OpenTelemetry's SDK or the MCP SDK (bench/overhead.py
+prints how long each takes)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import ROOT
+
+HEAVY = ("temporalio.client", "temporalio.worker", "opentelemetry.sdk", "mcp")
+COMMANDS = [
+    ["--help"],
+    ["validate", "examples/quickstart.yaml"],
+    ["inspect", "examples/graphs/fan_out.yaml"],
+    ["dry-run", "examples/quickstart.yaml"],
+    ["dry-run", "examples/trees/ship.yaml"],
+    ["dry-run", "examples/agentfile/Agentfile", "-p", "change=a typo fix"],
+]
+
+
+def imported(*args: str, env: dict[str, str] | None = None, code: int = 0) -> set[str]:
+    """The modules `python -m client ARGS` imported, as `-X importtime` lists them."""
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "client", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, **(env or {})},
+    )
+    assert done.returncode == code, done.stderr[-2000:]
+    return {line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+
+
+@pytest.mark.parametrize("args", COMMANDS, ids=" ".join)
+def test_an_everyday_command_loads_no_client_worker_telemetry_or_mcp(args):
+    assert sorted(imported(*args) & set(HEAVY)) == []
+
+
+def test_a_command_that_talks_to_temporal_loads_its_client():
+    """What the test above looks for is there when it should be: `list` against an address nothing
+    listens on loads the client, then says it cannot connect."""
+    assert "temporalio.client" in imported("list", env={"TEMPORAL_ADDRESS": "127.0.0.1:1"}, code=3)
