@@ -14,6 +14,8 @@ from temporalio.common import SearchAttributeKey
 
 from agentrun import names
 from agentrun.lang import calls, ir
+from agentrun.lang.amounts import dollars as dollars
+from agentrun.lang.amounts import limits_text as limits_text
 from agentrun.lang.calls import Usage
 from agentrun.lang.render import to_text
 
@@ -603,19 +605,6 @@ def open_gates(state: RunState) -> list[Gate]:
 def unsettled_refusals(state: RunState) -> list[QueuedRefusal]:
     """Refused queued answers a person still has to act on: their gate is open, or is none of the run's."""
     return [r for r in state.queued_refusals if r.gate not in state.gates or state.gates[r.gate].status == "open"]
-
-
-def dollars(amount: float) -> str:
-    """$0.000008, $1.5: enough digits for the tiny sums of single prompts."""
-    return "$" + f"{amount:,.6f}".rstrip("0").rstrip(".")
-
-
-def limits_text(budget: ir.Budget) -> str:
-    """A budget's limits in words: `5000 tokens, $0.5, 10 prompts`."""
-    limits = [f"{budget.tokens} tokens"] if budget.tokens is not None else []
-    limits += [dollars(budget.usd)] if budget.usd is not None else []
-    limits += [f"{budget.iterations} prompts"] if budget.iterations is not None else []
-    return ", ".join(limits) or "no limit"
 
 
 def task_rows(plan: ir.Plan) -> dict[str, TaskState]:

@@ -21,9 +21,9 @@ from agentrun.client.views.base import Entry, Scope, Shown, View
 from agentrun.client.views.graph import mermaid
 from agentrun.client.views.human import question
 from agentrun.client.views.words import bare, duration, first_line, labelled, sub_tag, undo_who
-from agentrun.contract import limits_text
 from agentrun.errors import UsageError
 from agentrun.lang import ir
+from agentrun.lang.amounts import limits_text
 from agentrun.lang.check import agent_ids, check
 from agentrun.lang.drivers import agent_type
 from agentrun.lang.load import load

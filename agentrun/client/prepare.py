@@ -6,17 +6,19 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from rich.prompt import Prompt
 
 from agentrun.client import agents, mistakes
-from agentrun.contract import RunInput
 from agentrun.errors import UsageError
 from agentrun.lang import ir, params
 from agentrun.lang.check import agent_ids, check, resolve_task
 from agentrun.lang.errors import Problem, SpecError
 from agentrun.lang.load import load
+
+if TYPE_CHECKING:
+    from agentrun.contract import RunInput
 
 
 class Loaded(NamedTuple):
@@ -43,6 +45,8 @@ def load_run(args: argparse.Namespace, agents_required: bool = True) -> Loaded:
 
 def prepare(args: argparse.Namespace) -> RunInput:
     """Everything a run needs, checked before Temporal is involved. Raises SpecError."""
+    from agentrun.contract import RunInput  # the spec commands (dry-run) need only load_run
+
     plan, values, default, per_agent = load_run(args)
     if getattr(args, "no_human", False):
         refuse_human_supervision(plan)

@@ -6,8 +6,8 @@ import re
 import string
 from collections.abc import Callable
 
-from agentrun.contract import limits_text
 from agentrun.lang import ir
+from agentrun.lang.amounts import limits_text
 
 PREVIEW_LINES = 6  # of each prompt and agent input a dry run shows
 _BRACES = re.compile(r"\{\{\s*(.*?)\s*\}\}")
