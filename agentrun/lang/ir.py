@@ -438,10 +438,41 @@ class AgentInfo(Model):
     temperature: float | None = None
 
 
+class Facts(Model):
+    """What the client and the workflows need to know of a plan's language, recorded by its dialect
+    (each dialect package's `FACTS`), so that nothing outside the dialects branches on a language's name."""
+
+    # $VAR and $CONST memory: inspect's State and the report's Blackboard show it, --set refuses a
+    # $CONST, and `executions` drive the plan step by step.
+    blackboard: bool = False
+    # Nodes run as often as their edges say: the report counts node runs, supervisors' choices, memory.
+    state_graph: bool = False
+    # The client view (`client/views/<view>.py`) that shows the whole plan as one figure, each node
+    # in the language's own words and with its own marks; empty: each node by its kind's view.
+    view: str = ""
+    # The steps numbered 1, 2, 3 (and named by `fork --at`) are the root sequence's children, not its tasks.
+    numbered_steps: bool = False
+    # Where a step stores a value later ones read, for the hint when a plan stores none.
+    stored_by: str = "a step that stores its value"
+    # The error for a required param no value was given for, in the language's own words.
+    missing_param: str = "missing required param '{name}'"
+
+
+def legacy_facts(data: Any) -> Any:
+    """A recorded Plan or run state from before dialects recorded their facts: the facts its
+    dialect records now, so an old run reads as it did."""
+    if isinstance(data, dict) and "facts" not in data and data.get("dialect"):
+        from agentrun.lang.dialects import facts_of  # the registry imports this module
+
+        return {**data, "facts": facts_of(data["dialect"])}
+    return data
+
+
 class Plan(Model):
     name: str
     description: str = ""
     dialect: str
+    facts: Facts = Facts()
     source: str
     spec_dir: str
     params: dict[str, Param] = {}
@@ -485,7 +516,7 @@ class Plan(Model):
             info = data.get("info") or {}
             data = {k: v for k, v in data.items() if k != "info"}
             data.update({k: v for k, v in info.items() if k in cls.model_fields and k not in data})
-        return data
+        return legacy_facts(data)
 
     @property
     def order(self) -> list[str]:

@@ -28,7 +28,5 @@ def _unknown_language(path: str, text: str) -> Problem:
         1,
         1,
         "cannot tell which spec language this file is in",
-        "a task tree has 'subtasks:' or 'instructions:' at the top level; "
-        "a pipeline has 'workflow:' with agents: and steps:; "
-        "a behaviour tree has 'tree:' (with name: and version:) or is a node: 'type: sequence' with children:",
+        "; ".join(dialect.MARKS for dialect in DIALECTS),
     )

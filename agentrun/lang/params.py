@@ -41,10 +41,7 @@ def bind(plan: ir.Plan, given: dict[str, Any]) -> dict[str, Any]:
                         plan.source,
                         param.line,
                         1,
-                        # An Agentfile's INPUT keeps the real parser's words.
-                        f"required input missing: {name}"
-                        if plan.dialect == "agentfile"
-                        else f"missing required param '{name}'",
+                        plan.facts.missing_param.format(name=name),  # in the language's own words
                         f"pass it with -p {name}=VALUE" + _example(param),
                     )
                 )

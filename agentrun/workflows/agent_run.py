@@ -62,6 +62,7 @@ class AgentRun:
             run_id=workflow.info().workflow_id,
             spec=plan.name,
             dialect=plan.dialect,
+            facts=plan.facts,
             goal=plan.goal or plan.description,
             constraints=plan.constraints,
             budget=plan.budget,

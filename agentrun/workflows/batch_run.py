@@ -150,6 +150,7 @@ def _state(inp: BatchInput) -> BatchState:
         run_id=inp.run_id,
         spec=plan.name,
         dialect=plan.dialect,
+        facts=plan.facts,
         budget=inp.budget,
         step_budgets=dict(inp.step_budgets),
         iteration_count=inp.spent.calls,

@@ -24,12 +24,10 @@ from agentrun.client.views.subflow import SubflowView
 from agentrun.client.views.supervisor import SupervisorView
 from agentrun.client.views.switch import SwitchView
 from agentrun.client.views.task import TaskView
-from agentrun.client.views.tree import KINDS as TREE_KINDS
 from agentrun.client.views.tree import TreeView
 from agentrun.client.views.verifier import VerifierView
 from agentrun.client.views.voting import VotingView
 from agentrun.lang import ir
-from agentrun.lang.dialects import behavior_tree
 
 VIEWS: dict[str, View[Any]] = {
     "task": TaskView(),
@@ -49,12 +47,20 @@ VIEWS: dict[str, View[Any]] = {
     "subflow": SubflowView(),
 }
 
+# Views that show a whole plan in its language's words, by the name its facts give (`ir.Facts.view`).
+PLAN_VIEWS: dict[str, View[Any]] = {
+    "tree": TreeView(),
+}
 
-TREE = TreeView()
+
+def plan_view(facts: ir.Facts) -> View[Any] | None:
+    """The view the plan's language names for the whole plan, if it names one."""
+    return PLAN_VIEWS[facts.view] if facts.view else None
 
 
-def view_of(node: ir.Node, dialect: str = "") -> View[Any]:
-    """The view of the node's kind; in a plan of `dialect`, a behaviour tree's view of its nodes."""
-    if dialect == behavior_tree.NAME and node.kind in TREE_KINDS:
-        return TREE
+def view_of(node: ir.Node, facts: ir.Facts | None = None) -> View[Any]:
+    """The view of the node's kind, or the plan's own view (`facts`) where it shows that kind."""
+    whole = plan_view(facts) if facts is not None else None
+    if whole is not None and node.kind in whole.kinds:
+        return whole
     return VIEWS[node.kind]

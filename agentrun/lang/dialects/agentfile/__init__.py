@@ -21,6 +21,14 @@ from agentrun.lang.dialects.agentfile.parser import Decl, Form, form_of, parse
 from agentrun.lang.errors import Problem, SpecError, did_you_mean
 
 NAME = "agentfile"
+# What marks a file as this language's, for the hint when no language claims a file.
+MARKS = "an Agentfile is named Agentfile or *.agent, or starts with one of its keywords (NAME, INPUT, AGENT, GOAL, RUN)"
+# What the client shows of its plans.
+FACTS = ir.Facts(
+    numbered_steps=True, stored_by="a goal's outputs (`-> NAME`)", missing_param="required input missing: {name}"
+)
+# The shipped examples in this language (from the repository root), which tests/test_dialects.py checks.
+EXAMPLES = ("examples/agentfile/Agentfile", "examples/agentfile/supervised/Agentfile")
 
 
 def detect(path: str, text: str) -> bool:
