@@ -65,6 +65,14 @@ def test_each_example_compiles_with_its_dialects_facts(dialect: Dialect, example
     assert plan.facts == dialect.FACTS, f"{package(dialect)}: compile() records other facts than its FACTS"
 
 
+def test_plans_recorded_before_facts_read_the_facts_their_dialect_records_now():
+    recorded = {dialect.NAME: dialect.FACTS for dialect in DIALECTS if dialect.NAME in ir.LEGACY_FACTS}
+    assert recorded == ir.LEGACY_FACTS, (
+        "a dialect records other facts than agentrun/lang/ir.py's LEGACY_FACTS gives the plans its runs "
+        "recorded before plans carried facts: say there what those old plans should read"
+    )
+
+
 def test_the_hint_for_a_file_no_dialect_claims_names_every_dialect(tmp_path):
     spec = tmp_path / "mystery.yaml"
     spec.write_text("hello: world\n")

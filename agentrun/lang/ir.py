@@ -458,13 +458,25 @@ class Facts(Model):
     missing_param: str = "missing required param '{name}'"
 
 
-def legacy_facts(data: Any) -> Any:
-    """A recorded Plan or run state from before dialects recorded their facts: the facts its
-    dialect records now, so an old run reads as it did."""
-    if isinstance(data, dict) and "facts" not in data and data.get("dialect"):
-        from agentrun.lang.dialects import facts_of  # the registry imports this module
+# The facts of the languages there were before plans carried facts, for the plans those runs recorded
+# (a workflow reads its input in Temporal's sandbox, which should not import the compilers for this).
+# Frozen: a language added later records its facts on every plan. tests/test_dialects.py checks that
+# these are the facts the dialects record.
+LEGACY_FACTS = {
+    "agentfile": Facts(
+        numbered_steps=True, stored_by="a goal's outputs (`-> NAME`)", missing_param="required input missing: {name}"
+    ),
+    "task-tree": Facts(stored_by="a task's `store_as: NAME`"),
+    "pipeline": Facts(numbered_steps=True, stored_by="a step's `output: {store_as: NAME}`"),
+    "behavior_tree": Facts(blackboard=True, view="tree"),
+    "cycgraph": Facts(state_graph=True),
+}
 
-        return {**data, "facts": facts_of(data["dialect"])}
+
+def legacy_facts(data: Any) -> Any:
+    """A recorded Plan or run state from before plans carried facts, with its language's."""
+    if isinstance(data, dict) and "facts" not in data and data.get("dialect") in LEGACY_FACTS:
+        return {**data, "facts": LEGACY_FACTS[data["dialect"]]}
     return data
 
 

@@ -36,8 +36,3 @@ class Dialect(Protocol):
 
 # Asked in this order; the first that claims a file compiles it.
 DIALECTS: tuple[Dialect, ...] = (agentfile, task_tree, pipeline, behavior_tree, cycgraph)
-
-
-def facts_of(name: str) -> ir.Facts:
-    """The facts the dialect called `name` records (none for a name no dialect has)."""
-    return next((d.FACTS for d in DIALECTS if d.NAME == name), ir.Facts())
