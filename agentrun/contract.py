@@ -434,8 +434,7 @@ class RunState(BaseModel):
     run_id: str = ""
     spec: str = ""
     dialect: str = ""
-    facts: ir.Facts = ir.Facts()  # the plan's: which of the report's sections its language has
-    facts: ir.Facts = ir.Facts()  # the plan's: which of the report's sections its language has
+    traits: ir.Traits = ir.Traits()
     goal: str = ""
     constraints: list[str] = []
     status: RunStatus = "pending"
@@ -495,9 +494,8 @@ class RunState(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _legacy_facts(cls, data: Any) -> Any:
-        """A state recorded before plans carried their facts reads its dialect's."""
-        return ir.legacy_facts(data)
+    def _recorded_traits(cls, data: Any) -> Any:
+        return ir.recorded_traits(data)
 
     @computed_field
     @property

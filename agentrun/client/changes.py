@@ -62,17 +62,18 @@ def _memory(plan: ir.Plan, item: str) -> tuple[str, Any]:
         _refuse(f"--set {item}", f"cannot set '{target}'", "write --set memory.KEY=VALUE (KEY may be dotted: a.b)")
     path = target.removeprefix(MEMORY)
     root = path.split(".")[0]
-    if plan.facts.blackboard:
+    if plan.traits.blackboard:
         refusal = blackboard.const_refusal(path, plan.constants)
         if refusal:
             _refuse(f"--set {item}", refusal, "set a $VAR value")
     else:
         names = memory_names(plan)
         if not names:
+            where = plan.traits.stores_with
             _refuse(
                 f"--set {item}",
                 f"a {plan.dialect} run of '{plan.name}' keeps no memory: none of its steps stores a value",
-                f"memory values come from {plan.facts.stored_by}; change a step's input with --prompt or a param with -p",
+                f"memory values come from {where}; change a step's input with --prompt or a param with -p",
             )
         if root not in names:
             hint = did_you_mean(root, names) or "its memory keys: " + ", ".join(sorted(names))

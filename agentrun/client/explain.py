@@ -130,7 +130,7 @@ def _inputs(plan: ir.Plan) -> list[str]:
 
 def _state(plan: ir.Plan) -> list[str]:
     """A behaviour tree's blackboard as a run starts with it, and how a running step is asked again."""
-    if not plan.facts.blackboard:
+    if not plan.traits.blackboard:
         return []
     values = [f"  $VAR.{name} = {_json(value)}" for name, value in plan.memory.items()]
     values += [f"  $CONST.{name} = {_json(value)} (read-only)" for name, value in plan.constants.items()]
@@ -203,7 +203,7 @@ class Describer:
         return with_notes(self.lines(self.view(node), node, at, gets), self.notes(node), indent)
 
     def view(self, node: ir.Node) -> View[Any]:
-        return view_of(node, self.plan.facts)
+        return view_of(node, self.plan.traits)
 
     def lines(self, view: View[Any], node: ir.Node, at: Entry, gets: Any) -> list[str]:
         return view.describe(node, at, gets, self)

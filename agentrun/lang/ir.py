@@ -438,53 +438,29 @@ class AgentInfo(Model):
     temperature: float | None = None
 
 
-class Facts(Model):
-    """What the client and the workflows need to know of a plan's language, recorded by its dialect
-    (each dialect package's `FACTS`), so that nothing outside the dialects branches on a language's name."""
+class Traits(Model):
+    """What a language's plans are like, recorded by its compiler: the client and the workflows read
+    these, never a language's name, so a new language is a package of its own and one registry line."""
 
-    # $VAR and $CONST memory: inspect's State and the report's Blackboard show it, --set refuses a
-    # $CONST, and `executions` drive the plan step by step.
+    # Every node is a step of its own: drawn whole with each node's marks, in the tree's words; an
+    # agent may drive it over MCP.
+    tree: bool = False
+    # Memory is $VAR values beside read-only $CONST ones: inspect and the report show both, and a
+    # fork's --set may not write a constant.
     blackboard: bool = False
-    # Nodes run as often as their edges say: the report counts node runs, supervisors' choices, memory.
+    # The report counts each node's runs and shows the supervisors' choices and the memory at the end.
     state_graph: bool = False
-    # The client view (`client/views/<view>.py`) that shows the whole plan as one figure, each node
-    # in the language's own words and with its own marks; empty: each node by its kind's view.
-    view: str = ""
-    # The steps numbered 1, 2, 3 (and named by `fork --at`) are the root sequence's children, not its tasks.
+    # The root's children are the steps the graph numbers 1, 2, 3 (a pipeline's steps, RUN's goals).
     numbered_steps: bool = False
-    # Where a step stores a value later ones read, for the hint when a plan stores none.
-    stored_by: str = "a step that stores its value"
-    # The error for a required param no value was given for, in the language's own words.
-    missing_param: str = "missing required param '{name}'"
-
-
-# The facts of the languages there were before plans carried facts, for the plans those runs recorded
-# (a workflow reads its input in Temporal's sandbox, which should not import the compilers for this).
-# Frozen: a language added later records its facts on every plan. tests/test_dialects.py checks that
-# these are the facts the dialects record.
-LEGACY_FACTS = {
-    "agentfile": Facts(
-        numbered_steps=True, stored_by="a goal's outputs (`-> NAME`)", missing_param="required input missing: {name}"
-    ),
-    "task-tree": Facts(stored_by="a task's `store_as: NAME`"),
-    "pipeline": Facts(numbered_steps=True, stored_by="a step's `output: {store_as: NAME}`"),
-    "behavior_tree": Facts(blackboard=True, view="tree"),
-    "cycgraph": Facts(state_graph=True),
-}
-
-
-def legacy_facts(data: Any) -> Any:
-    """A recorded Plan or run state from before plans carried facts, with its language's."""
-    if isinstance(data, dict) and "facts" not in data and data.get("dialect") in LEGACY_FACTS:
-        return {**data, "facts": LEGACY_FACTS[data["dialect"]]}
-    return data
+    # How a step stores a value later steps read, for the hint when a run keeps none.
+    stores_with: str = "a step that stores its value"
 
 
 class Plan(Model):
     name: str
     description: str = ""
-    dialect: str
-    facts: Facts = Facts()
+    dialect: str  # the language's name, shown to people; code reads `traits`
+    traits: Traits = Traits()
     source: str
     spec_dir: str
     params: dict[str, Param] = {}
@@ -528,7 +504,7 @@ class Plan(Model):
             info = data.get("info") or {}
             data = {k: v for k, v in data.items() if k != "info"}
             data.update({k: v for k, v in info.items() if k in cls.model_fields and k not in data})
-        return legacy_facts(data)
+        return recorded_traits(data)
 
     @property
     def order(self) -> list[str]:
@@ -605,3 +581,22 @@ for _model in (
     Plan,
 ):
     _model.model_rebuild()
+
+
+def recorded_traits(data: Any) -> Any:
+    """A plan or run state recorded before languages recorded their traits gets its language's."""
+    if isinstance(data, dict) and "traits" not in data and data.get("dialect") in RECORDED_TRAITS:
+        data = {**data, "traits": RECORDED_TRAITS[data["dialect"]]}
+    return data
+
+
+# The traits of the languages that had runs before traits were recorded, for those runs: read inside
+# workflows, where importing the languages themselves is not allowed. tests/test_dialects.py keeps
+# each equal to its language's TRAITS.
+RECORDED_TRAITS = {
+    "agentfile": Traits(numbered_steps=True, stores_with="a goal's outputs (`-> NAME`)"),
+    "task-tree": Traits(stores_with="a task's `store_as: NAME`"),
+    "pipeline": Traits(numbered_steps=True, stores_with="a step's `output: {store_as: NAME}`"),
+    "behavior_tree": Traits(tree=True, blackboard=True),
+    "cycgraph": Traits(state_graph=True, stores_with="a node's write_keys"),
+}

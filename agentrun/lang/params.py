@@ -41,7 +41,10 @@ def bind(plan: ir.Plan, given: dict[str, Any]) -> dict[str, Any]:
                         plan.source,
                         param.line,
                         1,
-                        plan.facts.missing_param.format(name=name),  # in the language's own words
+                        # An Agentfile's INPUT keeps the real parser's words.
+                        f"required input missing: {name}"
+                        if plan.dialect == "agentfile"
+                        else f"missing required param '{name}'",
                         f"pass it with -p {name}=VALUE" + _example(param),
                     )
                 )

@@ -24,6 +24,7 @@ from agentrun.client.views.subflow import SubflowView
 from agentrun.client.views.supervisor import SupervisorView
 from agentrun.client.views.switch import SwitchView
 from agentrun.client.views.task import TaskView
+from agentrun.client.views.tree import KINDS as TREE_KINDS
 from agentrun.client.views.tree import TreeView
 from agentrun.client.views.verifier import VerifierView
 from agentrun.client.views.voting import VotingView
@@ -47,20 +48,12 @@ VIEWS: dict[str, View[Any]] = {
     "subflow": SubflowView(),
 }
 
-# Views that show a whole plan in its language's words, by the name its facts give (`ir.Facts.view`).
-PLAN_VIEWS: dict[str, View[Any]] = {
-    "tree": TreeView(),
-}
+
+TREE = TreeView()
 
 
-def plan_view(facts: ir.Facts) -> View[Any] | None:
-    """The view the plan's language names for the whole plan, if it names one."""
-    return PLAN_VIEWS[facts.view] if facts.view else None
-
-
-def view_of(node: ir.Node, facts: ir.Facts | None = None) -> View[Any]:
-    """The view of the node's kind, or the plan's own view (`facts`) where it shows that kind."""
-    whole = plan_view(facts) if facts is not None else None
-    if whole is not None and node.kind in whole.kinds:
-        return whole
+def view_of(node: ir.Node, traits: ir.Traits) -> View[Any]:
+    """The view of the node's kind; in a tree's plan, the tree's view of its nodes."""
+    if traits.tree and node.kind in TREE_KINDS:
+        return TREE
     return VIEWS[node.kind]

@@ -25,7 +25,7 @@ class Entry:
     """A step's place in a listing."""
 
     tag: str  # its number: 2, 2a, 2a1
-    head: str  # its first line up to where the view goes on: indent, number, lead, numbered step's id
+    head: str  # its first line up to where the view goes on: indent, number, lead, pipeline step id
     indent: str  # of the lines under the first, and of the steps under it
 
 
@@ -40,9 +40,6 @@ class View(ABC, Generic[N]):
     # Drawn as a single box, which then holds the node's marks (gate, undo, budget); the graph
     # writes the marks of other kinds as a note in front of their figure.
     boxed = False
-    # A view a language's plans name (`ir.Facts.view`): the whole plan is one figure, and these
-    # kinds read in the language's own words instead of their kinds' views.
-    kinds: frozenset[str] = frozenset()
 
     @abstractmethod
     def describe(self, node: N, at: Entry, gets: str, inspect: Describer) -> list[str]:

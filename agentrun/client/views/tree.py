@@ -3,7 +3,7 @@
 A tree compiles to sequences, selectors, parallels and tasks, whose own views speak of agents and
 outputs; here each node is its type and name (an action is the sequence of its steps), a step is
 its kind and text, and the graph is the tree drawn as an outline. `view_of` picks this view for
-these nodes of a plan whose facts name the view "tree".
+every node of a behaviour tree's plan.
 """
 
 from __future__ import annotations
@@ -33,7 +33,6 @@ _DOES = {
 class TreeView(View[Any]):
     # The outline writes each node's marks (gate, undo, budget) on its own line.
     boxed = True
-    kinds = KINDS
 
     def describe(self, node: ir.Node, at: Entry, gets: str, inspect: Describer) -> list[str]:
         if isinstance(node, ir.Task):

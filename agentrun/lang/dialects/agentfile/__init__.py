@@ -4,7 +4,7 @@ Two forms are accepted (see the reference's "both forms"): the real parser's lin
 run through RUN steps, and the seed's draft form, whose goals run in file order. Every goal compiles
 to a checkpoint task (COMMIT → EXECUTE, then RECONCILE and SUPERVISE when supervised); a goal
 USING agents to those agents' tasks in parallel followed by one that merges their outputs.
-Reading the text is `lex`, the grammar `parser`, references `refs`,
+Reading the text is `lex`, the grammar `parse`, references `refs`,
 the goals in the order they run `goals`.
 """
 
@@ -17,18 +17,15 @@ from typing import Literal
 from agentrun.lang import ir
 from agentrun.lang.dialects.agentfile.goals import GoalBuilder
 from agentrun.lang.dialects.agentfile.lex import STATEMENTS, Text, Token, first_word, read
-from agentrun.lang.dialects.agentfile.parser import Decl, Form, form_of, parse
+from agentrun.lang.dialects.agentfile.parse import Decl, Form, form_of, parse
 from agentrun.lang.errors import Problem, SpecError, did_you_mean
 
 NAME = "agentfile"
-# What marks a file as this language's, for the hint when no language claims a file.
-MARKS = "an Agentfile is named Agentfile or *.agent, or starts with one of its keywords (NAME, INPUT, AGENT, GOAL, RUN)"
-# What the client shows of its plans.
-FACTS = ir.Facts(
-    numbered_steps=True, stored_by="a goal's outputs (`-> NAME`)", missing_param="required input missing: {name}"
+MARKS = (
+    "an Agentfile is a file named Agentfile or *.agent, or starts with one of its keywords (NAME, AGENT, GOAL, RUN…)"
 )
-# The shipped examples in this language (from the repository root), which tests/test_dialects.py checks.
-EXAMPLES = ("examples/agentfile/Agentfile", "examples/agentfile/supervised/Agentfile")
+TRAITS = ir.Traits(numbered_steps=True, stores_with="a goal's outputs (`-> NAME`)")
+EXAMPLES = ("agentfile/Agentfile", "agentfile/*/Agentfile")  # under examples/: what the README runs
 
 
 def detect(path: str, text: str) -> bool:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from agentrun.lang import ir
 from agentrun.lang.dialects.agentfile.lex import Text, Token
-from agentrun.lang.dialects.agentfile.parser import Decl
+from agentrun.lang.dialects.agentfile.parse import Decl
 from agentrun.lang.dialects.agentfile.refs import literal, template
 
 if TYPE_CHECKING:

@@ -29,12 +29,10 @@ from agentrun.lang.schema_errors import problems_from
 from agentrun.lang.yamlpos import PosDict, mapping_or_none, plain, position, yaml_text
 
 NAME = "behavior_tree"
-# What marks a file as this language's, for the hint when no language claims a file.
 MARKS = "a behaviour tree has 'tree:' (with name: and version:) or is a node: 'type: sequence' with children:"
-# What the client shows of its plans.
-FACTS = ir.Facts(blackboard=True, view="tree")
-# The shipped examples in this language (from the repository root), which tests/test_dialects.py checks.
-EXAMPLES = ("examples/trees/deploy.yaml", "examples/trees/release.json", "examples/trees/ship.yaml")
+TRAITS = ir.Traits(tree=True, blackboard=True)
+EXAMPLES = ("trees/*.yaml", "trees/*.json")  # under examples/ (fragments/ holds $ref targets)
+
 
 # Top-level keys of the other YAML dialects (task trees, pipelines): a file with one is theirs.
 _OTHERS = {"workflow", "subtasks", "instructions", "provider_call", "human"}

@@ -26,17 +26,16 @@ from agentrun.lang.errors import SpecError
 from agentrun.lang.yamlpos import PosDict, load_mapping, mapping_or_none, plain, position
 
 NAME = "cycgraph"
-# What marks a file as this language's, for the hint when no language claims a file.
-MARKS = "a state graph has nodes:, edges: and start_node: (or a bundle's manifest: and graph:)"
-# What the client shows of its plans.
-FACTS = ir.Facts(state_graph=True)
-# The shipped examples in this language (from the repository root), which tests/test_dialects.py checks.
-EXAMPLES = (
-    "examples/graphs/fan_out.yaml",
-    "examples/graphs/hub_and_spoke.yaml",
-    "examples/graphs/market_analysis.json",
-    "examples/graphs/review_loop.yaml",
+MARKS = "a state graph (cycgraph) has nodes:, edges: and start_node:, at the top or under 'graph:' beside manifest:"
+TRAITS = ir.Traits(state_graph=True, stores_with="a node's write_keys")
+EXAMPLES = (  # under examples/; beside them, *.replies.yaml are their agents' recorded replies
+    "graphs/fan_out.yaml",
+    "graphs/hub_and_spoke.yaml",
+    "graphs/review_loop.yaml",
+    "graphs/market_analysis.json",
 )
+
+
 GRAPH_KEYS = {
     "id",
     "name",

@@ -180,12 +180,9 @@ class RawSpec(Strict):
 
 
 NAME = "pipeline"
-# What marks a file as this language's, for the hint when no language claims a file.
 MARKS = "a pipeline has 'workflow:' with agents: and steps:"
-# What the client shows of its plans.
-FACTS = ir.Facts(numbered_steps=True, stored_by="a step's `output: {store_as: NAME}`")
-# The shipped examples in this language (from the repository root), which tests/test_dialects.py checks.
-EXAMPLES = ("examples/pipelines/lead-scoring.yaml", "examples/pipelines/research-to-proposal.yaml")
+TRAITS = ir.Traits(numbered_steps=True, stores_with="a step's `output: {store_as: NAME}`")
+EXAMPLES = ("pipelines/*.yaml",)  # under examples/: what the README runs
 
 
 def detect(path: str, text: str) -> bool:

@@ -154,12 +154,9 @@ class RawTask(Strict):
 
 
 NAME = "task-tree"
-# What marks a file as this language's, for the hint when no language claims a file.
 MARKS = "a task tree has 'subtasks:' or 'instructions:' at the top level"
-# What the client shows of its plans.
-FACTS = ir.Facts(stored_by="a task's `store_as: NAME`")
-# The shipped examples in this language (from the repository root), which tests/test_dialects.py checks.
-EXAMPLES = ("examples/quickstart.yaml", "examples/release.yaml")
+TRAITS = ir.Traits(stores_with="a task's `store_as: NAME`")
+EXAMPLES = ("quickstart.yaml", "release.yaml")  # under examples/: what the README runs
 
 
 def detect(path: str, text: str) -> bool:
