@@ -81,4 +81,4 @@ def _joined(node: ir.Parallel, results: dict[str, Any]) -> Any:
     return "\n\n".join(str(results[c.id]) for c in node.children if results.get(c.id))
 
 
-HANDLER = Handler(execute, own_timeout=True)
+HANDLER = Handler(KIND, execute, own_timeout=True)

@@ -74,4 +74,4 @@ def _choice(reply: str) -> tuple[str, str]:
     return str(data.get("next") or data.get("choice") or ""), str(data.get("reasoning") or "")
 
 
-HANDLER = Handler(execute, own_timeout=True)
+HANDLER = Handler(KIND, execute, own_timeout=True)
