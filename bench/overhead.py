@@ -56,7 +56,7 @@ with workflow.unsafe.imports_passed_through():
     from agentrun.lang.load import load
     from agentrun.worker.blobs import data_converter
     from agentrun.worker.build import ACTIVITIES, WORKFLOWS, runner
-    from agentrun.worker.embedded import temporal_binary
+    from agentrun.worker.embedded import database_args, temporal_binary, tuning_args
     from agentrun.workflows.protocols import status
 
 BENCH_QUEUE = "agentrun-bench"
@@ -204,8 +204,12 @@ def stdout_to_devnull() -> Iterator[None]:
         os.close(saved)
 
 
-async def dev_server() -> WorkflowEnvironment:
-    """A dev server of the bench's own, with the engine's converter and search attributes."""
+async def dev_server(tuned: bool = True, db_file: Path | None = None) -> WorkflowEnvironment:
+    """A dev server of the bench's own, with the engine's converter and search attributes, in
+    memory or in `db_file`; `tuned`: with the embedded server's dynamic config and SQLite pragmas,
+    else with Temporal's defaults."""
+    database = [] if db_file is None else database_args(db_file) if tuned else ["--db-filename", str(db_file)]
+    extra = [*(tuning_args() if tuned else []), *database]
     with stdout_to_devnull():
         return await WorkflowEnvironment.start_local(
             dev_server_existing_path=temporal_binary(),
@@ -213,6 +217,7 @@ async def dev_server() -> WorkflowEnvironment:
             search_attributes=list(contract.SEARCH_ATTRIBUTES),
             dev_server_log_level="error",
             dev_server_startup_timeout=timedelta(seconds=90),
+            dev_server_extra_args=extra,
         )
 
 
@@ -363,12 +368,69 @@ async def tracing_overhead(
     print(f"tracing ratio {wall[0] / wall[1]:.2f} wall, {cpu[0] / cpu[1]:.2f} cpu")
 
 
+def bench_worker(client: Client) -> Worker:
+    return Worker(
+        client,
+        task_queue=BENCH_QUEUE,
+        workflows=[*WORKFLOWS, RawChain],
+        activities=ACTIVITIES,
+        workflow_runner=runner(),
+        max_concurrent_activities=100,
+        graceful_shutdown_timeout=timedelta(seconds=10),
+    )
+
+
+async def server_tuning(tasks: int, repeat: int) -> None:
+    """The same chains on two dev servers that keep their state in a file, as the embedded one does:
+    one with the embedded server's dynamic config and SQLite pragmas, one with Temporal's defaults.
+    Both are up at once and the runs alternate between them."""
+    with tempfile.TemporaryDirectory(prefix="agentrun-bench-") as tmp:
+        folder, uri = Path(tmp), "scripted:replies.yaml"
+        servers = {
+            "untuned": await dev_server(tuned=False, db_file=folder / "untuned.db"),
+            "tuned": await dev_server(tuned=True, db_file=folder / "tuned.db"),
+        }
+        samples: dict[str, list[Sample]] = {f"{s} {side}": [] for s in servers for side in ("engine", "raw")}
+        try:
+            async with contextlib.AsyncExitStack() as stack:
+                for env in servers.values():
+                    await stack.enter_async_context(bench_worker(env.client))
+                warm_plan = load(str(write_chain(folder, min(tasks, WARM_UP_TASKS))))
+                plan = load(str(write_chain(folder, tasks)))
+                for env in servers.values():
+                    await run_engine(env.client, warm_plan, tmp, uri)  # warm-ups, not counted
+                    await run_raw(env.client, warm_plan, tmp, uri)
+                for _ in range(repeat):
+                    for name, env in servers.items():
+                        samples[f"{name} engine"].append(await run_engine(env.client, plan, tmp, uri))
+                        samples[f"{name} raw"].append(await run_raw(env.client, plan, tmp, uri))
+        finally:
+            for env in servers.values():
+                await env.shutdown()
+    tuning = " ".join([*tuning_args(), *database_args(Path("FILE"))])
+    print(f"server tuning, {tasks} tasks, {repeat} runs each, alternating; state in a SQLite file on both;")
+    print(f"  tuned: {tuning}")
+    for name, runs in samples.items():
+        print(f"  {name + ':':16s}{per_task(runs, tasks)}")
+    for side in ("engine", "raw"):
+        wall = [statistics.median(s.wall_s for s in samples[f"{n} {side}"]) for n in servers]
+        cpu = [statistics.median(s.cpu_s for s in samples[f"{n} {side}"]) for n in servers]
+        print(f"  {side} tuned / untuned: {wall[1] / wall[0]:.2f} wall, {cpu[1] / cpu[0]:.2f} cpu")
+    for name in servers:
+        wall = [statistics.median(s.wall_s for s in samples[f"{name} {side}"]) for side in ("engine", "raw")]
+        cpu = [statistics.median(s.cpu_s for s in samples[f"{name} {side}"]) for side in ("engine", "raw")]
+        print(f"  engine / raw on the {name} server: {wall[0] / wall[1]:.2f} wall, {cpu[0] / cpu[1]:.2f} cpu")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--tasks", type=int, default=200, help="tasks in the chain (default 200)")
     parser.add_argument("--repeat", type=int, default=3, help="timed runs of each side (default 3)")
+    parser.add_argument("--only-tuning", action="store_true", help="only the tuned / untuned server comparison")
     args = parser.parse_args()
-    asyncio.run(bench(args.tasks, args.repeat))
+    if not args.only_tuning:
+        asyncio.run(bench(args.tasks, args.repeat))
+    asyncio.run(server_tuning(args.tasks, args.repeat))
 
 
 if __name__ == "__main__":

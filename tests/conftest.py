@@ -22,7 +22,7 @@ from agentrun import contract
 from agentrun.worker import blobs
 from agentrun.worker.blobs import data_converter
 from agentrun.worker.build import build_worker
-from agentrun.worker.embedded import temporal_binary
+from agentrun.worker.embedded import temporal_binary, tuning_args
 
 ROOT = Path(__file__).resolve().parent.parent
 SHELL_AGENT = f"command:{sys.executable} {ROOT / 'examples' / 'agents' / 'shell_agent.py'}"
@@ -54,6 +54,7 @@ async def env(blob_folder):
         search_attributes=list(contract.SEARCH_ATTRIBUTES),
         dev_server_log_level="error",
         dev_server_startup_timeout=SERVER_STARTUP,
+        dev_server_extra_args=tuning_args(),
     )
     yield environment
     await environment.shutdown()

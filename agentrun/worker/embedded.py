@@ -19,6 +19,28 @@ from agentrun import contract
 
 HOST, PORT, UI_PORT = "127.0.0.1", 7233, 8233  # the defaults; AGENTRUN_SERVER_PORT, AGENTRUN_UI_PORT
 
+# Dynamic config for a server that serves one machine (README, "The embedded server's settings").
+# The history service moves a finished activity's next workflow task to matching through its
+# transfer queue, which it reads at most 20 times a second by default: up to 50 ms per step.
+# A task queue has 4 partitions by default: new tasks go to the root one only, where polls from the
+# others are forwarded. Read partitions stay 4 so that tasks an older server left in the others
+# (the embedded server keeps its database) are still delivered.
+TUNING = {
+    "history.transferProcessorMaxPollRPS": "1000",
+    "matching.numTaskqueueWritePartitions": "1",
+}
+
+
+# The database file in write-ahead-log mode: a commit appends to the log and syncs it once, where
+# SQLite's default rollback journal syncs the journal and the database on every write (≈ 80 ms a
+# step here, against ≈ 23 with the log). Synchronous stays FULL: a commit survives a power cut.
+SQLITE_PRAGMAS = ("journal_mode=wal",)
+
+
+def tuning_args() -> list[str]:
+    """`temporal server start-dev` arguments that apply TUNING."""
+    return [arg for key, value in TUNING.items() for arg in ("--dynamic-config-value", f"{key}={value}")]
+
 
 def server_port() -> int:
     return int(os.environ.get("AGENTRUN_SERVER_PORT") or PORT)
@@ -58,6 +80,11 @@ def temporal_binary() -> str:
     return found
 
 
+def database_args(path: Path) -> list[str]:
+    """`temporal server start-dev` arguments for a server that keeps its state in `path`."""
+    return ["--db-filename", str(path), *(arg for pragma in SQLITE_PRAGMAS for arg in ("--sqlite-pragma", pragma))]
+
+
 def ensure_running(timeout_s: float = 90.0) -> None:
     """Start the dev server unless something listens on the port."""
     if listening():
@@ -73,10 +100,10 @@ def ensure_running(timeout_s: float = 90.0) -> None:
         str(server_port()),
         "--ui-port",
         str(ui_port()),
-        "--db-filename",
-        str(folder / "temporal.db"),
+        *database_args(folder / "temporal.db"),
         "--log-level",
         "warn",
+        *tuning_args(),
     ]
     for key in contract.SEARCH_ATTRIBUTES:
         args += ["--search-attribute", f"{key.name}=Keyword"]

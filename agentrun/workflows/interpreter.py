@@ -54,6 +54,7 @@ class Interpreter:
         self.journal = Journal()
         self.busy = 0  # work nodes and gates under way: a run continues as new only when none is
         self.continuing: Continuing | None = None  # when and how the run continues as new
+        self.state_bound = sizes.StateBound()
 
     async def run(self, node: ir.NodeBase, scope: Scope | None = None, key: RunKey | None = None) -> Any:
         """Run `node` with its gate, retries and failure policy. `key` names this run of it when it
@@ -149,11 +150,15 @@ class Interpreter:
     def _check_state_size(self, node: ir.NodeBase, key: str, value: Any) -> None:
         """Fail the node whose value makes the run's state too big to keep, keeping a
         note in its place so the state that reports the failure still fits."""
+        value_bytes = sizes.payload_bytes(value)
+        if not self.state_bound.may_pass(value_bytes):
+            return
         size = sizes.payload_bytes(self.state.shown())  # the step log is carried apart, by reference
+        self.state_bound.measured(size)
         limit = sizes.state_limit(size)
         if limit is None:
             return
-        own = sizes.megabytes(sizes.payload_bytes(value))
+        own = sizes.megabytes(value_bytes)
         self.state.keep(node.id, f"({own} output dropped)", step=node.step, store_as=node.store_as)
         fields = node.outputs if isinstance(node, ir.Task) else []
         self.state.memory.update(dict.fromkeys(fields))

@@ -15,13 +15,17 @@ from temporalio import workflow
 
 from agentrun.lang.sizes import MAX_SENT_BYTES, MAX_STATE_BYTES, megabytes
 
-__all__ = ["limit_passed", "megabytes", "payload_bytes", "sent_limit", "state_limit"]
+__all__ = ["StateBound", "limit_passed", "megabytes", "payload_bytes", "sent_limit", "state_limit"]
 
 BY_REFERENCE = "large-values-by-reference"
 INLINE_PAYLOAD_LIMIT = 2 * 1024 * 1024  # Temporal's error limit per payload (it warns from 512 KB)
 # The state went out whole several times (result or failure details, memo, queries); below this it
 # still fitted with the reason of a failure added to it.
 INLINE_STATE_LIMIT = 1_800_000
+# A node's value lands in the state a few times over (steps.<id>.output and .outputs, memory, its
+# task row, outputs) and the node adds its row, counters and notes besides: a generous bound of both.
+VALUE_COPIES = 8
+NODE_BYTES = 64 * 1024
 
 
 def payload_bytes(value: Any) -> int:
@@ -45,3 +49,22 @@ def limit_passed(size: int, inline: int, by_reference: int) -> int | None:
         return None
     limit = by_reference if workflow.patched(BY_REFERENCE) else inline
     return limit if size > limit else None
+
+
+class StateBound:
+    """An upper bound of the run's state size since it was last measured, so that the state is
+    serialised whole only when it could be near the inline limit, not after every node (that made
+    a chain of N nodes cost N² in the workflow task). Below the limit nothing is decided, so a
+    check skipped there is a check that would have passed."""
+
+    def __init__(self) -> None:
+        self.bound: int | None = None  # unknown until measured once
+
+    def may_pass(self, value_bytes: int) -> bool:
+        if self.bound is None:
+            return True
+        self.bound += VALUE_COPIES * value_bytes + NODE_BYTES
+        return self.bound > INLINE_STATE_LIMIT
+
+    def measured(self, size: int) -> None:
+        self.bound = size
