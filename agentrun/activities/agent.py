@@ -22,6 +22,7 @@ from agentrun.activities.agents._common import AGENT_ERROR, AGENT_UNAVAILABLE
 from agentrun.activities.redact import raise_redacted, redact
 from agentrun.activities.sizes import check_size
 from agentrun.lang.calls import RELEASE_AGENT, RUN_AGENT, AgentCall, AgentReply
+from agentrun.lang.drivers import AgentUri
 
 Driver = Callable[[AgentCall], Awaitable[AgentReply]]
 
@@ -69,7 +70,7 @@ def _outgoing(reply: AgentReply, call: AgentCall) -> AgentReply:
 
 
 def driver_for(uri: str) -> Driver:
-    scheme = uri.split(":", 1)[0]
+    scheme = AgentUri.parse(uri).scheme
     driver = DRIVERS.get(scheme)
     if driver is None:
         known = ", ".join(sorted(DRIVERS))
@@ -97,7 +98,7 @@ async def _heartbeat_forever(every_s: float) -> None:
 
 def to_application_error(err: Exception, call: AgentCall) -> ApplicationError:
     """Classify a driver failure: transient ones are retried, the rest fail the task."""
-    where = call.uri.split(":", 1)[0]
+    where = AgentUri.parse(call.uri).scheme
     if isinstance(err, httpx.HTTPStatusError):
         return _from_status(err.response, where)
     if isinstance(err, httpx.TransportError):
@@ -178,6 +179,6 @@ def retry_after(response: httpx.Response) -> timedelta | None:
 @activity.defn(name=RELEASE_AGENT)
 async def release_agent(call: AgentCall) -> bool:
     """End a task's refresh-mode agent (agentapi servers the driver started). True if one stopped."""
-    if call.uri.split(":", 1)[0] != "agentapi":
+    if AgentUri.parse(call.uri).scheme != "agentapi":
         return False
     return await agentapi.release(call)

@@ -1,6 +1,6 @@
 """The check_preconditions activity: copy sync targets in, then check that required paths exist.
 
-As in cyberian, a glob counts files and folders alike, and a sync target missing from the spec's
+As in task trees, a glob counts files and folders alike, and a sync target missing from the spec's
 folder is skipped with a warning rather than failing the task.
 """
 

@@ -16,7 +16,7 @@ import yaml
 from pydantic import TypeAdapter, ValidationError
 
 from agentrun.lang import ir
-from agentrun.lang.drivers import SCHEMES
+from agentrun.lang.drivers import SCHEMES, AgentUri
 from agentrun.lang.errors import Problem, SpecError
 
 CONFIG_NAME = "agentrun.yaml"
@@ -81,7 +81,7 @@ def resolve(
 
 
 def _check_uri(uri: str) -> None:
-    scheme = uri.split(":", 1)[0]
+    scheme = AgentUri.parse(uri).scheme
     if scheme not in SCHEMES or ":" not in uri:
         raise SpecError(
             [

@@ -17,7 +17,7 @@ WIDTH = 100  # past this a chain goes on in a new row, so figures stay whole in 
 
 
 def draw(plan: ir.Plan, width: int = WIDTH) -> str:
-    """The execution graph: pipeline steps as figures, any other plan as a chain of its tasks."""
+    """The execution graph: numbered steps as figures, any other plan as a chain of its tasks."""
     drawer = Drawer(plan.agents, scopes(plan), plan.traits)
     steps = top_steps(plan)
     blocks = [drawer.block(node, str(i + 1), follows=i < len(steps) - 1) for i, node in enumerate(steps)]
@@ -25,7 +25,7 @@ def draw(plan: ir.Plan, width: int = WIDTH) -> str:
 
 
 def top_steps(plan: ir.Plan) -> list[ir.Node]:
-    """What the graph numbers 1, 2, 3: a pipeline's steps or an Agentfile's RUN steps (or draft
+    """What the graph numbers 1, 2, 3: the numbered steps of a language that numbers them (or draft
     goals) in execution order, a behaviour tree's top node (the whole tree under it), else the
     plan's tasks."""
     if plan.traits.tree:

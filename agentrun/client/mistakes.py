@@ -21,7 +21,7 @@ def warnings(plan: ir.Plan, given: Iterable[str], agent_flags: list[str]) -> lis
 
 def unknown_params(plan: ir.Plan, given: Iterable[str]) -> list[Problem]:
     """A `-p` name the spec declares no param for and no template reads (a task tree may read
-    a param it does not declare, as cyberian does)."""
+    a param it does not declare, as task trees do)."""
     read = names_read(plan)
     unknown = [name for name in given if name not in plan.params and name not in read]
     declared = ", ".join(sorted(plan.params)) or "none"

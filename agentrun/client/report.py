@@ -1,4 +1,4 @@
-"""The execution report, in the layout of the pipeline seed's "Reporting" section."""
+"""The execution report, in the layout of the "Reporting" section of the seed with numbered steps."""
 
 from __future__ import annotations
 

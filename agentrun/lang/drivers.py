@@ -4,6 +4,21 @@ and the activities read, so no other module names a scheme."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
+
+
+class AgentUri(NamedTuple):
+    """An agent URI read once: its scheme (which driver talks to the agent) and the rest, which
+    only that driver reads (`openai:gpt-4o` is scheme `openai`, rest `gpt-4o`). A URI without a ':'
+    is all scheme, with nothing after it."""
+
+    scheme: str
+    rest: str
+
+    @classmethod
+    def parse(cls, uri: str) -> AgentUri:
+        scheme, _, rest = uri.partition(":")
+        return cls(scheme, rest)
 
 
 @dataclass(frozen=True)
@@ -35,12 +50,12 @@ _UNKNOWN = Driver("", chat=False, restarts=False, about="")
 
 def driver_of(uri: str) -> Driver:
     """The driver a URI names; an unknown scheme can do nothing special (the activity refuses it)."""
-    return DRIVERS.get(uri.partition(":")[0], _UNKNOWN)
+    return DRIVERS.get(AgentUri.parse(uri).scheme, _UNKNOWN)
 
 
 def agent_type(uri: str) -> str:
     """The kind of agent, as cyberian's `agent_type` template variable reads: agentapi's `type=`."""
-    scheme, _, rest = uri.partition(":")
+    scheme, rest = AgentUri.parse(uri)
     if scheme == "agentapi" and "type=" in rest:
         return rest.partition("type=")[2].partition("&")[0]
     return scheme
@@ -49,4 +64,4 @@ def agent_type(uri: str) -> str:
 def model_of(uri: str) -> str:
     """The model a URI names after its scheme (`openai:gpt-4o` → `gpt-4o`), for price lookups
     when a reply does not say which model answered."""
-    return uri.partition(":")[2]
+    return AgentUri.parse(uri).rest

@@ -4,6 +4,10 @@ The Plan is the workflow input and never changes during a run, so everything her
 `line` on a node points back into the spec file for error messages and reports.
 """
 
+# Each node class narrows `kind` to its Literal, the tag pydantic's discriminated union reads;
+# NodeBase types it `str` for code that walks any node. Pyright calls a narrowed mutable field an
+# incompatible override, which these tags are not (no code assigns a node's kind).
+# pyright: reportIncompatibleVariableOverride=false
 from __future__ import annotations
 
 import json

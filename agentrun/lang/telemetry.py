@@ -8,7 +8,7 @@ metrics (models, agents, kinds) and never carry a run id there.
 
 from __future__ import annotations
 
-from agentrun.lang.drivers import driver_of
+from agentrun.lang.drivers import AgentUri, driver_of
 
 # GenAI semantic conventions
 OPERATION = "gen_ai.operation.name"
@@ -56,4 +56,4 @@ def operation(uri: str) -> str:
 def provider(uri: str) -> str:
     """The provider as the conventions name it: the URI's scheme (`openai`, `anthropic`, or the
     engine's own `agentapi`, `command`, `scripted`)."""
-    return uri.partition(":")[0]
+    return AgentUri.parse(uri).scheme

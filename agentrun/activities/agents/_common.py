@@ -31,11 +31,6 @@ def http_client(timeout_s: float, connect_s: float = 10.0) -> httpx.AsyncClient:
     )
 
 
-def scheme_rest(uri: str) -> str:
-    """Everything after the first ':' of an agent URI."""
-    return uri.split(":", 1)[1] if ":" in uri else ""
-
-
 def tail(data: bytes | str, limit: int = 2000) -> str:
     text = data.decode(errors="replace") if isinstance(data, bytes) else data
     text = text.strip()

@@ -29,12 +29,12 @@ import httpx
 from agentrun.activities.agents._common import (
     agent_error,
     http_client,
-    scheme_rest,
     spawn,
     stop_process_group,
     tail,
 )
 from agentrun.lang.calls import AgentCall, AgentReply
+from agentrun.lang.drivers import AgentUri
 
 POLL_S = 0.5
 GET_TIMEOUT_S = 5.0
@@ -61,7 +61,7 @@ class Target:
 
 
 def parse(uri: str) -> Target:
-    rest = scheme_rest(uri)
+    rest = AgentUri.parse(uri).rest
     parts = urlsplit(rest)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise agent_error(f"agentapi: expected agentapi:http://HOST:PORT, got {uri!r}")

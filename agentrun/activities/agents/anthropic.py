@@ -10,9 +10,10 @@ import json
 import os
 from typing import Any
 
-from agentrun.activities.agents._common import agent_error, http_client, scheme_rest
+from agentrun.activities.agents._common import agent_error, http_client
 from agentrun.activities.agents.tools import anthropic_tools
 from agentrun.lang.calls import AgentCall, AgentReply, ChatMessage, ToolCall, Usage
+from agentrun.lang.drivers import AgentUri
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 API_VERSION = "2023-06-01"
@@ -20,7 +21,7 @@ MAX_TOKENS = 4096
 
 
 async def send(call: AgentCall) -> AgentReply:
-    model = scheme_rest(call.uri)
+    model = AgentUri.parse(call.uri).rest
     base = (os.environ.get("ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
     async with http_client(call.timeout_s) as client:
         response = await client.post(f"{base}/v1/messages", json=_body(call, model), headers=_headers())

@@ -9,8 +9,9 @@ from __future__ import annotations
 import asyncio
 import shlex
 
-from agentrun.activities.agents._common import agent_error, scheme_rest, spawn, stop_process_group, tail
+from agentrun.activities.agents._common import agent_error, spawn, stop_process_group, tail
 from agentrun.lang.calls import AgentCall, AgentReply
+from agentrun.lang.drivers import AgentUri
 
 
 async def send(call: AgentCall) -> AgentReply:
@@ -30,7 +31,7 @@ async def send(call: AgentCall) -> AgentReply:
 
 def _argv(uri: str) -> list[str]:
     try:
-        argv = shlex.split(scheme_rest(uri))
+        argv = shlex.split(AgentUri.parse(uri).rest)
     except ValueError as err:
         raise agent_error(f"command: cannot parse {uri!r}: {err}") from None
     if not argv:

@@ -9,15 +9,16 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from agentrun.activities.agents._common import agent_error, http_client, scheme_rest
+from agentrun.activities.agents._common import agent_error, http_client
 from agentrun.activities.agents.tools import openai_tools
 from agentrun.lang.calls import AgentCall, AgentReply, ChatMessage, ToolCall, Usage
+from agentrun.lang.drivers import AgentUri
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
 
 async def send(call: AgentCall) -> AgentReply:
-    model = scheme_rest(call.uri)
+    model = AgentUri.parse(call.uri).rest
     base = (os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
     body: dict[str, Any] = {"model": model, "messages": _messages(call)}
     if call.tools:

@@ -16,8 +16,9 @@ from typing import Any
 
 import yaml
 
-from agentrun.activities.agents._common import agent_error, scheme_rest
+from agentrun.activities.agents._common import agent_error
 from agentrun.lang.calls import AgentCall, AgentReply
+from agentrun.lang.drivers import AgentUri
 
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's, where installed
 
@@ -35,7 +36,7 @@ async def send(call: AgentCall) -> AgentReply:
 
 
 def _path(call: AgentCall) -> Path:
-    name = scheme_rest(call.uri).strip()
+    name = AgentUri.parse(call.uri).rest.strip()
     if not name:
         raise agent_error(f"scripted: no file in {call.uri!r}")
     path = Path(name).expanduser()

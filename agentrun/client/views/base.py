@@ -25,7 +25,7 @@ class Entry:
     """A step's place in a listing."""
 
     tag: str  # its number: 2, 2a, 2a1
-    head: str  # its first line up to where the view goes on: indent, number, lead, pipeline step id
+    head: str  # its first line up to where the view goes on: indent, number, lead, numbered step's id
     indent: str  # of the lines under the first, and of the steps under it
 
 

@@ -41,7 +41,7 @@ class HumanView(LeafView[ir.Human]):
 
 
 def _named(node: ir.Human) -> str:
-    # A pipeline step's id is already in the line's head; a gate elsewhere is named here.
+    # A numbered step's id is already in the line's head; a gate elsewhere is named here.
     return "" if node.step else f"{node.label}: "
 
 

@@ -27,7 +27,7 @@ class LeafView(View[N]):
         box = drawer.box(node, tag)
         if node.fallback is None:
             return Block((box,))
-        # The seed's pipeline-with-fallback figure: the backup hangs under the agent it stands in
+        # The seeds' step-with-fallback figure: the backup hangs under the agent it stands in
         # for, and rejoins the line to the next step when there is one.
         backup = " \\--failure--> " + drawer.box(node.fallback, tag + "'")
         if not follows:

@@ -26,7 +26,7 @@ def bare(text: str) -> str:
 
 
 def agent_name(node: ir.NodeBase, agents: dict[str, ir.AgentInfo]) -> str:
-    """A pipeline agent's declared name, else the node's title or id."""
+    """A declared agent's name, else the node's title or id."""
     agent = agents.get(getattr(node, "agent", ""))
     return (agent.name if agent else "") or node.label
 

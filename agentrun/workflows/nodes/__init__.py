@@ -6,6 +6,8 @@ budget, retries, failure policy, timeout, the values it keeps and its compensati
 
 from __future__ import annotations
 
+from typing import Any
+
 from agentrun.workflows.nodes import (
     evaluate,
     graph,
@@ -42,5 +44,5 @@ _MODULES = (
     voting,
     subflow,
 )
-HANDLERS: dict[str, Handler] = {m.KIND.model_fields["kind"].default: m.HANDLER for m in _MODULES}
+HANDLERS: dict[str, Handler[Any]] = {m.HANDLER.kind.model_fields["kind"].default: m.HANDLER for m in _MODULES}
 RUNNABLE_KINDS = frozenset(HANDLERS)

@@ -4,16 +4,24 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from agentrun.lang import ir
 
 if TYPE_CHECKING:
     from agentrun.workflows.interpreter import Interpreter
     from agentrun.workflows.scope import Scope
 
+NodeT = TypeVar("NodeT", bound=ir.NodeBase)
+
 
 @dataclass(frozen=True)
-class Handler:
-    execute: Callable[[Interpreter, Any, Scope], Awaitable[Any]]
+class Handler(Generic[NodeT]):
+    """How nodes of one kind run: `execute` takes a node of the class `kind` (the type checker holds
+    the two together, so a handler cannot be registered for a kind it was not written for)."""
+
+    kind: type[NodeT]
+    execute: Callable[[Interpreter, NodeT, Scope], Awaitable[Any]]
     # Does work a resumed run does not repeat (an agent prompt, a provider call): skipped before
     # --resume-from, and marked by what it reads itself; any other node's taint comes from the
     # nodes it ran.

@@ -25,4 +25,4 @@ async def execute(engine: Interpreter, node: ir.Evaluate, scope: Scope) -> bool:
     return True
 
 
-HANDLER = Handler(execute)
+HANDLER = Handler(KIND, execute)

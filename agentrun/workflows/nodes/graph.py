@@ -156,4 +156,4 @@ def _cut(graph: ir.Graph, current: str) -> str:
     )
 
 
-HANDLER = Handler(execute)
+HANDLER = Handler(KIND, execute)

@@ -31,4 +31,4 @@ async def execute(engine: Interpreter, node: ir.Human, scope: Scope) -> Any:
     return answer.value
 
 
-HANDLER = Handler(execute, own_timeout=True)
+HANDLER = Handler(KIND, execute, own_timeout=True)

@@ -81,4 +81,4 @@ def as_data(value: Any) -> Any:
     return value
 
 
-HANDLER = Handler(execute)
+HANDLER = Handler(KIND, execute)

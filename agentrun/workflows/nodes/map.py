@@ -129,4 +129,4 @@ async def _collect(
             results[index] = fut.result()  # under fail_fast a failed element fails the map
 
 
-HANDLER = Handler(execute)
+HANDLER = Handler(KIND, execute)

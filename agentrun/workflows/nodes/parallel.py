@@ -75,10 +75,10 @@ def _timed_out(
 
 
 def _joined(node: ir.Parallel, results: dict[str, Any]) -> Any:
-    """Keyed outputs when the branches have output keys (pipelines), else the texts joined."""
+    """Keyed outputs when the branches have output keys (numbered steps), else the texts joined."""
     if any(child.output_key for child in node.children):
         return {child.output_key or child.id: results.get(child.id) for child in node.children}
     return "\n\n".join(str(results[c.id]) for c in node.children if results.get(c.id))
 
 
-HANDLER = Handler(execute, own_timeout=True)
+HANDLER = Handler(KIND, execute, own_timeout=True)

@@ -47,4 +47,4 @@ async def _call(engine: Interpreter, node: ir.Provider, scope: Scope) -> str:
     return result.text
 
 
-HANDLER = Handler(execute, work=True, own_timeout=True)
+HANDLER = Handler(KIND, execute, work=True, own_timeout=True)

@@ -25,4 +25,4 @@ async def execute(engine: Interpreter, node: ir.Selector, scope: Scope) -> Any:
     raise TaskFailed(str(scope.key), "every alternative failed: " + "; ".join(errors))
 
 
-HANDLER = Handler(execute)
+HANDLER = Handler(KIND, execute)

@@ -21,4 +21,4 @@ async def execute(engine: Interpreter, node: ir.Sequence, scope: Scope) -> Any:
     return output
 
 
-HANDLER = Handler(execute)
+HANDLER = Handler(KIND, execute)

@@ -166,4 +166,4 @@ def _outputs(engine: Interpreter, node: ir.Subflow, child: RunState, child_id: s
     return found
 
 
-HANDLER = Handler(execute, work=True)
+HANDLER = Handler(KIND, execute, work=True)

@@ -30,6 +30,7 @@ async def execute(engine: Interpreter, node: ir.Supervisor, scope: Scope) -> Any
         return ir.DONE
     allowed = [*node.managed, ir.DONE]
     text, reminder = _prompt(engine, node, scope), ""
+    choice, reasoning = "", ""  # ASKS is at least one: the loop sets both
     async with node_row(engine, node, scope) as task:
         for _ in range(ASKS):
             task.iterations += 1
@@ -74,4 +75,4 @@ def _choice(reply: str) -> tuple[str, str]:
     return str(data.get("next") or data.get("choice") or ""), str(data.get("reasoning") or "")
 
 
-HANDLER = Handler(execute, own_timeout=True)
+HANDLER = Handler(KIND, execute, own_timeout=True)

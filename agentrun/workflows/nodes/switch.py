@@ -25,4 +25,4 @@ async def execute(engine: Interpreter, node: ir.Switch, scope: Scope) -> Any:
     return await engine.run(node.default, scope) if node.default else None
 
 
-HANDLER = Handler(execute)
+HANDLER = Handler(KIND, execute)

@@ -39,4 +39,4 @@ async def _attempts(engine: Interpreter, node: ir.Task, scope: Scope, task: Task
     )
 
 
-HANDLER = Handler(execute, work=True, own_timeout=True)
+HANDLER = Handler(KIND, execute, work=True, own_timeout=True)

@@ -89,4 +89,4 @@ def compare(check: ir.PathCheck, found: Any, expected: Any) -> bool:
     return {"gt": number > limit, "gte": number >= limit, "lt": number < limit, "lte": number <= limit}[check]
 
 
-HANDLER = Handler(execute, own_timeout=True)
+HANDLER = Handler(KIND, execute, own_timeout=True)

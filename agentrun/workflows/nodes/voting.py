@@ -107,4 +107,4 @@ async def _judged(engine: Interpreter, node: ir.Voting, scope: Scope, votes: lis
     }
 
 
-HANDLER = Handler(execute)
+HANDLER = Handler(KIND, execute)

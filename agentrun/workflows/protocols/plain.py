@@ -1,4 +1,4 @@
-"""The pipeline's protocol: any non-empty reply is the output, then the checks its spec asks for
+"""The protocol of steps that just reply: any non-empty reply is the output, then the checks its spec asks for
 (JSON, a JSON Schema, rules; a rule of no known form is judged by the agent's own model)."""
 
 from __future__ import annotations

@@ -99,7 +99,7 @@ def status_of(reply: str) -> str | None:
 
 
 def loop_done(reply: str, status: str) -> bool:
-    """A loop ends on `COMPLETION_STATUS: <status>`, or, as cyberian does, on the status word
+    """A loop ends on `COMPLETION_STATUS: <status>`, or, as task trees do, on the status word
     anywhere in the reply as a whole word in any case ("NO_MORE_RESEARCH. COMPLETION_STATUS:
     COMPLETE" ends a loop waiting for NO_MORE_RESEARCH). A reply that says `COMPLETION_STATUS:
     CONTINUE` goes on whatever its prose names ("built 1 of 3; when all are BUILT …")."""

@@ -22,6 +22,7 @@ from agentrun.lang.dialects.builder import Builder
 from agentrun.lang.dialects.cycgraph.checks import check_graph
 from agentrun.lang.dialects.cycgraph.fanout import attach_workers, check_subgraph_refs
 from agentrun.lang.dialects.cycgraph.nodes import Compiled, NodeCompiler
+from agentrun.lang.drivers import AgentUri
 from agentrun.lang.errors import SpecError
 from agentrun.lang.yamlpos import PosDict, load_mapping, mapping_or_none, plain, position
 
@@ -297,7 +298,7 @@ def _uri(agent: PosDict) -> str:
     if not model:
         return ""
     model = str(model)
-    if ":" in model and model.split(":", 1)[0] in {"openai", "anthropic"}:
+    if ":" in model and AgentUri.parse(model).scheme in {"openai", "anthropic"}:
         return model
     return f"{'anthropic' if agent.get('provider') == 'anthropic' else 'openai'}:{model}"
 
