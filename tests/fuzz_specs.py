@@ -40,6 +40,8 @@ HOSTILE: list[tuple[str, bytes]] = [
     ("scalar", b"just a string\n"),
     ("list", b"- a\n- b\n"),
     ("tabs", b"subtasks:\n\ta: {instructions: go}\n"),
+    ("int-steps", b"workflow:\n  name: x\n  agents:\n    a: {role: r, prompt: p}\n  steps: 3\n"),
+    ("huge-name-list", b"name: [" + b",".join([b"0"] * 150_000) + b"]\nsubtasks:\n  a: {instructions: hi}\n"),
 ]
 
 

@@ -25,9 +25,11 @@ REFUSED = {
     "complex-key": ("1:3", "a key must be a name or a value, not a list or a mapping"),
     "big-int": ("2:33", "this number has too many digits"),
     "deep-yaml": ("1:", "nested more than 64 levels deep"),
-    "alias-bomb": ("", "this document holds more than 100,000 values (an alias counts each time it is used)"),
+    "alias-bomb": ("", "this document holds more than 20,000 values (an alias counts each time it is used)"),
     "recursive-alias": ("1:", "an alias refers to the value it is in"),
     "deep-if": ("2:", "nested too deeply (parentheses, brackets or {% %} blocks)"),
+    "int-steps": ("5:3", "workflow.steps: Input should be a valid list"),
+    "huge-name-list": ("1:", "this document holds more than 20,000 values"),
 }
 
 

@@ -221,7 +221,9 @@ _VALUE_HINTS = {
 
 def _booleans_as_branch_names(data: PosDict) -> None:
     """YAML reads the keys `true:` and `false:` as booleans; a condition means them as names."""
-    for step in (data.get("workflow") or {}).get("steps") or []:
+    workflow = data.get("workflow")
+    steps = workflow.get("steps") if isinstance(workflow, dict) else None
+    for step in steps if isinstance(steps, list) else []:  # any other steps: is refused with its line later
         cond = step.get("condition") if isinstance(step, dict) else None
         if isinstance(cond, PosDict):
             for flag in (True, False):
