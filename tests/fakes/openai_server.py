@@ -6,7 +6,9 @@
         server.fail_next(1, 429, retry_after=7)
 
 It validates requests the way the real APIs do (auth, model, messages, roles), answers with the
-real response shapes including token usage (words counted), and records every request.
+real response shapes including token usage (words counted), streamed as server-sent chunks when a
+chat request says `stream: true`, and records every request. A request for JSON output
+(`response_format`) must have been scripted a JSON reply.
 
 A reply may be a `ToolUse("spawn_agents", {...})`: the response then carries a function call
 (`tool_calls` for OpenAI, a `tool_use` block for Anthropic). Requests are held to the APIs' tool
@@ -250,6 +252,7 @@ class FakeOpenAI:
         )
         _openai_tool_turns(messages)
         reply = self._next_reply(messages, body["model"])
+        _json_when_asked(body, reply)
         message: dict[str, Any] = {
             "role": "assistant",
             "content": reply if isinstance(reply, str) else reply.text or None,
@@ -483,6 +486,18 @@ def _reply_words(reply: Reply) -> int:
         if isinstance(reply, str)
         else len(reply.text.split()) + len(json.dumps(reply.arguments).split())
     )
+
+
+def _json_when_asked(body: dict[str, Any], reply: Reply) -> None:
+    """A request for JSON output (`response_format` json_object or json_schema) gets JSON from the
+    real API; a test that scripted anything else for it is told so."""
+    asked = body.get("response_format")
+    if not isinstance(asked, dict) or asked.get("type") not in ("json_object", "json_schema"):
+        return
+    try:
+        json.loads(reply if isinstance(reply, str) else reply.text)
+    except ValueError:
+        raise ApiError(400, f"the test scripted a reply that is not JSON for a {asked['type']} request") from None
 
 
 def _chunks(reply: dict[str, Any], body: dict[str, Any]) -> list[dict[str, Any]]:
