@@ -70,6 +70,14 @@ CASES = [
     Case("map_synth", {"answerer": ["ANSWER-A", "ANSWER-B"], "merger": "SUMMARY-1"}, {"questions": ["Q-A", "Q-B"]}),
     Case("voting", {"alice": "HEAD-X", "bob": "HEAD-Y", "carol": "HEAD-X"}, {"topic": "TOPIC-TIDES"}),
     Case("verifier", {"writer": ["DRAFT-1", "DRAFT-2"]}, {"topic": "TOPIC-TIDES"}),
+    Case(
+        "judge",
+        {
+            "writer": ["DRAFT-1", "DRAFT-2"],
+            "judge": [json.dumps({"score": 0.5, "reasoning": "thin"}), json.dumps({"score": 0.9, "reasoning": "good"})],
+        },
+        {"topic": "TOPIC-TIDES"},
+    ),
     Case("approval", {"writer": "DRAFT-1"}, {"topic": "TOPIC-TIDES"}, decisions=["approved"]),
     Case("json_reply", {"reviewer": '{"score": 0.9}', "publisher": "PUBLISHED-1"}, {"draft": "DRAFT-1"}),
 ]
@@ -183,7 +191,8 @@ def seen(requests: list[Recorded]) -> list[tuple[str, list[str]]]:
     """Each request as the agent asked and the scripted values its messages carry."""
     out = []
     for r in requests:
-        text = json.dumps(r.body.get("messages"))
+        parts = [m.get("content") for m in r.body.get("messages") or []]
+        text = "\n".join(p if isinstance(p, str) else json.dumps(p) for p in parts)
         out.append((r.model or "", sorted(set(TOKEN.findall(text)))))
     return out
 
