@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, PrivateAttr, computed_field
+from pydantic import BaseModel, Field, PrivateAttr, computed_field, model_validator
 from temporalio.common import SearchAttributeKey
 
 from agentrun.lang import calls, ir
@@ -434,6 +434,7 @@ class RunState(BaseModel):
     run_id: str = ""
     spec: str = ""
     dialect: str = ""
+    traits: ir.Traits = ir.Traits()
     goal: str = ""
     constraints: list[str] = []
     status: RunStatus = "pending"
@@ -490,6 +491,11 @@ class RunState(BaseModel):
     reused_runs: int = 0  # runs of steps it took over from its parent
     fork_changes: list[str] = []
     _backoffs: int = PrivateAttr(0)  # branches sleeping before a retry
+
+    @model_validator(mode="before")
+    @classmethod
+    def _recorded_traits(cls, data: Any) -> Any:
+        return ir.recorded_traits(data)
 
     @computed_field
     @property

@@ -82,7 +82,7 @@ subtasks:
 
 
 def _replayer() -> Replayer:
-    return Replayer(workflows=WORKFLOWS, data_converter=data_converter(), workflow_runner=runner())
+    return Replayer(workflows=WORKFLOWS, data_converter=data_converter(), workflow_runner=runner(strict=True))
 
 
 async def test_histories_recorded_now_replay(client, tmp_path):

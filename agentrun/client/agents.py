@@ -33,7 +33,7 @@ def resolve(
 ) -> tuple[str, dict[str, str]]:
     """(default URI, per-agent URIs). `--agent URI` sets the default, `--agent ID=URI` one agent;
     `requires` maps agent ids to the capability each asks for (an Agentfile's REQUIRES);
-    `declared` the URIs a spec names for its agents (a cycgraph bundle's models), used for the
+    `declared` the URIs a spec names for its agents (a graph bundle's models), used for the
     agents nothing else gives one when no default is set either.
 
     No default is needed when every agent id in `needed` has its own URI, nor when not `required`

@@ -16,12 +16,6 @@ from agentrun.lang.errors import Problem, SpecError, did_you_mean
 from agentrun.lang.render import TemplateSyntaxError, names_used
 
 MEMORY = "memory."
-# Where each language keeps values later steps read, for the hint when it keeps none.
-_STORED_BY = {
-    "pipeline": "a step's `output: {store_as: NAME}`",
-    "task_tree": "a task's `store_as: NAME`",
-    "agentfile": "a goal's outputs (`-> NAME`)",
-}
 
 
 class Changes(NamedTuple):
@@ -68,14 +62,14 @@ def _memory(plan: ir.Plan, item: str) -> tuple[str, Any]:
         _refuse(f"--set {item}", f"cannot set '{target}'", "write --set memory.KEY=VALUE (KEY may be dotted: a.b)")
     path = target.removeprefix(MEMORY)
     root = path.split(".")[0]
-    if plan.dialect == "behavior_tree":
+    if plan.traits.blackboard:
         refusal = blackboard.const_refusal(path, plan.constants)
         if refusal:
             _refuse(f"--set {item}", refusal, "set a $VAR value")
     else:
         names = memory_names(plan)
         if not names:
-            where = _STORED_BY.get(plan.dialect, "a step that stores its value")
+            where = plan.traits.stores_with
             _refuse(
                 f"--set {item}",
                 f"a {plan.dialect} run of '{plan.name}' keeps no memory: none of its steps stores a value",

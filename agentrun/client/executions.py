@@ -193,7 +193,7 @@ def _tree(tree_uri: str) -> ir.Plan:
         plan = load(tree_uri.removeprefix("file://"))
     except SpecError as exc:
         raise ExecutionError(str(exc)) from None
-    if plan.dialect != "behavior_tree":
+    if not plan.traits.tree:
         raise ExecutionError(
             f"{tree_uri} is a {plan.dialect} spec, not a behaviour tree; run it with `{spelling.client()} start`"
         )

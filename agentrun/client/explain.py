@@ -25,7 +25,6 @@ from agentrun.client.views.words import bare, duration, first_line, labelled, su
 from agentrun.contract import limits_text
 from agentrun.lang import ir
 from agentrun.lang.check import agent_ids, check
-from agentrun.lang.dialects import behavior_tree
 from agentrun.lang.drivers import agent_type
 from agentrun.lang.load import load
 from agentrun.lang.render import render, to_text
@@ -131,7 +130,7 @@ def _inputs(plan: ir.Plan) -> list[str]:
 
 def _state(plan: ir.Plan) -> list[str]:
     """A behaviour tree's blackboard as a run starts with it, and how a running step is asked again."""
-    if plan.dialect != behavior_tree.NAME:
+    if not plan.traits.blackboard:
         return []
     values = [f"  $VAR.{name} = {_json(value)}" for name, value in plan.memory.items()]
     values += [f"  $CONST.{name} = {_json(value)} (read-only)" for name, value in plan.constants.items()]
@@ -204,7 +203,7 @@ class Describer:
         return with_notes(self.lines(self.view(node), node, at, gets), self.notes(node), indent)
 
     def view(self, node: ir.Node) -> View[Any]:
-        return view_of(node, self.plan.dialect)
+        return view_of(node, self.plan.traits)
 
     def lines(self, view: View[Any], node: ir.Node, at: Entry, gets: Any) -> list[str]:
         return view.describe(node, at, gets, self)

@@ -12,14 +12,13 @@ from agentrun.client.blocks import Block, chain, rows
 from agentrun.client.views import view_of
 from agentrun.client.views.words import marks
 from agentrun.lang import ir
-from agentrun.lang.dialects import behavior_tree
 
 WIDTH = 100  # past this a chain goes on in a new row, so figures stay whole in a terminal
 
 
 def draw(plan: ir.Plan, width: int = WIDTH) -> str:
     """The execution graph: pipeline steps as figures, any other plan as a chain of its tasks."""
-    drawer = Drawer(plan.agents, scopes(plan), plan.dialect)
+    drawer = Drawer(plan.agents, scopes(plan), plan.traits)
     steps = top_steps(plan)
     blocks = [drawer.block(node, str(i + 1), follows=i < len(steps) - 1) for i, node in enumerate(steps)]
     return "\n".join(rows(blocks, width)) if blocks else "(no steps)"
@@ -29,9 +28,9 @@ def top_steps(plan: ir.Plan) -> list[ir.Node]:
     """What the graph numbers 1, 2, 3: a pipeline's steps or an Agentfile's RUN steps (or draft
     goals) in execution order, a behaviour tree's top node (the whole tree under it), else the
     plan's tasks."""
-    if plan.dialect == behavior_tree.NAME:
+    if plan.traits.tree:
         return [plan.root]
-    if plan.dialect in ("pipeline", "agentfile") and isinstance(plan.root, ir.Sequence):
+    if plan.traits.numbered_steps and isinstance(plan.root, ir.Sequence):
         return list(plan.root.children)
     if isinstance(plan.root, ir.Graph):
         return [plan.root]
@@ -43,7 +42,7 @@ def scopes(plan: ir.Plan) -> dict[str, list[ir.Sequence]]:
     run: the listing and the graph show only tasks, so a group's marks go on its first one. A
     behaviour tree's listing shows every node, each with its own marks."""
     found: dict[str, list[ir.Sequence]] = {}
-    if plan.dialect == behavior_tree.NAME:
+    if plan.traits.tree:
         return found
     for node in plan.walk():
         if isinstance(node, ir.Sequence) and (node.gate or node.budget):
@@ -61,14 +60,14 @@ def is_empty(node: ir.NodeBase | None) -> bool:
 class Drawer:
     """The walk of the graph: each step's figure from its kind's view, with the notes every kind has."""
 
-    def __init__(self, agents: dict[str, ir.AgentInfo], groups: dict[str, list[ir.Sequence]], dialect: str = ""):
-        self.agents, self.groups, self.dialect = agents, groups, dialect
+    def __init__(self, agents: dict[str, ir.AgentInfo], groups: dict[str, list[ir.Sequence]], traits: ir.Traits):
+        self.agents, self.groups, self.traits = agents, groups, traits
 
     def block(self, node: ir.Node | None, tag: str, follows: bool) -> Block:
         """The figure of a step numbered `tag`; `follows` when a later step joins on after it."""
         if node is None or is_empty(node):
             return Block(("nothing runs",))
-        view = view_of(node, self.dialect)
+        view = view_of(node, self.traits)
         shape = view.draw(node, tag, follows, self)
         notes = [f"{group.label}: " + "; ".join(marks(group, self.agents)) for group in self.groups.get(node.id, [])]
         if not view.boxed and marks(node, self.agents):
@@ -77,7 +76,7 @@ class Drawer:
 
     def box(self, node: ir.Node, tag: str, suffix: str = "") -> str:
         """One box standing for a node, numbered `tag`, with its marks when its kind is drawn boxed."""
-        view = view_of(node, self.dialect)
+        view = view_of(node, self.traits)
         if view.boxed and marks(node, self.agents):
             suffix += " (" + "; ".join(marks(node, self.agents)) + ")"
         return f"[{tag}. {view.box_text(node, self.agents)}{suffix}]"

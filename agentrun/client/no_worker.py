@@ -48,6 +48,7 @@ async def state(client: Client, run_id: str, task_queue: str, polled: bool) -> R
         run_id=run_id,
         spec=plan.name,
         dialect=plan.dialect,
+        traits=plan.traits,
         goal=plan.goal or plan.description,
         status="running",
         tasks=contract.task_rows(plan),

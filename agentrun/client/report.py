@@ -213,7 +213,7 @@ def _status(task: TaskState) -> str:
 
 def _graph(state: RunState) -> list[str]:
     """A state graph's run: how often each node ran, its supervisors' choices, its memory at the end."""
-    if state.dialect != "cycgraph":
+    if not state.traits.state_graph:
         return []
     graph = next(iter(state.node_runs), None)  # the graph itself runs first: its nodes are what count
     runs = Counter({key: n for key, n in state.node_runs.items() if key != graph})
@@ -241,7 +241,7 @@ def _counts(runs: Counter[str]) -> str:
 
 def _blackboard(state: RunState) -> list[str]:
     """A behaviour tree's $VAR and $CONST as the run left them."""
-    if state.dialect != "behavior_tree":
+    if not state.traits.blackboard:
         return []
     lines = ["", "## Blackboard", "", "| Scope | Name | Value |", "|---|---|---|"]
     for scope, values in (("$VAR", state.memory), ("$CONST", state.constants)):

@@ -438,10 +438,29 @@ class AgentInfo(Model):
     temperature: float | None = None
 
 
+class Traits(Model):
+    """What a language's plans are like, recorded by its compiler: the client and the workflows read
+    these, never a language's name, so a new language is a package of its own and one registry line."""
+
+    # Every node is a step of its own: drawn whole with each node's marks, in the tree's words; an
+    # agent may drive it over MCP.
+    tree: bool = False
+    # Memory is $VAR values beside read-only $CONST ones: inspect and the report show both, and a
+    # fork's --set may not write a constant.
+    blackboard: bool = False
+    # The report counts each node's runs and shows the supervisors' choices and the memory at the end.
+    state_graph: bool = False
+    # The root's children are the steps the graph numbers 1, 2, 3 (a pipeline's steps, RUN's goals).
+    numbered_steps: bool = False
+    # How a step stores a value later steps read, for the hint when a run keeps none.
+    stores_with: str = "a step that stores its value"
+
+
 class Plan(Model):
     name: str
     description: str = ""
-    dialect: str
+    dialect: str  # the language's name, shown to people; code reads `traits`
+    traits: Traits = Traits()
     source: str
     spec_dir: str
     params: dict[str, Param] = {}
@@ -485,7 +504,7 @@ class Plan(Model):
             info = data.get("info") or {}
             data = {k: v for k, v in data.items() if k != "info"}
             data.update({k: v for k, v in info.items() if k in cls.model_fields and k not in data})
-        return data
+        return recorded_traits(data)
 
     @property
     def order(self) -> list[str]:
@@ -562,3 +581,22 @@ for _model in (
     Plan,
 ):
     _model.model_rebuild()
+
+
+def recorded_traits(data: Any) -> Any:
+    """A plan or run state recorded before languages recorded their traits gets its language's."""
+    if isinstance(data, dict) and "traits" not in data and data.get("dialect") in RECORDED_TRAITS:
+        data = {**data, "traits": RECORDED_TRAITS[data["dialect"]]}
+    return data
+
+
+# The traits of the languages that had runs before traits were recorded, for those runs: read inside
+# workflows, where importing the languages themselves is not allowed. tests/test_dialects.py keeps
+# each equal to its language's TRAITS.
+RECORDED_TRAITS = {
+    "agentfile": Traits(numbered_steps=True, stores_with="a goal's outputs (`-> NAME`)"),
+    "task-tree": Traits(stores_with="a task's `store_as: NAME`"),
+    "pipeline": Traits(numbered_steps=True, stores_with="a step's `output: {store_as: NAME}`"),
+    "behavior_tree": Traits(tree=True, blackboard=True),
+    "cycgraph": Traits(state_graph=True, stores_with="a node's write_keys"),
+}

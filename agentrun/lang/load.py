@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from agentrun.lang import ir
-from agentrun.lang.dialects import DIALECTS
+from agentrun.lang.dialects import DIALECTS, marks
 from agentrun.lang.errors import Problem, SpecError
 from agentrun.lang.source import read_text
 from agentrun.lang.yamlpos import load_mapping, yaml_text
@@ -16,19 +16,11 @@ def load(path: str, given_params: Iterable[str] = ()) -> ir.Plan:
     text = yaml_text(path, read_text(path))
     for dialect in DIALECTS:
         if dialect.detect(path, text):
-            return dialect.compile(path, text, set(given_params))
+            return dialect.compile(path, text, set(given_params)).model_copy(update={"traits": dialect.TRAITS})
     raise SpecError([_unknown_language(path, text)])
 
 
 def _unknown_language(path: str, text: str) -> Problem:
     """Why no dialect took the file: what is wrong with it as YAML, else that its keys fit none."""
     load_mapping(text, path)  # a YAML syntax error or a top level that is no mapping, said as such
-    return Problem(
-        path,
-        1,
-        1,
-        "cannot tell which spec language this file is in",
-        "a task tree has 'subtasks:' or 'instructions:' at the top level; "
-        "a pipeline has 'workflow:' with agents: and steps:; "
-        "a behaviour tree has 'tree:' (with name: and version:) or is a node: 'type: sequence' with children:",
-    )
+    return Problem(path, 1, 1, "cannot tell which spec language this file is in", marks())

@@ -16,36 +16,34 @@ from typing import Any
 from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
-with workflow.unsafe.imports_passed_through():
-    from agentrun import contract
-    from agentrun.contract import (
-        Answer,
-        AnswerInput,
-        BudgetInput,
-        EvalInput,
-        QueuedRefusal,
-        RunInput,
-        RunState,
-        RunStatus,
-        StepRecord,
-        SubmitInput,
-        ThinkInput,
-        VarWriteInput,
-        limits_text,
-    )
-    from agentrun.lang import ir
-    from agentrun.workflows import gates
-    from agentrun.workflows.budgets import Budgets
-    from agentrun.workflows.continuing import Continuing
-    from agentrun.workflows.conversation import Conversation
-    from agentrun.workflows.driven import PROTOCOL_STEP, Driven
-    from agentrun.workflows.failures import TaskFailed
-    from agentrun.workflows.humans import Humans
-    from agentrun.workflows.interpreter import Interpreter
-    from agentrun.workflows.journal import Journal
-    from agentrun.workflows.reuse import STEP_LOG, Reuse
-    from agentrun.workflows.saga import Saga
-
+from agentrun import contract
+from agentrun.contract import (
+    Answer,
+    AnswerInput,
+    BudgetInput,
+    EvalInput,
+    QueuedRefusal,
+    RunInput,
+    RunState,
+    RunStatus,
+    StepRecord,
+    SubmitInput,
+    ThinkInput,
+    VarWriteInput,
+    limits_text,
+)
+from agentrun.lang import ir
+from agentrun.workflows import gates
+from agentrun.workflows.budgets import Budgets
+from agentrun.workflows.continuing import Continuing
+from agentrun.workflows.conversation import Conversation
+from agentrun.workflows.driven import PROTOCOL_STEP, Driven
+from agentrun.workflows.failures import TaskFailed
+from agentrun.workflows.humans import Humans
+from agentrun.workflows.interpreter import Interpreter
+from agentrun.workflows.journal import Journal
+from agentrun.workflows.reuse import STEP_LOG, Reuse
+from agentrun.workflows.saga import Saga
 
 # A rolled-back run's failure says so first; runs recorded before this said it last.
 ROLLED_BACK_FIRST = "rolled-back-first"
@@ -62,6 +60,7 @@ class AgentRun:
             run_id=workflow.info().workflow_id,
             spec=plan.name,
             dialect=plan.dialect,
+            traits=plan.traits,
             goal=plan.goal or plan.description,
             constraints=plan.constraints,
             budget=plan.budget,

@@ -22,30 +22,29 @@ from typing import Any
 from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
-with workflow.unsafe.imports_passed_through():
-    from agentrun import contract
-    from agentrun.contract import ElementNote, ModelUsage, RunState, TaskStatus
-    from agentrun.lang.calls import Usage
-    from agentrun.workflows import sizes
-    from agentrun.workflows.batching import (
-        BATCH_TOO_BIG,
-        ELEMENT_FAILED,
-        MAX_NOTES,
-        BatchInput,
-        BatchResult,
-        BudgetReached,
-        Spent,
-        element_input,
-        element_rows,
-    )
-    from agentrun.workflows.budgets import Budgets
-    from agentrun.workflows.conversation import Conversation
-    from agentrun.workflows.failures import TaskFailed
-    from agentrun.workflows.humans import Humans
-    from agentrun.workflows.interpreter import Interpreter
-    from agentrun.workflows.reuse import Reuse
-    from agentrun.workflows.saga import Saga
-    from agentrun.workflows.scope import Scope
+from agentrun import contract
+from agentrun.contract import ElementNote, ModelUsage, RunState, TaskStatus
+from agentrun.lang.calls import Usage
+from agentrun.workflows import sizes
+from agentrun.workflows.batching import (
+    BATCH_TOO_BIG,
+    ELEMENT_FAILED,
+    MAX_NOTES,
+    BatchInput,
+    BatchResult,
+    BudgetReached,
+    Spent,
+    element_input,
+    element_rows,
+)
+from agentrun.workflows.budgets import Budgets
+from agentrun.workflows.conversation import Conversation
+from agentrun.workflows.failures import TaskFailed
+from agentrun.workflows.humans import Humans
+from agentrun.workflows.interpreter import Interpreter
+from agentrun.workflows.reuse import Reuse
+from agentrun.workflows.saga import Saga
+from agentrun.workflows.scope import Scope
 
 # What a batch's state keeps of each element's output, so that a full batch fits in one payload;
 # the whole output goes back to the run in the batch's results.
@@ -150,6 +149,7 @@ def _state(inp: BatchInput) -> BatchState:
         run_id=inp.run_id,
         spec=plan.name,
         dialect=plan.dialect,
+        traits=plan.traits,
         budget=inp.budget,
         step_budgets=dict(inp.step_budgets),
         iteration_count=inp.spent.calls,

@@ -102,7 +102,7 @@ class Conversation:
         self.turns[key] = turn + 1
         info = self.inp.plan.agents.get(node.agent)
         if info is not None and info.system:
-            # The agent's own system text (a cycgraph bundle's system_prompt) is never a template:
+            # The agent's own system text (a graph bundle's system_prompt) is never a template:
             # a chat model gets it as the system message, any other agent ahead of the prompt.
             if driver_of(uri).chat:
                 transcript = [calls.ChatMessage(role="system", content=info.system), *transcript]

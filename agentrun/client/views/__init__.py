@@ -29,7 +29,6 @@ from agentrun.client.views.tree import TreeView
 from agentrun.client.views.verifier import VerifierView
 from agentrun.client.views.voting import VotingView
 from agentrun.lang import ir
-from agentrun.lang.dialects import behavior_tree
 
 VIEWS: dict[str, View[Any]] = {
     "task": TaskView(),
@@ -53,8 +52,8 @@ VIEWS: dict[str, View[Any]] = {
 TREE = TreeView()
 
 
-def view_of(node: ir.Node, dialect: str = "") -> View[Any]:
-    """The view of the node's kind; in a plan of `dialect`, a behaviour tree's view of its nodes."""
-    if dialect == behavior_tree.NAME and node.kind in TREE_KINDS:
+def view_of(node: ir.Node, traits: ir.Traits) -> View[Any]:
+    """The view of the node's kind; in a tree's plan, the tree's view of its nodes."""
+    if traits.tree and node.kind in TREE_KINDS:
         return TREE
     return VIEWS[node.kind]

@@ -172,7 +172,7 @@ def mermaid(node: ir.Graph) -> str:
 
 
 def kind_name(node: ir.Node) -> str:
-    """A node's kind as cycgraph names it, where the names differ."""
+    """A node's kind as state graphs name it, where the names differ."""
     return {"subflow": "subgraph"}.get(node.kind, node.kind)
 
 

@@ -1,8 +1,12 @@
-"""One module per spec language, each a dialect the loader asks in order.
+"""One package per spec language, each a dialect the loader asks in order.
 
-A dialect module has `NAME`, `detect(path, text) -> bool` (is this file in my language?) and
-`compile(path, text, params) -> Plan` (SpecError with file:line problems if it is not valid);
-`params` names the params given on the command line. Add a new language's module to DIALECTS.
+A dialect package has `NAME`, `MARKS` (what marks a file as its own, for the hint when no language
+claims a file), `TRAITS` (what its plans are like, for the client and the workflows), `EXAMPLES`
+(globs under examples/ of the spec files it ships),
+`detect(path, text) -> bool` (is this file in my language?) and `compile(path, text, params) -> Plan`
+(SpecError with file:line problems if it is not valid); `params` names the params given on the
+command line. A new language is its package and one entry in DIALECTS; `tests/test_dialects.py`
+says what it still lacks.
 """
 
 from __future__ import annotations
@@ -14,8 +18,18 @@ from agentrun.lang.dialects import agentfile, behavior_tree, cycgraph, pipeline,
 
 
 class Dialect(Protocol):
+    # Module constants; read-only properties here so a Literal or a frozen model satisfies them.
     @property
-    def NAME(self) -> str: ...  # a module constant; read-only here so a Literal satisfies it
+    def NAME(self) -> str: ...
+
+    @property
+    def MARKS(self) -> str: ...
+
+    @property
+    def TRAITS(self) -> ir.Traits: ...
+
+    @property
+    def EXAMPLES(self) -> tuple[str, ...]: ...  # globs under examples/ of the files it ships
 
     def detect(self, path: str, text: str) -> bool: ...
 
@@ -24,3 +38,8 @@ class Dialect(Protocol):
 
 # Asked in this order; the first that claims a file compiles it.
 DIALECTS: tuple[Dialect, ...] = (agentfile, task_tree, pipeline, behavior_tree, cycgraph)
+
+
+def marks() -> str:
+    """What marks a file as each language's, for the hint when none claims it."""
+    return "; ".join(d.MARKS for d in DIALECTS)

@@ -59,7 +59,7 @@ async def execute(engine: Interpreter, node: ir.Graph, scope: Scope) -> Any:
 
 
 def _fresh_budget(engine: Interpreter, child: ir.Node, scope: Scope) -> None:
-    """A node's budget caps each run of it, as in cycgraph: a new run starts with nothing spent
+    """A node's budget caps each run of it, as in the state-graph reference: a new run starts with nothing spent
     (unless it is the run that was under way when the run continued as new)."""
     if not engine.journal.resuming(scope.path_of(engine.key_of(child, scope))):
         engine.state.step_usage.pop(child.id, None)

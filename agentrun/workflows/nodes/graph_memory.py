@@ -1,7 +1,7 @@
 """What a graph node sees of the run's memory, and where its value goes in it.
 
 Most nodes write their value under their write key, or a JSON object key by key among their
-write_keys. The nodes that run other work write what cycgraph writes: a map its results, errors
+write_keys. The nodes that run other work write what the state-graph reference says they write: a map its results, errors
 and their counts (`<id>_results`, …), a vote its outcome under its vote_key with the winner and
 the votes beside it (`<id>_consensus`, `<id>_votes`), a subgraph the keys its output_mapping names,
 an approval `human_decision` (`approved` or `rejected`) and the person's comment as `human_response`.
@@ -16,7 +16,7 @@ from agentrun.workflows import taint
 from agentrun.workflows.failures import TaskFailed
 from agentrun.workflows.nodes.loop import as_data
 
-# Params every graph has that are the run's own, not memory keys (cycgraph's goal and constraints);
+# Params every graph has that are the run's own, not memory keys (a state graph's goal and constraints);
 # a subgraph shares them with its parent.
 RUN_PARAMS = frozenset({"goal", "constraints"})
 
@@ -84,7 +84,7 @@ def _put(engine: Interpreter, key: str, values: dict[str, Any]) -> None:
 
 
 def _map_outcome(node: ir.Map, worker: ir.Access, outcome: dict[str, Any]) -> dict[str, Any]:
-    """A map's value as cycgraph writes it: each item's result as the updates its worker made."""
+    """A map's value as the state-graph reference writes it: each item's result as the updates its worker made."""
     results = [
         {"index": r["index"], "node_id": node.body.id, "updates": _updates(node.body, worker, r["value"])}
         for r in outcome["results"]

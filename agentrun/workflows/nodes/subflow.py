@@ -9,7 +9,7 @@ runs again. Its memory starts as `input_mapping` says; `output_mapping` brings i
 Compensation: a child that fails undoes its own work before it ends (its own saga), and the node
 fails, so the parent undoes what it did before. A child that completes hands back what its
 compensation stack would run; those undos join the parent's stack, named `subgraph:<node>:<action>`
-as cycgraph names them, and run if the parent fails later. What the child spent counts as the
+as state graphs name them, and run if the parent fails later. What the child spent counts as the
 parent's (run usage, its models, the budgets of the nodes around it); the child's run budget is
 what is left of the parent's.
 """

@@ -67,7 +67,7 @@ async def _judge(engine: Interpreter, node: ir.Verifier, scope: Scope) -> dict[s
 
 
 def _path(node: ir.Verifier, data: Any, key: str) -> dict[str, Any]:
-    """The JSON path read into memory, or into its `target_key` (cycgraph's form)."""
+    """The JSON path read into memory, or into its `target_key` (the state-graph form)."""
     try:
         found = read_path(node.path, data)
     except JsonPathError as exc:

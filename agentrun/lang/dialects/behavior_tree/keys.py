@@ -1,5 +1,5 @@
 """The keys of a behaviour tree file as written: the abtree wrapper, `state`, `running` and the
-nodes' own keys. Raw models only; `behavior_tree_nodes` and `behavior_tree` compile them.
+nodes' own keys. Raw models only; `nodes` and `behavior_tree` compile them.
 
 A node's `steps:` and `children:` are read by the node compiler (their items may be `$ref`s into
 other files), so here they are only lists. Keys whose absence needs its own words (a node's name,

@@ -154,6 +154,9 @@ class RawTask(Strict):
 
 
 NAME = "task-tree"
+MARKS = "a task tree has 'subtasks:' or 'instructions:' at the top level"
+TRAITS = ir.Traits(stores_with="a task's `store_as: NAME`")
+EXAMPLES = ("quickstart.yaml", "release.yaml")  # under examples/: what the README runs
 
 
 def detect(path: str, text: str) -> bool:

@@ -12,7 +12,7 @@ from agentrun.lang.reach import reachable
 from agentrun.lang.yamlpos import PosDict
 
 if TYPE_CHECKING:
-    from agentrun.lang.dialects.cycgraph_nodes import Compiled
+    from agentrun.lang.dialects.cycgraph.nodes import Compiled
 
 
 def check_graph(

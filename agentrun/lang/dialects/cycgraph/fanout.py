@@ -18,7 +18,7 @@ from agentrun.lang.reach import reachable
 from agentrun.lang.yamlpos import PosDict, plain
 
 if TYPE_CHECKING:
-    from agentrun.lang.dialects.cycgraph_nodes import Compiled, NodeCompiler
+    from agentrun.lang.dialects.cycgraph.nodes import Compiled, NodeCompiler
 
 MAX_ITEMS = 1000  # cycgraph's ceiling on a map's items
 MAP_OUTPUTS = ("results", "errors", "count", "error_count")  # what a map writes, as <id>_<name>

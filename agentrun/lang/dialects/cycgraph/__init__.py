@@ -3,7 +3,7 @@
 Two forms: a bare graph `{name, inputs, nodes, edges, start_node, end_nodes, …}` and a bundle
 `{manifest, graph, agents, graphs}` whose `agents` give each agent's model, system prompt and
 temperature, and whose `graphs` are the subgraphs its nodes may run. Each graph node compiles to an
-IR node (`cycgraph_nodes`); each graph's shape is checked as a whole (`cycgraph_checks`) so every
+IR node (`nodes`); each graph's shape is checked as a whole (`checks`) so every
 problem is said at once with file:line:column and a hint.
 
 As in cycgraph, a node sees the goal, the constraints and only the memory keys it lists in
@@ -19,13 +19,23 @@ from typing import Any
 
 from agentrun.lang import expressions, ir
 from agentrun.lang.dialects.builder import Builder
-from agentrun.lang.dialects.cycgraph_checks import check_graph
-from agentrun.lang.dialects.cycgraph_fanout import attach_workers, check_subgraph_refs
-from agentrun.lang.dialects.cycgraph_nodes import Compiled, NodeCompiler
+from agentrun.lang.dialects.cycgraph.checks import check_graph
+from agentrun.lang.dialects.cycgraph.fanout import attach_workers, check_subgraph_refs
+from agentrun.lang.dialects.cycgraph.nodes import Compiled, NodeCompiler
 from agentrun.lang.errors import SpecError
 from agentrun.lang.yamlpos import PosDict, load_mapping, mapping_or_none, plain, position
 
 NAME = "cycgraph"
+MARKS = "a state graph (cycgraph) has nodes:, edges: and start_node:, at the top or under 'graph:' beside manifest:"
+TRAITS = ir.Traits(state_graph=True, stores_with="a node's write_keys")
+EXAMPLES = (  # under examples/; beside them, *.replies.yaml are their agents' recorded replies
+    "graphs/fan_out.yaml",
+    "graphs/hub_and_spoke.yaml",
+    "graphs/review_loop.yaml",
+    "graphs/market_analysis.json",
+)
+
+
 GRAPH_KEYS = {
     "id",
     "name",

@@ -5,7 +5,7 @@ in abtree a wrapper `{$schema, name, version, description, state: {local, global
 holds it (`local`/`global` are `var`/`const`, and either pair is accepted in either layout). `var`
 seeds the run's memory ($VAR, $LOCAL); `const` is read-only ($CONST, $GLOBAL). A node is an action
 with steps, a sequence, selector or parallel with children, or a `$ref` to one in another file
-(`behavior_tree_refs`). The nodes compile in `behavior_tree_nodes`, their keys are in `behavior_tree_keys`.
+(`refs`). The nodes compile in `nodes`, their keys are in `keys`.
 
 Engine extensions: on any node `approval`, `budget` and `compensate: "text"` (an instruct step asked
 when the run rolls back); at the top `budget` (the run's) and `running: {wait, max_wait, max_asks}`,
@@ -20,15 +20,19 @@ from typing import Any
 from pydantic import ValidationError
 
 from agentrun.lang import ir
-from agentrun.lang.dialects.behavior_tree_keys import HINTS, RawTop, RawWrapper, explained, known_keys
-from agentrun.lang.dialects.behavior_tree_nodes import NodeCompiler, Slot, Walk
-from agentrun.lang.dialects.behavior_tree_refs import REF, Located, Refs, is_ref, parse
+from agentrun.lang.dialects.behavior_tree.keys import HINTS, RawTop, RawWrapper, explained, known_keys
+from agentrun.lang.dialects.behavior_tree.nodes import NodeCompiler, Slot, Walk
+from agentrun.lang.dialects.behavior_tree.refs import REF, Located, Refs, is_ref, parse
 from agentrun.lang.dialects.common_keys import budget_of
 from agentrun.lang.errors import Problem, SpecError
 from agentrun.lang.schema_errors import problems_from
 from agentrun.lang.yamlpos import PosDict, mapping_or_none, plain, position, yaml_text
 
 NAME = "behavior_tree"
+MARKS = "a behaviour tree has 'tree:' (with name: and version:) or is a node: 'type: sequence' with children:"
+TRAITS = ir.Traits(tree=True, blackboard=True)
+EXAMPLES = ("trees/*.yaml", "trees/*.json")  # under examples/ (fragments/ holds $ref targets)
+
 
 # Top-level keys of the other YAML dialects (task trees, pipelines): a file with one is theirs.
 _OTHERS = {"workflow", "subtasks", "instructions", "provider_call", "human"}

@@ -12,8 +12,8 @@ from typing import Any
 
 from agentrun.lang import expressions, ir
 from agentrun.lang.dialects.builder import Builder
-from agentrun.lang.dialects.cycgraph_fanout import map_node, subgraph_node, voting_node
-from agentrun.lang.dialects.cycgraph_policy import options
+from agentrun.lang.dialects.cycgraph.fanout import map_node, subgraph_node, voting_node
+from agentrun.lang.dialects.cycgraph.policy import options
 from agentrun.lang.errors import did_you_mean
 from agentrun.lang.yamlpos import PosDict, plain, position
 

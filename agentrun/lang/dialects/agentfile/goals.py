@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from agentrun.lang import ir
-from agentrun.lang.dialects.agentfile_lex import Text, Token
-from agentrun.lang.dialects.agentfile_parse import Decl
-from agentrun.lang.dialects.agentfile_refs import literal, template
+from agentrun.lang.dialects.agentfile.lex import Text, Token
+from agentrun.lang.dialects.agentfile.parse import Decl
+from agentrun.lang.dialects.agentfile.refs import literal, template
 
 if TYPE_CHECKING:
     from agentrun.lang.dialects.agentfile import _Compiler

@@ -4,8 +4,8 @@ Two forms are accepted (see the reference's "both forms"): the real parser's lin
 run through RUN steps, and the seed's draft form, whose goals run in file order. Every goal compiles
 to a checkpoint task (COMMIT → EXECUTE, then RECONCILE and SUPERVISE when supervised); a goal
 USING agents to those agents' tasks in parallel followed by one that merges their outputs.
-Reading the text is `agentfile_lex`, the grammar `agentfile_parse`, references `agentfile_refs`,
-the goals in the order they run `agentfile_goals`.
+Reading the text is `lex`, the grammar `parse`, references `refs`,
+the goals in the order they run `goals`.
 """
 
 from __future__ import annotations
@@ -15,12 +15,17 @@ import re
 from typing import Literal
 
 from agentrun.lang import ir
-from agentrun.lang.dialects.agentfile_goals import GoalBuilder
-from agentrun.lang.dialects.agentfile_lex import STATEMENTS, Text, Token, first_word, read
-from agentrun.lang.dialects.agentfile_parse import Decl, Form, form_of, parse
+from agentrun.lang.dialects.agentfile.goals import GoalBuilder
+from agentrun.lang.dialects.agentfile.lex import STATEMENTS, Text, Token, first_word, read
+from agentrun.lang.dialects.agentfile.parse import Decl, Form, form_of, parse
 from agentrun.lang.errors import Problem, SpecError, did_you_mean
 
 NAME = "agentfile"
+MARKS = (
+    "an Agentfile is a file named Agentfile or *.agent, or starts with one of its keywords (NAME, AGENT, GOAL, RUN…)"
+)
+TRAITS = ir.Traits(numbered_steps=True, stores_with="a goal's outputs (`-> NAME`)")
+EXAMPLES = ("agentfile/Agentfile", "agentfile/*/Agentfile")  # under examples/: what the README runs
 
 
 def detect(path: str, text: str) -> bool:

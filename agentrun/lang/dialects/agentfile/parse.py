@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Literal, NoReturn
 
 from agentrun.lang import ir
-from agentrun.lang.dialects.agentfile_lex import IDENT, STATEMENTS, Statement, Text, Token
+from agentrun.lang.dialects.agentfile.lex import IDENT, STATEMENTS, Statement, Text, Token
 from agentrun.lang.errors import Problem, did_you_mean
 
 Form = Literal["line", "draft"]

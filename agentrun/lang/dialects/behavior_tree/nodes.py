@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from agentrun.lang import ir
-from agentrun.lang.dialects.behavior_tree_keys import (
+from agentrun.lang.dialects.behavior_tree.keys import (
     HINTS,
     NODE_TYPES,
     STEP_KINDS,
@@ -27,7 +27,7 @@ from agentrun.lang.dialects.behavior_tree_keys import (
     explained,
     known_keys,
 )
-from agentrun.lang.dialects.behavior_tree_refs import REF, Located, Path, Refs, is_ref
+from agentrun.lang.dialects.behavior_tree.refs import REF, Located, Path, Refs, is_ref
 from agentrun.lang.dialects.common_keys import (
     COMPENSATION_ATTEMPTS,
     approval_gate,

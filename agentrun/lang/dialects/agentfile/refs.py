@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from agentrun.lang.dialects.agentfile_lex import Text
+from agentrun.lang.dialects.agentfile.lex import Text
 from agentrun.lang.errors import Problem, did_you_mean
 
 _DOLLAR = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*(?:-[A-Za-z0-9_]+)*)")

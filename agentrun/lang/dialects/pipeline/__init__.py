@@ -17,7 +17,6 @@ from typing import Annotated, Any, Literal
 from pydantic import BeforeValidator, Field, ValidationError, field_validator
 
 from agentrun.lang import ir
-from agentrun.lang.dialects import pipeline_refs
 from agentrun.lang.dialects.builder import Builder
 from agentrun.lang.dialects.common_keys import (
     COMPENSATION_ATTEMPTS,
@@ -33,6 +32,7 @@ from agentrun.lang.dialects.common_keys import (
     on_timeout_problem,
     text_shorthand,
 )
+from agentrun.lang.dialects.pipeline import refs as pipeline_refs
 from agentrun.lang.errors import SpecError, did_you_mean
 from agentrun.lang.params import coerce
 from agentrun.lang.schema_errors import problems_from
@@ -180,6 +180,9 @@ class RawSpec(Strict):
 
 
 NAME = "pipeline"
+MARKS = "a pipeline has 'workflow:' with agents: and steps:"
+TRAITS = ir.Traits(numbered_steps=True, stores_with="a step's `output: {store_as: NAME}`")
+EXAMPLES = ("pipelines/*.yaml",)  # under examples/: what the README runs
 
 
 def detect(path: str, text: str) -> bool:
