@@ -37,6 +37,19 @@ async def run_spec(
     workdir: Path | None = None,
     **options: Any,
 ) -> RunState:
+    return await finish(client, await start_spec(client, spec, agent, params=params, workdir=workdir, **options))
+
+
+async def start_spec(
+    client: Client,
+    spec: Path,
+    agent: str,
+    *,
+    params: dict[str, Any] | None = None,
+    workdir: Path | None = None,
+    **options: Any,
+) -> WorkflowHandle:
+    """Start a run of the spec file on the in-process worker; its handle, the run going on."""
     plan = load(str(spec), given_params=(params or {}).keys())
     inp = RunInput(
         plan=plan,
@@ -46,8 +59,7 @@ async def run_spec(
         heartbeat_s=5,
         **options,
     )
-    handle = await client.start_workflow("AgentRun", inp, id=run_id(plan.name), task_queue=TEST_QUEUE)
-    return await finish(client, handle)
+    return await client.start_workflow("AgentRun", inp, id=run_id(plan.name), task_queue=TEST_QUEUE)
 
 
 async def finish(client: Client, handle: WorkflowHandle) -> RunState:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 
@@ -57,6 +58,26 @@ def test_replies_are_chosen_by_model_and_lists_are_counted_per_model(server):
     )
     assert anthropic.json()["content"][0]["text"] == "F"
     assert server.prompts_for("listed") == ["hi"] * 3 and len(server.requests_for("fixed")) == 2
+
+
+def test_a_streamed_chat_comes_as_server_sent_chunks_with_usage_last(server):
+    body = {"model": "fixed", "messages": [{"role": "user", "content": "hi"}], "stream": True}
+    streamed = httpx.post(f"{server.url}/chat/completions", json={**body, "stream_options": {"include_usage": True}})
+    assert streamed.headers["content-type"] == "text/event-stream"
+    events = [line.removeprefix("data: ") for line in streamed.text.split("\n\n") if line]
+    assert events[-1] == "[DONE]"
+    chunks = [json.loads(e) for e in events[:-1]]
+    assert [c["object"] for c in chunks] == ["chat.completion.chunk"] * 3
+    assert chunks[0]["choices"][0]["delta"] == {"role": "assistant", "content": "F"}
+    assert chunks[1]["choices"][0]["finish_reason"] == "stop"
+    assert chunks[2]["choices"] == [] and chunks[2]["usage"]["completion_tokens"] == 1
+
+
+def test_a_request_for_json_output_must_have_been_scripted_json(server):
+    body = {"model": "fixed", "messages": [{"role": "user", "content": "hi"}]}
+    asked = httpx.post(f"{server.url}/chat/completions", json={**body, "response_format": {"type": "json_object"}})
+    assert asked.status_code == 400 and "not JSON for a json_object request" in asked.text
+    assert text(httpx.post(f"{server.url}/chat/completions", json=body)) == "F"
 
 
 def test_a_held_model_blocks_until_released_while_others_answer(server):

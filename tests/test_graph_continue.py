@@ -117,4 +117,4 @@ async def test_the_compensation_stack_goes_on_into_the_next_execution(client, ll
     assert state.executions > 1
     assert (tmp_path / "undone.txt").read_text().splitlines() == [f"undo {n}" for n in range(5, 0, -1)]
     assert [(c.action_id, c.status) for c in state.compensations] == [("count", "completed")] * 5
-    assert "fail: verification failed: memory.n > 5 is false" in state.errors[0]
+    assert 'fail: verification failed: expression "memory.n > 5" evaluated falsy' in state.errors[0]

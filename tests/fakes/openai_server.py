@@ -6,7 +6,9 @@
         server.fail_next(1, 429, retry_after=7)
 
 It validates requests the way the real APIs do (auth, model, messages, roles), answers with the
-real response shapes including token usage (words counted), and records every request.
+real response shapes including token usage (words counted), streamed as server-sent chunks when a
+chat request says `stream: true`, and records every request. A request for JSON output
+(`response_format`) must have been scripted a JSON reply.
 
 A reply may be a `ToolUse("spawn_agents", {...})`: the response then carries a function call
 (`tool_calls` for OpenAI, a `tool_use` block for Anthropic). Requests are held to the APIs' tool
@@ -230,6 +232,8 @@ class FakeOpenAI:
             if path == "/v1/chat/completions":
                 reply = self._chat(headers, body)
                 record.reported = (reply["usage"]["prompt_tokens"], reply["usage"]["completion_tokens"])
+                if body.get("stream") is True:
+                    return 200, {"Content-Type": "text/event-stream"}, _chunks(reply, body)
                 return 200, {}, reply
             if anthropic:
                 reply = self._messages(headers, body)
@@ -248,6 +252,7 @@ class FakeOpenAI:
         )
         _openai_tool_turns(messages)
         reply = self._next_reply(messages, body["model"])
+        _json_when_asked(body, reply)
         message: dict[str, Any] = {
             "role": "assistant",
             "content": reply if isinstance(reply, str) else reply.text or None,
@@ -483,6 +488,37 @@ def _reply_words(reply: Reply) -> int:
     )
 
 
+def _json_when_asked(body: dict[str, Any], reply: Reply) -> None:
+    """A request for JSON output (`response_format` json_object or json_schema) gets JSON from the
+    real API; a test that scripted anything else for it is told so."""
+    asked = body.get("response_format")
+    if not isinstance(asked, dict) or asked.get("type") not in ("json_object", "json_schema"):
+        return
+    try:
+        json.loads(reply if isinstance(reply, str) else reply.text)
+    except ValueError:
+        raise ApiError(400, f"the test scripted a reply that is not JSON for a {asked['type']} request") from None
+
+
+def _chunks(reply: dict[str, Any], body: dict[str, Any]) -> list[dict[str, Any]]:
+    """A completion as the `stream: true` chunks the real API sends: the message in one delta,
+    then the finish reason, then (when `stream_options.include_usage` asks) the usage alone."""
+    choice, head = reply["choices"][0], {k: reply[k] for k in ("id", "model")}
+    head["object"] = "chat.completion.chunk"
+    message = choice["message"]
+    delta: dict[str, Any] = {"role": "assistant", "content": message["content"] or ""}
+    if message.get("tool_calls"):
+        delta["tool_calls"] = [{"index": i, **call} for i, call in enumerate(message["tool_calls"])]
+    chunks = [
+        {**head, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
+        {**head, "choices": [{"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]}]},
+    ]
+    options = body.get("stream_options")
+    if isinstance(options, dict) and options.get("include_usage"):
+        chunks.append({**head, "choices": [], "usage": reply["usage"]})
+    return chunks
+
+
 def _error(anthropic: bool, err: ApiError) -> dict[str, Any]:
     if anthropic:
         return {"type": "error", "error": {"type": err.kind, "message": err.message}}
@@ -524,10 +560,15 @@ def _handler_for(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                 return True
 
         def _send(self, status: int, extra: dict[str, str], body: Any) -> None:
-            data = json.dumps(body).encode()
+            streamed = extra.get("Content-Type") == "text/event-stream"
+            if streamed:  # server-sent events, as the API streams: one `data:` line per chunk
+                data = "".join(f"data: {json.dumps(chunk)}\n\n" for chunk in body).encode() + b"data: [DONE]\n\n"
+            else:
+                data = json.dumps(body).encode()
             try:
                 self.send_response(status)
-                self.send_header("Content-Type", "application/json")
+                if not streamed:
+                    self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 for name, value in extra.items():
                     self.send_header(name, value)

@@ -3,7 +3,8 @@
 Most nodes write their value under their write key, or a JSON object key by key among their
 write_keys. The nodes that run other work write what the state-graph reference says they write: a map its results, errors
 and their counts (`<id>_results`, …), a vote its outcome under its vote_key with the winner and
-the votes beside it (`<id>_consensus`, `<id>_votes`), a subgraph the keys its output_mapping names.
+the votes beside it (`<id>_consensus`, `<id>_votes`), a subgraph the keys its output_mapping names,
+an approval `human_decision` (`approved` or `rejected`) and the person's comment as `human_response`.
 """
 
 from __future__ import annotations
@@ -46,6 +47,9 @@ def write(engine: Interpreter, graph: ir.Graph, node: ir.Node, value: Any, scope
     if isinstance(node, ir.Subflow):
         _put(engine, key, value)
         return
+    if isinstance(node, ir.Human) and node.approval:
+        _put(engine, key, _decision(engine, key, value))
+        return
     value = as_data(value) if isinstance(node, ir.Task) else value  # a reply that is JSON is kept as data
     if len(access.write_keys) > 1 and isinstance(value, dict):
         outside = sorted(set(value) - set(access.write_keys))
@@ -62,6 +66,14 @@ def write(engine: Interpreter, graph: ir.Graph, node: ir.Node, value: Any, scope
     _put(engine, key, {access.write_key: value})
     if isinstance(node, ir.Verifier) and isinstance(value, dict):
         engine.state.memory[f"{access.write_key}_passed"] = value.get("passed") is True
+
+
+def _decision(engine: Interpreter, key: str, value: Any) -> dict[str, Any]:
+    """What cycgraph's resume writes: the decision, and what the person said with it if anything."""
+    decided = {"human_decision": "rejected" if value == ir.REJECT else "approved"}
+    gate = engine.state.gates.get(key)
+    said = gate.answer.comment if gate is not None and gate.answer is not None else ""
+    return {**decided, "human_response": said} if said else decided
 
 
 def _put(engine: Interpreter, key: str, values: dict[str, Any]) -> None:

@@ -63,7 +63,7 @@ def _prompt(engine: Interpreter, node: ir.Supervisor, scope: Scope) -> str:
         parts.append("Your choices so far:\n" + "\n".join(done))
     parts.append(
         "Choose who works next: one of " + ", ".join(node.managed) + f", or {ir.DONE} when the goal is met. "
-        'Reply with JSON: {"next": "<choice>", "reasoning": "<why>"}.'
+        'Reply with JSON: {"next_node": "<choice>", "reasoning": "<why>"}.'
     )
     return "\n\n".join(parts)
 
@@ -72,7 +72,9 @@ def _choice(reply: str) -> tuple[str, str]:
     data = reply_object(reply)
     if data is None:
         return reply.strip().splitlines()[0].strip() if reply.strip() else "", ""
-    return str(data.get("next") or data.get("choice") or ""), str(data.get("reasoning") or "")
+    # next_node is cycgraph's field (its SupervisorDecisionSchema); next and choice are read as well.
+    picked = data.get("next_node") or data.get("next") or data.get("choice")
+    return str(picked or ""), str(data.get("reasoning") or "")
 
 
 HANDLER = Handler(KIND, execute, own_timeout=True)

@@ -1,8 +1,10 @@
 """A graph's verifier: an agent's score against a threshold, an expression over memory, or a
-JSON path into memory compared with a value. Its value is {passed, score, reason}."""
+JSON path into memory compared with a value. Its value is cycgraph's VerificationResult: {type,
+passed, reasoning, evaluated_at}, with score and threshold from a judge, extracted_value from a path."""
 
 from __future__ import annotations
 
+import json
 import re
 from typing import TYPE_CHECKING, Any
 
@@ -31,12 +33,13 @@ async def execute(engine: Interpreter, node: ir.Verifier, scope: Scope) -> dict[
         passed, warning = expressions.condition(
             node.expression, {**engine.values(scope), "memory": engine.state.memory}
         )
-        verdict = {"passed": passed, "reason": warning or f"{node.expression} is {str(passed).lower()}"}
+        said = f'expression "{node.expression}" evaluated {"truthy" if passed else "falsy"}'
+        verdict = _verdict("expression", passed, warning or said)
     else:
         memory = engine.state.memory
         verdict = _path(node, memory.get(node.target_key) if node.target_key else memory, str(scope.key))
     if node.throw_on_fail and not verdict["passed"]:
-        raise TaskFailed(str(scope.key), f"verification failed: {verdict['reason']}")
+        raise TaskFailed(str(scope.key), f"verification failed: {verdict['reasoning']}")
     return verdict
 
 
@@ -46,7 +49,7 @@ async def _judge(engine: Interpreter, node: ir.Verifier, scope: Scope) -> dict[s
         [
             context(engine, node.system, scope),
             f"Judge the work in memory against: {node.prompt or 'the goal'}",
-            'Reply with JSON: {"score": <0 to 1>, "reason": "<why>"}.',
+            'Reply with JSON: {"score": <0 to 1>, "reasoning": "<why>"}.',
         ]
     )
     async with node_row(engine, node, scope) as task:
@@ -57,7 +60,8 @@ async def _judge(engine: Interpreter, node: ir.Verifier, scope: Scope) -> dict[s
         if isinstance(score, bool) or not isinstance(score, (int, float)):
             raise TaskFailed(key, f"the judge gave no numeric score: {reply.strip()[:200]}")
     passed = score >= node.pass_threshold
-    verdict = {"passed": passed, "score": score, "reason": str(data.get("reason") or "")}
+    why = str(data.get("reasoning") or data.get("reason") or "")
+    verdict = _verdict("llm_judge", passed, why, score=score, threshold=node.pass_threshold)
     engine.state.finish(key, "completed", workflow.now(), output=to_text(verdict))
     return verdict
 
@@ -69,8 +73,31 @@ def _path(node: ir.Verifier, data: Any, key: str) -> dict[str, Any]:
     except JsonPathError as exc:
         raise TaskFailed(key, str(exc)) from None
     passed = compare(node.check, found, node.expected)
-    shown = "nothing" if found is MISSING else repr(found)
-    return {"passed": passed, "reason": f"{node.path} {node.check} {node.expected!r}: found {shown}"}
+    value = None if found is MISSING else found
+    said = f"assertion {_assertion(node)} at {node.path} " + ("passed" if passed else f"failed (value={_js(value)})")
+    return _verdict("jsonpath", passed, said, extracted_value=value)
+
+
+def _verdict(mode: str, passed: bool, reasoning: str, **extra: Any) -> dict[str, Any]:
+    """cycgraph's VerificationResult, its reasoning worded as there, its time the workflow's."""
+    at = workflow.now().isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return {"type": mode, "passed": passed, "reasoning": reasoning, **extra, "evaluated_at": at}
+
+
+def _assertion(node: ir.Verifier) -> str:
+    symbol = {"gt": ">", "gte": ">=", "lt": "<", "lte": "<="}.get(node.check)
+    if symbol:
+        return f"{symbol} {_js(node.expected)}"
+    if node.check == "matches":
+        return f"matches /{node.expected}/"
+    return "exists" if node.check == "exists" else f"equals {_js(node.expected)}"
+
+
+def _js(value: Any) -> str:
+    """A value as JSON.stringify writes it (compact), as cycgraph's reasoning shows it."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
 def compare(check: ir.PathCheck, found: Any, expected: Any) -> bool:
