@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field, PrivateAttr, computed_field, model_valida
 from temporalio.common import SearchAttributeKey
 
 from agentrun import names
+from agentrun.ids import GateId, RunId
 from agentrun.lang import calls, ir
 from agentrun.lang.amounts import dollars as dollars
 from agentrun.lang.amounts import limits_text as limits_text
@@ -134,7 +135,7 @@ class RunInput(BaseModel):
 
 
 class AnswerInput(BaseModel):
-    gate: str
+    gate: GateId
     value: str
     comment: str = ""
     by: str = ""
@@ -175,7 +176,7 @@ class Drive(BaseModel):
 
 
 class BudgetInput(BaseModel):
-    gate: str = RUN_BUDGET_GATE
+    gate: GateId = GateId(RUN_BUDGET_GATE)
     tokens: int | None = None
     usd: float | None = None
     iterations: int | None = None
@@ -238,7 +239,7 @@ GateKind = Literal["question", "approval", "budget"]
 class Gate(BaseModel):
     """A question a run put to people; open until answered or its timeout passes."""
 
-    id: str  # the spec's gate id, with #N when the same gate is asked again (a loop's round N)
+    id: GateId  # the spec's gate id, with #N when the same gate is asked again (a loop's round N)
     name: str = ""  # the spec's gate id, as `human.<name>` reads the latest answer
     kind: GateKind = "question"
     prompt: str = ""
@@ -253,7 +254,7 @@ class Gate(BaseModel):
 class QueuedRefusal(BaseModel):
     """A queued answer or budget raise the run turned down when a worker took it."""
 
-    gate: str
+    gate: GateId
     message: str  # as in the run's warnings: queued answer to gate 'g' refused: <reason>
     at: datetime
 
@@ -359,10 +360,10 @@ def element_key(map_key: str, index: int) -> str:
     return f"{map_key}[{index}]"
 
 
-def batch_id(children: str, batch: int, part: int = 1) -> str:
+def batch_id(children: str, batch: int, part: int = 1) -> RunId:
     """The workflow id of a map's batch: `<run id>/<map key>/batch-<n>`; a batch a paused budget
     stopped goes on in part 2, 3, … (`batch-<n>.2`)."""
-    return f"{children}/batch-{batch}" + (f".{part}" if part > 1 else "")
+    return RunId(f"{children}/batch-{batch}" + (f".{part}" if part > 1 else ""))
 
 
 class ElementNote(BaseModel):
@@ -436,7 +437,7 @@ class RunState(BaseModel):
     waiting_for: str | None = None  # human_approval, resource_limit (a budget paused the run)
     waiting_since: datetime | None = None
     waiting_timeout_at: datetime | None = None
-    gates: dict[str, Gate] = {}
+    gates: dict[str, Gate] = {}  # by GateId
     human: dict[str, str | None] = {}  # gate id -> the answer, as templates read it
     budget: ir.Budget | None = None  # the run's limits, as raised by people
     step_budgets: dict[str, ir.Budget] = {}

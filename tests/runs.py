@@ -15,6 +15,7 @@ from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from agentrun import contract
 from agentrun.client.runs import fetch_state
 from agentrun.contract import Answer, RunInput, RunState
+from agentrun.ids import GateId
 from agentrun.lang import ir
 from agentrun.lang import params as spec_params
 from agentrun.lang.load import load
@@ -110,5 +111,7 @@ async def open_gate(handle: WorkflowHandle, gate: str) -> RunState:
 
 async def answer(handle: WorkflowHandle, gate: str, value: str, comment: str = "") -> Answer:
     return await handle.execute_update(
-        contract.ANSWER, contract.AnswerInput(gate=gate, value=value, comment=comment, by="ana"), result_type=Answer
+        contract.ANSWER,
+        contract.AnswerInput(gate=GateId(gate), value=value, comment=comment, by="ana"),
+        result_type=Answer,
     )

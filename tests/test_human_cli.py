@@ -29,6 +29,7 @@ from agentrun.contract import (
     TaintMark,
     TaskState,
 )
+from agentrun.ids import GateId
 from agentrun.lang.calls import Usage
 from agentrun.lang.ir import Budget
 from tests.conftest import run_id, start_worker, until, wait_for, write_spec
@@ -58,7 +59,7 @@ def test_report_verdicts_for_rolled_back_and_cancelled_runs():
 def test_report_lists_human_input_compensations_and_taint_after_the_existing_sections():
     gates = {
         "deploy": Gate(
-            id="deploy",
+            id=GateId("deploy"),
             kind="approval",
             prompt="Ship | it?",
             choices=["approve", "reject"],
@@ -67,7 +68,7 @@ def test_report_lists_human_input_compensations_and_taint_after_the_existing_sec
             answer=Answer(value="reject", comment="not on a Friday", by="ada", at=T1),
         ),
         "colour": Gate(
-            id="colour",
+            id=GateId("colour"),
             prompt="Which colour?\nPick one.",
             choices=["red", "blue"],
             status="timed_out",
@@ -149,8 +150,8 @@ def test_report_summary_shows_cost_per_model_tokens_and_budget_only_when_there_a
 def test_follow_prints_gate_and_compensation_events_once():
     out = io.StringIO()
     printer = _Printer(Console(file=out, width=300), "r-9")
-    gate = Gate(id="deploy", kind="approval", prompt="Ship it?", opened_at=T0)
-    question = Gate(id="colour", prompt="Which colour?", choices=["red", "blue"], opened_at=T0)
+    gate = Gate(id=GateId("deploy"), kind="approval", prompt="Ship it?", opened_at=T0)
+    question = Gate(id=GateId("colour"), prompt="Which colour?", choices=["red", "blue"], opened_at=T0)
     state = RunState(run_id="r-9", status="waiting", gates={"deploy": gate, "colour": question})
     printer.show(state)
     printer.show(state)

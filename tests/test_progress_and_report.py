@@ -13,6 +13,7 @@ from agentrun.client import report
 from agentrun.client.follow import _Printer
 from agentrun.client.humans import how_to_answer
 from agentrun.contract import CompensationEntry, Gate, RunState, TaskState
+from agentrun.ids import GateId
 from tests.conftest import SHELL_AGENT, run_id, write_spec
 
 
@@ -32,7 +33,7 @@ def test_progress_shows_every_start_line_attempt_and_loop_round_between_two_poll
 
 def test_the_budget_hint_names_the_limit_that_was_hit():
     def hint(why: str) -> str:
-        return how_to_answer("r", Gate(id="budget", kind="budget", prompt=f"budget exceeded: {why}"))
+        return how_to_answer("r", Gate(id=GateId("budget"), kind="budget", prompt=f"budget exceeded: {why}"))
 
     assert "--gate budget --iterations N, or" in hint("3 prompts sent, as many as the budget allows")
     assert "--gate budget --tokens N, or" in hint("120 tokens used, over the budget of 100")

@@ -41,6 +41,7 @@ from agentrun.contract import (
     open_gates,
     unsettled_refusals,
 )
+from agentrun.ids import GateId
 from agentrun.lang.ir import APPROVE, REJECT, Budget
 
 # Asks a person for a gate's answer; None leaves the gate to be answered elsewhere.
@@ -154,7 +155,7 @@ async def answer_command(client: Client, args: argparse.Namespace, console: Cons
 
     def given(state: RunState | None) -> AnswerInput:
         gate_id = args.gate or _only_open_gate(handle.id, _readable(handle.id, state), value)
-        return AnswerInput(gate=gate_id, value=value, comment=args.comment or "", by=user())
+        return AnswerInput(gate=GateId(gate_id), value=value, comment=args.comment or "", by=user())
 
     if args.no_wait:
         answer = given(None if args.gate else await ask_state(handle))
@@ -176,7 +177,7 @@ async def budget_command(client: Client, args: argparse.Namespace, console: Cons
 
     def given(state: RunState | None) -> BudgetInput:
         return BudgetInput(
-            gate=args.gate or _paused_budget(_readable(handle.id, state)),
+            gate=GateId(args.gate or _paused_budget(_readable(handle.id, state))),
             tokens=args.tokens,
             usd=args.usd,
             iterations=args.iterations,

@@ -32,6 +32,7 @@ from agentrun.contract import (
     VarWriteInput,
     limits_text,
 )
+from agentrun.ids import GateId
 from agentrun.lang import ir
 from agentrun.workflows import gates
 from agentrun.workflows.budgets import Budgets
@@ -227,7 +228,7 @@ class AgentRun:
         self._changed()
         return budget
 
-    def _refused(self, gate: str, message: str) -> None:
+    def _refused(self, gate: GateId, message: str) -> None:
         """A signal cannot be refused to its sender, who may be long gone: the run keeps the refusal."""
         self.run_state.warnings.append(message)
         self.run_state.queued_refusals.append(QueuedRefusal(gate=gate, message=message, at=workflow.now()))

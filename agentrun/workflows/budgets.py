@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from agentrun.contract import RUN_BUDGET_GATE, ModelUsage, RunState, dollars
+from agentrun.ids import GateId
 from agentrun.lang import ir
 from agentrun.lang.calls import Usage
 
@@ -83,7 +84,7 @@ class Budgets:
                 return step, limit, why
         return None
 
-    def raised(self, gate: str, tokens: int | None, usd: float | None, iterations: int | None) -> ir.Budget:
+    def raised(self, gate: GateId, tokens: int | None, usd: float | None, iterations: int | None) -> ir.Budget:
         """A person raised the budget a pause is waiting on; the new limits count from now on."""
         step = self.paused_steps[self.state.gates[gate].name]
         old = self.state.step_budgets[step] if step else self.state.budget

@@ -11,6 +11,7 @@ from datetime import timedelta
 from temporalio import workflow
 
 from agentrun.contract import Answer, AnswerInput, Gate, GateKind, RunState
+from agentrun.ids import GateId
 from agentrun.lang import ir
 from agentrun.workflows import metrics, tracing
 
@@ -55,7 +56,7 @@ class Humans:
         """The update's effect; its validator has already refused what cannot be taken."""
         return self.close(given.gate, given.value, given.comment, given.by)
 
-    def close(self, gate_id: str, value: str, comment: str = "", by: str = "") -> Answer:
+    def close(self, gate_id: GateId, value: str, comment: str = "", by: str = "") -> Answer:
         gate = self.state.gates[gate_id]
         gate.answer = Answer(value=value, comment=comment, by=by, at=workflow.now())
         gate.status = "answered"
@@ -97,10 +98,10 @@ class Humans:
         )
 
 
-def _fresh(state: RunState, gate_id: str) -> str:
+def _fresh(state: RunState, gate_id: str) -> GateId:
     """A gate asked again (a loop round, a raised budget running out again) gets a new key: id#2, id#3."""
     asked = sum(1 for gate in state.gates.values() if gate.name == gate_id)
-    return f"{gate_id}#{asked + 1}" if asked else gate_id
+    return GateId(f"{gate_id}#{asked + 1}" if asked else gate_id)
 
 
 def rejected(gate_id: str, answer: Answer) -> str:

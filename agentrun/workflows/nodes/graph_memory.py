@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from agentrun.ids import GateId
 from agentrun.lang import ir
 from agentrun.workflows import taint
 from agentrun.workflows.failures import TaskFailed
@@ -48,7 +49,7 @@ def write(engine: Interpreter, graph: ir.Graph, node: ir.Node, value: Any, scope
         _put(engine, key, value)
         return
     if isinstance(node, ir.Human) and node.approval:
-        _put(engine, key, _decision(engine, key, value))
+        _put(engine, key, _decision(engine, GateId(key), value))  # an approval node's gate is keyed by its run
         return
     value = as_data(value) if isinstance(node, ir.Task) else value  # a reply that is JSON is kept as data
     if len(access.write_keys) > 1 and isinstance(value, dict):
@@ -68,7 +69,7 @@ def write(engine: Interpreter, graph: ir.Graph, node: ir.Node, value: Any, scope
         engine.state.memory[f"{access.write_key}_passed"] = value.get("passed") is True
 
 
-def _decision(engine: Interpreter, key: str, value: Any) -> dict[str, Any]:
+def _decision(engine: Interpreter, key: GateId, value: Any) -> dict[str, Any]:
     """What cycgraph's resume writes: the decision, and what the person said with it if anything."""
     decided = {"human_decision": "rejected" if value == ir.REJECT else "approved"}
     gate = engine.state.gates.get(key)
