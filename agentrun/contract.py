@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field, PrivateAttr, computed_field, model_valida
 from temporalio.common import SearchAttributeKey
 
 from agentrun import names
-from agentrun.ids import GateId, RunId
+from agentrun.ids import GateId, NodeId, RunId
 from agentrun.lang import calls, ir
 from agentrun.lang.amounts import dollars as dollars
 from agentrun.lang.amounts import limits_text as limits_text
@@ -114,7 +114,7 @@ class RunInput(BaseModel):
     workdir: str
     default_agent: str
     agents: dict[str, str] = {}  # agent id -> URI, overriding the default
-    resume_from: str | None = None
+    resume_from: NodeId | None = None
     max_iterations: int | None = None
     lenient: bool = False
     heartbeat_s: float = 30.0

@@ -6,4 +6,6 @@ from __future__ import annotations
 from typing import NewType
 
 RunId = NewType("RunId", str)  # a run's workflow id; a batch's is `<run>/<map key>/batch-<n>`
+NodeId = NewType("NodeId", str)  # a plan node's id; a person names one by its last part (`install` for `setup.install`)
 GateId = NewType("GateId", str)  # `budget`, `budget:<step>`, or a spec's gate id with `#N` for a round
+AgentId = NewType("AgentId", str)  # an agent's id in a spec; --agent ID=URI or agentrun.yaml gives its URI

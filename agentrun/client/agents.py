@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Set as AbstractSet
 from pathlib import Path
 
 import yaml
 from pydantic import TypeAdapter, ValidationError
 
+from agentrun.ids import AgentId
 from agentrun.lang import ir
 from agentrun.lang.drivers import SCHEMES, AgentUri
 from agentrun.lang.errors import Problem, SpecError
@@ -26,7 +28,7 @@ _PER_AGENT = re.compile(r"^([A-Za-z_][\w.-]*)=(.+)$")
 def resolve(
     flags: list[str],
     spec_dir: str,
-    needed: set[str] | frozenset[str] = frozenset(),
+    needed: AbstractSet[AgentId] = frozenset(),
     required: bool = True,
     requires: dict[str, str] | None = None,
     declared: dict[str, str] | None = None,

@@ -16,6 +16,7 @@ from typing import NoReturn
 
 from agentrun.client import spelling
 from agentrun.contract import RunState, StepRecord
+from agentrun.ids import NodeId
 from agentrun.lang import ir
 from agentrun.lang.errors import Problem, SpecError, did_you_mean
 
@@ -43,12 +44,12 @@ def choose(plan: ir.Plan, state: RunState, at: str) -> Cut:
     return _taken_over(log, chosen, label)
 
 
-def step_id(plan: ir.Plan, name: str, flag: str = "--at") -> str:
+def step_id(plan: ir.Plan, name: str, flag: str = "--at") -> NodeId:
     """The id of the step `name` stands for: a step's id, the last part of a dotted or slashed id
     (`install` for `setup.install`), or a behaviour tree's action (its first step). Raises SpecError."""
-    ids = [leaf.id for leaf in plan.leaves()]
+    ids = [NodeId(leaf.id) for leaf in plan.leaves()]
     if name in ids:
-        return name
+        return NodeId(name)
     matches = [i for i in ids if _short(i) == name]
     bases = list(dict.fromkeys(re.sub(r"@\d+$", "", i) for i in matches))
     if len(bases) == 1:

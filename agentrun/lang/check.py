@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from agentrun.ids import AgentId, NodeId
 from agentrun.lang import ir
 from agentrun.lang.criteria_syntax import python_syntax
 from agentrun.lang.errors import Problem, SpecError
@@ -103,20 +104,20 @@ def _not_per_element(node: ir.NodeBase) -> tuple[str, str] | None:
     return None
 
 
-def agent_ids(plan: ir.Plan) -> set[str]:
+def agent_ids(plan: ir.Plan) -> set[AgentId]:
     """Every agent a run may talk to: its tasks', fallbacks' (in walk) and compensations', and
     those of the subgraphs it runs."""
     nodes = plan.walk_all()
     tasks = [n for n in nodes if isinstance(n, ir.Task)]
     tasks += [n.compensation for n in nodes if isinstance(n.compensation, ir.Task)]
-    return {task.agent for task in tasks}
+    return {AgentId(task.agent) for task in tasks}
 
 
-def resolve_task(plan: ir.Plan, name: str) -> str:
+def resolve_task(plan: ir.Plan, name: str) -> NodeId:
     """The id of the task `name` refers to: an exact id, or a unique last path segment."""
-    leaves = [leaf.id for leaf in plan.leaves()]
+    leaves = [NodeId(leaf.id) for leaf in plan.leaves()]
     if name in leaves:
-        return name
+        return NodeId(name)
     matches = [i for i in leaves if i.rsplit(".", 1)[-1] == name]
     if len(matches) == 1:
         return matches[0]
