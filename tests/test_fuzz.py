@@ -4,10 +4,12 @@ never a hang or a memory blow-up."""
 from __future__ import annotations
 
 import re
-import resource
+import subprocess
+import sys
 import time
 
 from agentrun.cli import client as main
+from tests.conftest import ROOT
 from tests.fuzz_specs import write_corpus
 
 LIMIT_S = 10.0
@@ -36,5 +38,24 @@ def test_every_spec_of_the_corpus_is_valid_or_one_clear_error(tmp_path, capsys):
         if code not in (0, 2):
             failures.append(f"{path.name}: exit {code}")
     assert not failures, "\n".join(failures)
-    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+# Validates every spec of the corpus in one process, as the test above does, with nothing else in it.
+VALIDATE_ALL = """
+import contextlib, io, resource, sys
+from agentrun.cli import client
+for path in sys.argv[1:]:
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        client(["validate", path])
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+"""
+
+
+def test_validating_the_whole_corpus_keeps_the_process_small(tmp_path):
+    """Measured in a process of its own: the test process's high-water mark counts every test before."""
+    paths = write_corpus(tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-c", VALIDATE_ALL, *map(str, paths)], cwd=ROOT, check=True, timeout=600, capture_output=True
+    )
+    peak_mb = int(done.stdout.split()[-1]) / 1024
     assert peak_mb < LIMIT_RSS_MB, f"validate grew the process to {peak_mb:.0f} MB"

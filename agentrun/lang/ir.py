@@ -25,9 +25,7 @@ Supervision = Literal["none", "supervised", "human"]
 
 
 class Model(BaseModel):
-    # Schemas are built when a model is first used, once: building every node's eagerly cost the
-    # spec commands most of their start-up.
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, defer_build=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
 
 class Retry(Model):
@@ -563,6 +561,30 @@ def _own_children(node: NodeBase) -> list[Any]:
     if isinstance(node, Graph):
         return list(node.nodes.values())
     return []
+
+
+for _model in (
+    NodeBase,
+    Sequence,
+    Parallel,
+    Selector,
+    Case,
+    Switch,
+    Loop,
+    Map,
+    Subflow,
+    Graph,
+    Supervisor,
+    Verifier,
+    Voting,
+    Supervised,
+    Task,
+    Provider,
+    Human,
+    Evaluate,
+    Plan,
+):
+    _model.model_rebuild()
 
 
 def recorded_traits(data: Any) -> Any:
