@@ -223,6 +223,7 @@ class TaskState(BaseModel):
     usage: Usage = Usage()
     cost_usd: float = 0.0
     reused_from: str = ""  # the run whose recorded output a fork took over: nothing was spent here
+    worker: str = ""  # the identity (pid@host) of the worker whose agent call answered last
 
 
 class Answer(BaseModel):

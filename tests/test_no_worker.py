@@ -9,9 +9,10 @@ from tests.test_terminal import HELD
 
 def test_a_run_no_worker_polls_for_says_so_and_watch_worker_runs_it(cli, cli_process, tmp_path):
     spec, queue, rid = write_spec(tmp_path, HELD), run_id("q-none"), run_id("held")
+    own = f"{queue}/{rid}"  # no worker polls the queue, so the run gets one of its own
     hint = (
-        f"no worker polls task queue '{queue}', so nothing runs it: start one with `python -m worker --task-queue "
-        f"{queue}`, or run one here with `python -m client watch {rid} --worker`"
+        f"no worker polls task queue '{own}', so nothing runs it: start one with `python -m worker --task-queue "
+        f"{own}`, or run one here with `python -m client watch {rid} --worker`"
     )
     started = cli("start", str(spec), "--agent", SHELL_AGENT, "--id", rid, "--task-queue", queue, "--detach")
     assert started.code == 0 and started.out.splitlines()[1:] == [hint]

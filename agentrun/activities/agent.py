@@ -51,13 +51,21 @@ async def _ask(driver: Driver, call: AgentCall) -> AgentReply:
     beating = asyncio.create_task(_heartbeat_forever(_heartbeat_interval()))
     try:
         reply = await driver(call)
-        return reply.model_copy(update={"attempt": activity.info().attempt})
+        return reply.model_copy(update={"attempt": activity.info().attempt, "worker": _worker_identity()})
     except (ApplicationError, asyncio.CancelledError):
         raise
     except Exception as err:
         raise to_application_error(err, call) from err
     finally:
         beating.cancel()
+
+
+def _worker_identity() -> str:
+    """This worker's identity: its client's, as the worker is built (pid@host unless configured)."""
+    try:
+        return activity.client().identity
+    except RuntimeError:  # an activity run outside a worker (ActivityEnvironment in tests)
+        return ""
 
 
 def _outgoing(reply: AgentReply, call: AgentCall) -> AgentReply:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import TYPE_CHECKING, Any, get_args
 
 from rich.console import Console
@@ -133,10 +134,12 @@ async def _diff(client: Client, args: argparse.Namespace, console: Console) -> i
 
 async def _watch(client: Client, args: argparse.Namespace, console: Console) -> int:
     from agentrun.client.runs import describe
-    from agentrun.client.start import local_worker, watch
+    from agentrun.client.start import local_worker, watch, worker_note
 
     args.task_queue = (await describe(client, args.run_id)).task_queue
     args.ran_worker = args.worker
+    if args.worker:
+        print(worker_note(client, args.run_id, args.task_queue), file=sys.stderr)
     async with local_worker(client, args.task_queue, needed=args.worker, run_id=args.run_id) as log:
         return await watch(client, args.run_id, console, prompter(console), log)
 

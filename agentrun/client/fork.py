@@ -17,6 +17,7 @@ from agentrun.client.runs import UsageError, describe, fetch_state, fetch_step_l
 from agentrun.client.start import start
 from agentrun.contract import Fork, RunInput
 from agentrun.lang import ir
+from agentrun.names import shared_queue
 
 
 def add_arguments(command: argparse.ArgumentParser) -> None:
@@ -77,7 +78,7 @@ async def forked_input(client: Client, args: argparse.Namespace) -> RunInput:
         print(f"note: {note}", file=sys.stderr)
     for warning in _unsent_prompts(changed.plan, chosen, args.prompt):
         print(warning, file=sys.stderr)
-    args.task_queue = args.task_queue or desc.task_queue
+    args.task_queue = args.task_queue or shared_queue(desc.task_queue, parent)  # start picks the worker
     fork = Fork(parent=parent, at=chosen.at, reuse=chosen.reuse, memory=changed.memory, changes=changed.said)
     return started.model_copy(update={"plan": changed.plan, "params": changed.params, "fork": fork})
 

@@ -115,7 +115,7 @@ def to_markdown(state: RunState) -> str:
     ]
     if s["input_tokens"] or s["output_tokens"]:
         lines.append(f"- Tokens: {s['input_tokens']} in, {s['output_tokens']} out")
-    lines += _spending(state) + forked(state)
+    lines += _spending(state) + forked(state) + _workers(state)
     if state.parent_run:
         lines.append(f"- Part of run: {state.parent_run} (this run is one of its subgraphs)")
     if state.executions > 1:
@@ -193,6 +193,17 @@ def elements_markdown(page: Page) -> str:
         if e.output is not None:
             lines += ["", f"## {e.key}", "", *fenced(e.output)]
     return "\n".join(lines) + "\n"
+
+
+def _workers(state: RunState) -> list[str]:
+    """Which worker (pid@host) asked the agents of which steps."""
+    steps: dict[str, list[str]] = {}
+    for task in state.tasks.values():
+        if task.worker:
+            steps.setdefault(task.worker, []).append(task.id)
+    if len(steps) == 1:
+        return [f"- Worker: {next(iter(steps))}"]
+    return ["- Workers: " + "; ".join(f"{worker} ({', '.join(ids)})" for worker, ids in steps.items())] if steps else []
 
 
 def forked(state: RunState) -> list[str]:

@@ -133,6 +133,11 @@ async def live_worker(client: Client, task_queue: str) -> bool:
 
 async def worker_polling(client: Client, task_queue: str) -> bool:
     """True if a live worker polls the queue. Pollers of dead local processes are ignored."""
+    return bool(await pollers(client, task_queue))
+
+
+async def pollers(client: Client, task_queue: str) -> list[str]:
+    """The identities of the live workers polling the queue for workflow tasks (pid@host)."""
     request = DescribeTaskQueueRequest(
         namespace=client.namespace,
         task_queue=TaskQueue(name=task_queue),
@@ -140,11 +145,11 @@ async def worker_polling(client: Client, task_queue: str) -> bool:
     )
     response = await client.workflow_service.describe_task_queue(request)
     now = time.time()
-    for poller in response.pollers:
-        recent = now - poller.last_access_time.ToSeconds() < 120
-        if recent and _process_alive(poller.identity):
-            return True
-    return False
+    return [
+        poller.identity
+        for poller in response.pollers
+        if now - poller.last_access_time.ToSeconds() < 120 and _process_alive(poller.identity)
+    ]
 
 
 def _process_alive(identity: str) -> bool:

@@ -21,8 +21,9 @@ from agentrun.client import outputs, report, telemetry
 from agentrun.client.follow import follow
 from agentrun.client.humans import Prompter
 from agentrun.client.no_worker import hint
-from agentrun.client.runs import UsageError, worker_polling
+from agentrun.client.runs import UsageError, pollers
 from agentrun.contract import RunInput
+from agentrun.names import own_queue, run_queue
 from agentrun.worker.connection import web_url
 from agentrun.worker.embedded import state_dir
 
@@ -32,20 +33,42 @@ async def start(
 ) -> int:
     inp.search_attributes = await ensure_search_attributes(client)
     run_id = args.id = args.id or f"{inp.plan.name}-{uuid.uuid4().hex[:8]}"  # Ctrl-C names it
+    serving = await pollers(client, args.task_queue)
+    if not serving:  # the run gets a queue of its own, which only this process's worker polls
+        args.task_queue = run_queue(args.task_queue, run_id)
     with telemetry.starting(inp.plan, run_id):
         handle = await _start(client, inp, run_id, args.task_queue)
     console.print(f"run {run_id} started", markup=False, highlight=False)
     link = web_url(client, run_id)
     if link:
         console.print(f"Temporal Web: {link}", markup=False, highlight=False)
-    polling = await worker_polling(client, args.task_queue)
-    if args.detach:
-        if not polling:
-            console.print(hint(run_id, args.task_queue), markup=False)
+    if args.detach and not serving:
+        console.print(hint(run_id, args.task_queue), markup=False)
         return 0
-    args.ran_worker = not polling
-    async with local_worker(client, args.task_queue, needed=not polling, run_id=run_id) as log:
+    console.print(_worker_line(client, run_id, args.task_queue, serving), markup=False, highlight=False)
+    if args.detach:
+        return 0
+    args.ran_worker = not serving
+    async with local_worker(client, args.task_queue, needed=not serving, run_id=run_id) as log:
         return await watch(client, handle.id, console, prompter, log)
+
+
+def _worker_line(client: Client, run_id: str, task_queue: str, serving: list[str]) -> str:
+    """Which worker runs the run: those polling the shared queue, or this process on the run's own."""
+    if serving:
+        return f"worker: {', '.join(sorted(set(serving)))} (polling task queue '{task_queue}')"
+    return worker_note(client, run_id, task_queue)
+
+
+def worker_note(client: Client, run_id: str, task_queue: str) -> str:
+    """What `watch RUN --worker` says of the worker it runs: on the run's own queue it runs that run
+    alone; on a shared queue it takes any run there while it polls."""
+    if own_queue(task_queue, run_id):
+        return f"worker: this process, {client.identity} (the run's own task queue '{task_queue}')"
+    return (
+        f"worker: this process, {client.identity}, polling the shared task queue '{task_queue}': "
+        "while it runs it takes any run started there, not only this one"
+    )
 
 
 async def watch(

@@ -46,8 +46,10 @@ def lines(state: RunState) -> list[str]:
     out += [f"  {line.removeprefix('- ')}" for line in report.forked(state)]
     for t in state.tasks.values():
         reused = f" reused from {t.reused_from}" if t.reused_from else ""
+        worker = f" worker={t.worker}" if t.worker else ""
         out.append(
-            f"  {t.id:<30} {t.status:<10} attempts={t.attempts} iterations={t.iterations} {t.duration_s:.1f}s{reused}"
+            f"  {t.id:<30} {t.status:<10} attempts={t.attempts} iterations={t.iterations} {t.duration_s:.1f}s"
+            f"{reused}{worker}"
         )
     for m in state.maps.values():
         done = m.total - m.counts.get("pending", 0)

@@ -69,6 +69,7 @@ class AgentReply(BaseModel):
     model: str = ""
     attempt: int = 1  # the activity attempt that answered: more than 1 after transport retries
     stderr: str = ""  # what a local agent printed besides its reply (its last 2000 characters), for `logs`
+    worker: str = ""  # the identity (pid@host) of the worker that asked the agent, for `status` and `report`
 
 
 class CriteriaCall(BaseModel):
