@@ -12,6 +12,10 @@ agent that writes the time it was invoked to a file: start-to-first-prompt is th
 before the CLI process starts to that moment. The bench worker polls its own queue, so the CLI
 finds no worker on the default queue and starts its own, as it does for a user.
 
+Before all that, the everyday commands: `python -m client --help`, `validate`, `inspect` and
+`dry-run` on the quickstart, beside `python -c pass`, alternating, best and median wall time
+(`--only-cli`: these and start-to-first-prompt alone).
+
 Last, tracing: two `python -m worker` processes, one with no OTEL_* variable and one exporting
 traces and metrics (OTEL_EXPORTER_OTLP_ENDPOINT) to an OTLP/HTTP receiver on loopback, run the
 same chain alternately; `tracing ratio` is on / off, for wall time and for the workers' CPU.
@@ -256,7 +260,7 @@ async def bench(tasks: int, repeat: int) -> None:
             firsts = [await asyncio.to_thread(start_to_first_prompt, folder, address) for _ in range(repeat)]
             print(
                 f"start-to-first-prompt: {statistics.median(firsts) * 1000:.0f} ms "
-                f"(warm server; the CLI starts its own worker on queue '{TASK_QUEUE}')"
+                f"(warm server; no worker polls '{TASK_QUEUE}', so the CLI runs its own on the run's own queue)"
             )
             engine_wall = statistics.median(s.wall_s for s in engine)
             raw_wall = statistics.median(s.wall_s for s in raw)
@@ -422,12 +426,71 @@ async def server_tuning(tasks: int, repeat: int) -> None:
         print(f"  engine / raw on the {name} server: {wall[0] / wall[1]:.2f} wall, {cpu[0] / cpu[1]:.2f} cpu")
 
 
+# ---- the everyday commands: wall time of `python -m client …` as a person types it ----------------
+
+REPO = Path(__file__).resolve().parent.parent
+QUICKSTART = REPO / "examples" / "quickstart.yaml"
+EVERYDAY = {
+    "python -c pass": ["-c", "pass"],
+    "--help": ["-m", "client", "--help"],
+    "validate": ["-m", "client", "validate", str(QUICKSTART)],
+    "inspect": ["-m", "client", "inspect", str(QUICKSTART)],
+    "dry-run": ["-m", "client", "dry-run", str(QUICKSTART)],
+}
+
+
+def command_s(argv: list[str]) -> float:
+    """Wall seconds of one run of `python ARGV` from the repository root; it must succeed."""
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, *argv], cwd=REPO, capture_output=True, text=True, timeout=60)
+    elapsed = time.perf_counter() - started
+    if done.returncode != 0:
+        raise RuntimeError(f"python {' '.join(argv)} exited {done.returncode}:\n{done.stderr}")
+    return elapsed
+
+
+async def first_prompt_only(repeat: int) -> None:
+    """start-to-first-prompt on a warm server of the bench's own, without the chains."""
+    env = await dev_server()
+    async with env:
+        address = env.client.service_client.config.target_host
+        with tempfile.TemporaryDirectory(prefix="agentrun-bench-") as tmp:
+            await asyncio.to_thread(start_to_first_prompt, Path(tmp), address)  # warms the server up
+            firsts = [await asyncio.to_thread(start_to_first_prompt, Path(tmp), address) for _ in range(repeat)]
+    runs = ", ".join(f"{s * 1000:.0f}" for s in firsts)
+    print(f"start-to-first-prompt: {statistics.median(firsts) * 1000:.0f} ms (warm server; runs: {runs} ms)")
+
+
+def everyday_commands(repeat: int) -> None:
+    """Each command `repeat` times, the commands alternating, after one warm-up round: best and
+    median wall ms, and the best against `python -c pass`'s."""
+    for argv in EVERYDAY.values():
+        command_s(argv)  # warm-up: the file cache, not counted
+    times: dict[str, list[float]] = {name: [] for name in EVERYDAY}
+    for _ in range(repeat):
+        for name, argv in EVERYDAY.items():
+            times[name].append(command_s(argv))
+    bare = min(times["python -c pass"])
+    print(f"everyday commands, {repeat} runs each, alternating (python -m client …, on {QUICKSTART.name})")
+    for name, runs in times.items():
+        ms = [t * 1000 for t in runs]
+        print(
+            f"  {name:<15} {min(ms):6.0f} ms best, {statistics.median(ms):6.0f} ms median, {min(runs) / bare:5.1f}x pass"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--tasks", type=int, default=200, help="tasks in the chain (default 200)")
     parser.add_argument("--repeat", type=int, default=3, help="timed runs of each side (default 3)")
     parser.add_argument("--only-tuning", action="store_true", help="only the tuned / untuned server comparison")
+    parser.add_argument("--only-cli", action="store_true", help="only the everyday commands and start-to-first-prompt")
     args = parser.parse_args()
+    if args.only_cli:
+        everyday_commands(max(args.repeat, 5))
+        asyncio.run(first_prompt_only(args.repeat))
+        return
+    everyday_commands(max(args.repeat, 5))
     if not args.only_tuning:
         asyncio.run(bench(args.tasks, args.repeat))
     asyncio.run(server_tuning(args.tasks, args.repeat))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import uuid
 from pathlib import Path
@@ -31,13 +32,35 @@ from agentrun.worker.embedded import state_dir
 async def start(
     client: Client, args: argparse.Namespace, inp: RunInput, console: Console, prompter: Prompter | None = None
 ) -> int:
-    inp.search_attributes = await ensure_search_attributes(client)
     run_id = args.id = args.id or f"{inp.plan.name}-{uuid.uuid4().hex[:8]}"  # Ctrl-C names it
-    serving = await pollers(client, args.task_queue)
+    inp.search_attributes, serving = await asyncio.gather(
+        ensure_search_attributes(client), pollers(client, args.task_queue)
+    )
     if not serving:  # the run gets a queue of its own, which only this process's worker polls
         args.task_queue = run_queue(args.task_queue, run_id)
+    if serving or args.detach:
+        return await _started(client, args, inp, console, prompter, serving)
+    # The worker is up before the run starts, so the server hands it the run's first workflow task
+    # in its reply to the start (eager start) rather than through the queue.
+    args.ran_worker = True
+    async with local_worker(client, args.task_queue, needed=True, run_id=run_id) as log:
+        return await _started(client, args, inp, console, prompter, serving, log)
+
+
+async def _started(
+    client: Client,
+    args: argparse.Namespace,
+    inp: RunInput,
+    console: Console,
+    prompter: Prompter | None,
+    serving: list[str],
+    log: Path | None = None,
+) -> int:
+    """Start the run on args.task_queue, say which worker runs it, and follow it unless detached;
+    `log`: the log of this process's worker, when it runs the run."""
+    run_id = args.id
     with telemetry.starting(inp.plan, run_id):
-        handle = await _start(client, inp, run_id, args.task_queue)
+        handle = await _start(client, inp, run_id, args.task_queue, eager=log is not None)
     console.print(f"run {run_id} started", markup=False, highlight=False)
     link = web_url(client, run_id)
     if link:
@@ -48,9 +71,7 @@ async def start(
     console.print(_worker_line(client, run_id, args.task_queue, serving), markup=False, highlight=False)
     if args.detach:
         return 0
-    args.ran_worker = not serving
-    async with local_worker(client, args.task_queue, needed=not serving, run_id=run_id) as log:
-        return await watch(client, handle.id, console, prompter, log)
+    return await watch(client, handle.id, console, prompter, log)
 
 
 def _worker_line(client: Client, run_id: str, task_queue: str, serving: list[str]) -> str:
@@ -81,7 +102,7 @@ async def watch(
     return 0 if final.status == "completed" else 1
 
 
-async def _start(client: Client, inp: RunInput, run_id: str, task_queue: str) -> WorkflowHandle:
+async def _start(client: Client, inp: RunInput, run_id: str, task_queue: str, eager: bool = False) -> WorkflowHandle:
     try:
         return await client.start_workflow(
             "AgentRun",
@@ -89,6 +110,7 @@ async def _start(client: Client, inp: RunInput, run_id: str, task_queue: str) ->
             id=run_id,
             task_queue=task_queue,
             id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+            request_eager_start=eager,
             **start_options(inp),
         )
     except WorkflowAlreadyStartedError:
