@@ -24,12 +24,6 @@ class Difference(NamedTuple):
     b: str
 
 
-def add_arguments(command: argparse.ArgumentParser) -> None:
-    command.add_argument("run_a")
-    command.add_argument("run_b")
-    command.add_argument("--json", action="store_true")
-
-
 async def diff_command(client: Client, args: argparse.Namespace, console: Console) -> int:
     a, b = await fetch_state(client, args.run_a), await fetch_state(client, args.run_b)
     found = differences(a, b)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 from temporalio.client import Client, WorkflowExecutionStatus
@@ -51,12 +50,6 @@ class Page:
     def to_json(self) -> str:
         data = {k: v for k, v in asdict(self).items() if k != "elements"}
         return json.dumps({**data, "elements": [asdict(e) for e in self.elements]}, indent=2)
-
-
-def add_arguments(command: argparse.ArgumentParser, positive: Callable[[str], int]) -> None:
-    command.add_argument("--elements", metavar="MAP", help="page through the elements of map step MAP")
-    command.add_argument("--page", type=positive, metavar="N", help="which page of elements (default 1)")
-    command.add_argument("--limit", type=positive, metavar="N", help=f"elements per page (default {DEFAULT_LIMIT})")
 
 
 def wanted(args: argparse.Namespace) -> bool:

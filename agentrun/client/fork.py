@@ -20,32 +20,6 @@ from agentrun.lang import ir
 from agentrun.names import shared_queue
 
 
-def add_arguments(command: argparse.ArgumentParser) -> None:
-    command.add_argument("run_id", help="the run to fork")
-    command.add_argument(
-        "--at",
-        required=True,
-        metavar="STEP",
-        help="the step to go on from (STEP[i]#N for a map element, a round); `failure` for the step that failed",
-    )
-    command.add_argument(
-        "-p", "--param", action="append", default=[], metavar="KEY=VALUE", help="a param to change (YAML scalar)"
-    )
-    command.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="memory.KEY=VALUE",
-        help="a memory (blackboard) value to set where the fork goes on (YAML)",
-    )
-    command.add_argument(
-        "--prompt", action="append", default=[], metavar="STEP=TEXT", help="a new prompt (template) for an agent step"
-    )
-    command.add_argument("--id", help="the new run's id (default: spec name + random suffix)")
-    command.add_argument("--detach", action="store_true", help="start and return at once")
-    command.add_argument("--task-queue", help="the task queue workers poll (default: the parent's)")
-
-
 async def fork_command(client: Client, args: argparse.Namespace, console: Console, prompter: Prompter | None) -> int:
     inp = await forked_input(client, args)
     fork = inp.fork

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any, get_args
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -15,19 +15,9 @@ from temporalio.service import RPCError
 from agentrun import contract
 from agentrun.client import spelling
 from agentrun.client.runs import CLOSED_STATUS, UsageError
-from agentrun.contract import RunStatus
 
-STATUSES = get_args(RunStatus)
-DEFAULT_LIMIT = 50
 _LIVE = frozenset({"pending", "running", "waiting", "retrying"})
 COLUMNS = ("RUN", "STATUS", "SPEC", "STARTED", "ENDED")
-
-
-def add_arguments(command: argparse.ArgumentParser) -> None:
-    command.add_argument("--status", choices=STATUSES, help="only runs with this status")
-    command.add_argument("--spec", metavar="NAME", help="only runs of the spec with this name")
-    command.add_argument("--limit", type=int, default=DEFAULT_LIMIT, metavar="N", help="at most N runs (default 50)")
-    command.add_argument("--json", action="store_true", help="a JSON list of the runs")
 
 
 def visibility_query(status: str | None, spec: str | None) -> str:

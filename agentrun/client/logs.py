@@ -29,12 +29,6 @@ class Said(NamedTuple):
     stderr: str = ""
 
 
-def add_arguments(command: argparse.ArgumentParser) -> None:
-    command.add_argument("run_id")
-    command.add_argument("--task", metavar="ID", help="only this task (with its map elements and sub-agents)")
-    command.add_argument("--follow", action="store_true", help="keep printing until the run ends")
-
-
 async def logs_command(client: Client, args: argparse.Namespace, console: Console) -> int:
     await describe(client, args.run_id)  # a clear error for a run that is not there
     shown = 0
