@@ -223,6 +223,7 @@ class TaskState(BaseModel):
     usage: Usage = Usage()
     cost_usd: float = 0.0
     reused_from: str = ""  # the run whose recorded output a fork took over: nothing was spent here
+    first_token_s: float | None = None  # from its first prompt to the first piece of the reply
 
 
 class Answer(BaseModel):

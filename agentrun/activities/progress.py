@@ -82,9 +82,9 @@ class Progress:
             if self.state == "waiting":
                 self.state = "writing"
             # The GenAI conventions' attribute, on the attempt's span (a no-op without tracing).
-            trace.get_current_span().add_event(
-                FIRST_TOKEN_EVENT, {names.TIME_TO_FIRST_CHUNK: self.first_token_s, names.AGENT: self.agent}
-            )
+            span = trace.get_current_span()
+            span.add_event(FIRST_TOKEN_EVENT, {names.TIME_TO_FIRST_CHUNK: self.first_token_s, names.AGENT: self.agent})
+            span.set_attribute(names.TIME_TO_FIRST_CHUNK, self.first_token_s)
 
 
 _current: ContextVar[Progress | None] = ContextVar("agentrun_progress", default=None)

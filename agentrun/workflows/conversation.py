@@ -83,6 +83,9 @@ class Conversation:
             )
             traced.replied(reply, self._count(key, scope, reply, call.uri))
         self._retried(key, node, reply.attempt)
+        task = self.state.tasks.get(key)
+        if task is not None and task.first_token_s is None:
+            task.first_token_s = reply.first_token_s
         return reply
 
     def _summary(self, node: ir.Task, scope: Scope, text: str, phase: str | None) -> str:
