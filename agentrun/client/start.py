@@ -22,6 +22,7 @@ from agentrun.client.follow import follow
 from agentrun.client.humans import Prompter
 from agentrun.client.no_worker import hint
 from agentrun.client.runs import UsageError, worker_polling
+from agentrun.client.tails import STALL_S
 from agentrun.contract import RunInput
 from agentrun.worker.connection import web_url
 from agentrun.worker.embedded import state_dir
@@ -45,14 +46,20 @@ async def start(
         return 0
     args.ran_worker = not polling
     async with local_worker(client, args.task_queue, needed=not polling, run_id=run_id) as log:
-        return await watch(client, handle.id, console, prompter, log)
+        return await watch(client, handle.id, console, prompter, log, stall_s=getattr(args, "stall", None))
 
 
 async def watch(
-    client: Client, run_id: str, console: Console, prompter: Prompter | None = None, log: Path | None = None
+    client: Client,
+    run_id: str,
+    console: Console,
+    prompter: Prompter | None = None,
+    log: Path | None = None,
+    stall_s: float | None = None,
 ) -> int:
-    """Follow a run to its end and print its report; exit code 0 only for a completed run."""
-    final = await follow(client, run_id, console, prompter=prompter, log=log)
+    """Follow a run to its end and print its report; exit code 0 only for a completed run. An agent
+    that writes nothing for `stall_s` seconds (default tails.STALL_S) is said to."""
+    final = await follow(client, run_id, console, prompter=prompter, log=log, stall_s=stall_s or STALL_S)
     console.print()
     console.print(report.to_markdown(final) + outputs.section(final, every=False), markup=False, highlight=False)
     return 0 if final.status == "completed" else 1
