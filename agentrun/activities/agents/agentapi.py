@@ -261,8 +261,9 @@ async def _next_look(follower: asyncio.Task[None], settled: asyncio.Event) -> No
 
 
 async def _follow_events(client: httpx.AsyncClient, base_url: str, last_id: int, settled: asyncio.Event) -> None:
-    """Report the reply as it grows, from GET /events; set `settled` whenever the agent is stable
-    with a new message. Returns when the server has no events (then it is polled) or they end."""
+    """Report the reply as it grows, from GET /events; set `settled` on each event that comes while
+    the agent is stable, for the reply to be looked for. Returns when the server has no events
+    (then it is polled) or they end."""
     status = ""
     try:
         # No read timeout: an agent may think for minutes between two events; the polls notice a dead server.
