@@ -224,6 +224,7 @@ class TaskState(BaseModel):
     cost_usd: float = 0.0
     reused_from: str = ""  # the run whose recorded output a fork took over: nothing was spent here
     worker: str = ""  # the identity (pid@host) of the worker whose agent call answered last
+    first_token_s: float | None = None  # from its first prompt to the first piece of the reply
 
 
 class Answer(BaseModel):

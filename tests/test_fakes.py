@@ -67,10 +67,11 @@ def test_a_streamed_chat_comes_as_server_sent_chunks_with_usage_last(server):
     events = [line.removeprefix("data: ") for line in streamed.text.split("\n\n") if line]
     assert events[-1] == "[DONE]"
     chunks = [json.loads(e) for e in events[:-1]]
-    assert [c["object"] for c in chunks] == ["chat.completion.chunk"] * 3
-    assert chunks[0]["choices"][0]["delta"] == {"role": "assistant", "content": "F"}
-    assert chunks[1]["choices"][0]["finish_reason"] == "stop"
-    assert chunks[2]["choices"] == [] and chunks[2]["usage"]["completion_tokens"] == 1
+    assert [c["object"] for c in chunks] == ["chat.completion.chunk"] * 4
+    assert chunks[0]["choices"][0]["delta"] == {"role": "assistant", "content": ""}
+    assert chunks[1]["choices"][0]["delta"] == {"content": "F"}
+    assert chunks[2]["choices"][0]["finish_reason"] == "stop"
+    assert chunks[3]["choices"] == [] and chunks[3]["usage"]["completion_tokens"] == 1
 
 
 def test_a_request_for_json_output_must_have_been_scripted_json(server):

@@ -188,6 +188,9 @@ async def test_a_run_is_one_trace_with_genai_spans_and_metrics(client, address, 
         attempts = sorted((s for s in run if s.parent_id == call.span_id), key=lambda s: s.start_ns)
         assert [s.name for s in attempts] == ["run_agent"] * len(attempts)
         assert call.attributes["agentrun.attempt"] == len(attempts)
+        # The attempt that answered streamed it: the first token is an event, its time an attribute.
+        assert "agentrun.first_token" in attempts[-1].events
+        assert attempts[-1].attributes["gen_ai.response.time_to_first_chunk"] > 0
     assert one(run, "task fan.ka").parent_id == fan.span_id == one(run, "task fan.kb").parent_id
     a_in, a_out = next(r.reported for r in llm.requests_for("a") if r.reported)
     assert one(run, "chat a").attributes["agentrun.cost_usd"] == pytest.approx((a_in * 1.5 + a_out * 6) / 1e6)

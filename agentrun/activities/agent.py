@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
@@ -17,6 +18,7 @@ import httpx
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from agentrun.activities import progress
 from agentrun.activities.agents import agentapi, anthropic, command, openai, scripted
 from agentrun.activities.agents._common import AGENT_ERROR, AGENT_UNAVAILABLE
 from agentrun.activities.redact import raise_redacted, redact
@@ -34,7 +36,10 @@ DRIVERS: dict[str, Driver] = {
     "scripted": scripted.send,
 }
 
-HEARTBEAT_EVERY_S = 2.0
+# A heartbeat carries the reply so far (progress.Partial) when it grew, at most this often...
+PROGRESS_EVERY_S = 1.0
+# ...and beats this often regardless (a third of the heartbeat timeout if that is shorter).
+KEEPALIVE_S = 10.0
 RETRYABLE_STATUS = frozenset({408, 409, 429})
 
 
@@ -48,16 +53,18 @@ async def run_agent(call: AgentCall) -> AgentReply:
 
 
 async def _ask(driver: Driver, call: AgentCall) -> AgentReply:
-    beating = asyncio.create_task(_heartbeat_forever(_heartbeat_interval()))
-    try:
-        reply = await driver(call)
-        return reply.model_copy(update={"attempt": activity.info().attempt, "worker": _worker_identity()})
-    except (ApplicationError, asyncio.CancelledError):
-        raise
-    except Exception as err:
-        raise to_application_error(err, call) from err
-    finally:
-        beating.cancel()
+    attempt = activity.info().attempt
+    with progress.tracking(call, attempt) as seen:
+        beating = asyncio.create_task(_heartbeat_forever(seen, _keepalive_s()))
+        try:
+            reply = await driver(call)
+            return reply.model_copy(update={"attempt": attempt, "worker": _worker_identity()})
+        except (ApplicationError, asyncio.CancelledError):
+            raise
+        except Exception as err:
+            raise to_application_error(err, call) from err
+        finally:
+            beating.cancel()
 
 
 def _worker_identity() -> str:
@@ -90,18 +97,25 @@ def driver_for(uri: str) -> Driver:
     return driver
 
 
-def _heartbeat_interval() -> float:
+def _keepalive_s() -> float:
     # A short heartbeat timeout must still see several beats before it expires.
     timeout = activity.info().heartbeat_timeout
     if timeout is None:
-        return HEARTBEAT_EVERY_S
-    return max(0.05, min(HEARTBEAT_EVERY_S, timeout.total_seconds() / 3))
+        return KEEPALIVE_S
+    return max(0.05, min(KEEPALIVE_S, timeout.total_seconds() / 3))
 
 
-async def _heartbeat_forever(every_s: float) -> None:
+async def _heartbeat_forever(seen: progress.Progress, keepalive_s: float) -> None:
+    """Beat at once, then with the reply so far whenever it changed (at most every
+    PROGRESS_EVERY_S), and every keepalive_s regardless. Only the last beat's record may reach
+    history (in a timed-out attempt's failure), so it stays small."""
+    sent, sent_at = -1, float("-inf")
     while True:
-        activity.heartbeat()
-        await asyncio.sleep(every_s)
+        now = time.monotonic()
+        if (seen.version != sent and now - sent_at >= PROGRESS_EVERY_S) or now - sent_at >= keepalive_s:
+            activity.heartbeat(seen.record(redact))
+            sent, sent_at = seen.version, now
+        await asyncio.sleep(min(PROGRESS_EVERY_S, keepalive_s))
 
 
 def to_application_error(err: Exception, call: AgentCall) -> ApplicationError:

@@ -28,6 +28,7 @@ def add_commands(sub: Any) -> None:
     w = command(sub, "watch", "follow a run to its end", on_temporal(_watch))
     w.add_argument("run_id")
     w.add_argument("--worker", action="store_true", help="run a worker in this process while following")
+    _stall(w)
     c = command(sub, "cancel", "cancel a run", on_temporal(_cancel))
     c.add_argument("run_id")
     c.add_argument("--rollback", action="store_true", help="run its compensations as it is cancelled")
@@ -47,8 +48,18 @@ def add_commands(sub: Any) -> None:
     lg.add_argument("--follow", action="store_true", help="keep printing until the run ends")
 
 
+def _stall(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--stall",
+        type=positive,
+        metavar="SECONDS",
+        help="say when an agent has written nothing for this long (default 120); the step goes on",
+    )
+
+
 def _start(s: argparse.ArgumentParser) -> None:
     spec_and_inputs(s)
+    _stall(s)
     s.add_argument("--workdir", help="where agents and checks run (default: the spec's folder)")
     s.add_argument("--id", help="the run id (default: spec name + random suffix)")
     s.add_argument("--detach", action="store_true", help="start and return at once")
@@ -141,7 +152,7 @@ async def _watch(client: Client, args: argparse.Namespace, console: Console) -> 
     if args.worker:
         print(worker_note(client, args.run_id, args.task_queue), file=sys.stderr)
     async with local_worker(client, args.task_queue, needed=args.worker, run_id=args.run_id) as log:
-        return await watch(client, args.run_id, console, prompter(console), log)
+        return await watch(client, args.run_id, console, prompter(console), log, stall_s=args.stall)
 
 
 async def _cancel(client: Client, args: argparse.Namespace, console: Console) -> int:

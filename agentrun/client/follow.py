@@ -1,5 +1,6 @@
-"""Following a run: a line per task, gate and compensation event, a live status line on a terminal,
-answering open gates inline when a prompter is given, the final state."""
+"""Following a run: a line per task, gate and compensation event, a live status line on a terminal
+with the reply so far of each running step under it (client.tails), answering open gates inline when
+a prompter is given, the final state."""
 
 from __future__ import annotations
 
@@ -7,13 +8,17 @@ import asyncio
 import time
 from pathlib import Path
 
-from rich.console import Console
+from rich.console import Console, Group
+from rich.live import Live
+from rich.spinner import Spinner
 from temporalio.client import Client, WorkflowFailureError
 
 from agentrun.client.humans import Prompter, answer_inline, gate_line
 from agentrun.client.no_worker import hint
+from agentrun.client.partial import partials
 from agentrun.client.retries import Retries
 from agentrun.client.runs import ask_state, describe, fetch_state, live_worker
+from agentrun.client.tails import STALL_S, Tails
 from agentrun.contract import CompensationResult, Gate, RunState, TaskState, open_gates
 
 
@@ -24,9 +29,11 @@ async def follow(
     poll_s: float = 0.5,
     prompter: Prompter | None = None,
     log: Path | None = None,
+    stall_s: float = STALL_S,
 ) -> RunState:
     """Print the run's events until it ends. With a prompter, each open question is put to it once;
-    `log` is where the worker in this process writes the detail of failures."""
+    `log` is where the worker in this process writes the detail of failures; an agent that writes
+    nothing for `stall_s` is said to, once."""
     handle = client.get_workflow_handle(run_id)
     queue = (await describe(client, run_id)).task_queue
     ended = asyncio.ensure_future(_wait(handle))
@@ -34,20 +41,30 @@ async def follow(
     retries = Retries(client, run_id)
     asked: set[str] = set()
     started = time.monotonic()
-    with console.status("starting…") as status:
+    tails = Tails(stall_s)
+    spinner = Spinner("dots", "starting…")
+    with Live(Group(spinner, tails), console=console, transient=True, refresh_per_second=8) as status:
         while not ended.done():
             state = await ask_state(handle)
             if state is None:
                 # A worker that has just restarted takes the run within seconds: only say so when none polls.
                 if not await live_worker(client, queue):
                     printer.once(f"  ! {hint(run_id, queue)}")
-                status.update(f"waiting for a worker · {time.monotonic() - started:.0f}s")
+                spinner.update(text=f"waiting for a worker · {time.monotonic() - started:.0f}s")
                 await asyncio.wait([ended], timeout=poll_s)
                 continue
             printer.show(state)
-            if any(t.status == "running" for t in state.tasks.values()):
-                printer.retries(await retries.lines())
-            status.update(_live_line(state, time.monotonic() - started))
+            running = {t.id for t in state.tasks.values() if t.status == "running"}
+            if running:
+                description = await handle.describe()
+                printer.retries(await retries.lines(description))
+                so_far = await partials(client, run_id, description)
+            else:
+                so_far = {}
+            warnings, grown = tails.update(so_far, running, console.is_terminal)
+            printer.plain(warnings, style="yellow")
+            printer.plain(grown)
+            spinner.update(text=_live_line(state, time.monotonic() - started))
             # A budget is raised by figures, not a choice: its line says how; questions are asked here.
             gate = (
                 next((g for g in open_gates(state) if g.id not in asked and g.kind != "budget"), None)
@@ -129,6 +146,10 @@ class _Printer:
 
     def _print(self, line: str) -> None:
         self.console.print(line, markup=False, highlight=False)
+
+    def plain(self, lines: list[str], style: str | None = None) -> None:
+        for line in lines:
+            self.console.print(line, style=style, markup=False, highlight=False, soft_wrap=True)
 
     def _task(self, task: TaskState) -> None:
         before = self.seen.get(task.id, ("pending", 0, 0))

@@ -1,10 +1,13 @@
 """`client logs RUN [--task ID] [--follow]`: what was said to each agent and what it answered, in
 order, read from the run's Temporal history (every prompt is an activity's input, every reply its
-result), so it works for any run, ended or not, whichever worker ran it."""
+result), so it works for any run, ended or not, whichever worker ran it. With --follow, a reply
+also shows as it grows (from the call's heartbeats, client.partial), then whole once it ends."""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from datetime import datetime
 from typing import NamedTuple
@@ -14,8 +17,11 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import Client
 
+from agentrun.client.partial import partials
 from agentrun.client.runs import describe
 from agentrun.lang.calls import RUN_AGENT, AgentCall, AgentReply
+
+GROWING_POLL_S = 0.5
 
 
 class Said(NamedTuple):
@@ -32,15 +38,66 @@ class Said(NamedTuple):
 async def logs_command(client: Client, args: argparse.Namespace, console: Console) -> int:
     await describe(client, args.run_id)  # a clear error for a run that is not there
     shown = 0
-    async for said in conversation(client, args.run_id, args.follow):
-        if args.task and not belongs(said.task, args.task):
-            continue
-        shown += 1
-        console.print(render(said), markup=False, highlight=False)
+    growing = _Growing(console, args.task)
+    poller = asyncio.create_task(growing.follow(client, args.run_id)) if args.follow else None
+    try:
+        async for said in conversation(client, args.run_id, args.follow):
+            if args.task and not belongs(said.task, args.task):
+                continue
+            shown += 1
+            growing.ended(said)
+            console.print(render(said), markup=False, highlight=False)
+    finally:
+        if poller is not None:
+            poller.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await poller
     if not shown:
         about = f" of task '{args.task}'" if args.task else ""
         console.print(f"no agent has been asked anything{about} in run {args.run_id}", markup=False)
     return 0
+
+
+class _Growing:
+    """Replies under way, printed as they grow: a head line once, then each new piece."""
+
+    def __init__(self, console: Console, task: str | None) -> None:
+        self.console, self.task = console, task
+        self.printed: dict[str, int] = {}  # characters printed of each task's reply under way
+        self.calls: dict[str, int] = {}  # calls of each task that ended, so a late record is not taken
+
+    async def follow(self, client: Client, run_id: str) -> None:
+        while True:
+            before = dict(self.calls)
+            for record in (await partials(client, run_id)).values():
+                if self.calls.get(record.task) != before.get(record.task):
+                    continue  # its call ended while the records were read: they are of that call
+                if not self.task or belongs(record.task, self.task):
+                    self._grew(record.task, record.agent, record.tail, record.chars)
+            await asyncio.sleep(GROWING_POLL_S)
+
+    def _grew(self, task: str, agent: str, tail: str, chars: int) -> None:
+        before = self.printed.get(task)
+        if before is None:
+            if not chars:
+                return
+            self._write(f"── {task} ← agent '{agent}' (writing)\n")
+            before = 0
+        if chars > before:
+            new = chars - before
+            self._write(tail[-new:] if new <= len(tail) else "…" + tail)
+        self.printed[task] = max(chars, before)
+
+    def ended(self, said: Said) -> None:
+        """The call of said's task ended: what grew is closed by a line, the whole reply follows."""
+        if said.kind == "prompt":
+            return
+        self.calls[said.task] = self.calls.get(said.task, 0) + 1
+        if self.printed.pop(said.task, None) is not None:
+            self._write("\n")
+
+    def _write(self, text: str) -> None:
+        self.console.print(text, end="", markup=False, highlight=False, soft_wrap=True)
 
 
 def belongs(task: str, wanted: str) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import statistics
 from collections import Counter
 
 from agentrun.client.elements import Page
@@ -87,6 +88,25 @@ def summary(state: RunState) -> dict:
     }
 
 
+def _first_tokens(state: RunState) -> list[str]:
+    """How long agents took to start answering: each step's, or the median and slowest of many."""
+    timed = [(t.id, t.first_token_s) for t in state.tasks.values() if t.first_token_s is not None]
+    if not timed:
+        return []
+    if len(timed) <= FIRST_TOKENS_LISTED:
+        return ["- Time to first token: " + ", ".join(f"{key} {_brief(s)}" for key, s in timed)]
+    key, slowest = max(timed, key=lambda pair: pair[1])
+    middle = statistics.median(s for _, s in timed)
+    return [f"- Time to first token: median {_brief(middle)} over {len(timed)} steps, slowest {key} {_brief(slowest)}"]
+
+
+def _brief(seconds: float) -> str:
+    return f"{seconds:.2f}s" if seconds < 10 else _duration(seconds)
+
+
+FIRST_TOKENS_LISTED = 6
+
+
 def to_json(state: RunState) -> str:
     # The step log repeats the outputs for forks to take over; the report has them already.
     data = state.model_dump(mode="json", exclude={"step_log"})
@@ -115,7 +135,7 @@ def to_markdown(state: RunState) -> str:
     ]
     if s["input_tokens"] or s["output_tokens"]:
         lines.append(f"- Tokens: {s['input_tokens']} in, {s['output_tokens']} out")
-    lines += _spending(state) + forked(state) + _workers(state)
+    lines += _first_tokens(state) + _spending(state) + forked(state) + _workers(state)
     if state.parent_run:
         lines.append(f"- Part of run: {state.parent_run} (this run is one of its subgraphs)")
     if state.executions > 1:

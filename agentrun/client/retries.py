@@ -11,7 +11,7 @@ from typing import Any
 
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.workflow.v1 import PendingActivityInfo
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowExecutionDescription
 
 _UNREACHABLE = ("ConnectError", "ConnectTimeout", "connection failed", "Connection refused")
 
@@ -24,8 +24,9 @@ class Retries:
         self.shown: set[tuple[str, int]] = set()
         self.inputs: dict[str, dict[str, Any]] = {}  # activity id -> its input, for the task and agent
 
-    async def lines(self) -> list[str]:
-        description = await self.client.get_workflow_handle(self.run_id).describe()
+    async def lines(self, description: WorkflowExecutionDescription | None = None) -> list[str]:
+        """`description`: the run's, when the caller has it already."""
+        description = description or await self.client.get_workflow_handle(self.run_id).describe()
         lines = []
         for pending in description.raw_description.pending_activities:
             seen = (pending.activity_id, pending.attempt)

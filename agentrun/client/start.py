@@ -23,6 +23,7 @@ from agentrun.client.follow import follow
 from agentrun.client.humans import Prompter
 from agentrun.client.no_worker import hint
 from agentrun.client.runs import UsageError, pollers
+from agentrun.client.tails import STALL_S
 from agentrun.contract import RunInput
 from agentrun.names import own_queue, run_queue
 from agentrun.worker.connection import web_url
@@ -71,7 +72,7 @@ async def _started(
     console.print(_worker_line(client, run_id, args.task_queue, serving), markup=False, highlight=False)
     if args.detach:
         return 0
-    return await watch(client, handle.id, console, prompter, log)
+    return await watch(client, handle.id, console, prompter, log, stall_s=getattr(args, "stall", None))
 
 
 def _worker_line(client: Client, run_id: str, task_queue: str, serving: list[str]) -> str:
@@ -93,10 +94,16 @@ def worker_note(client: Client, run_id: str, task_queue: str) -> str:
 
 
 async def watch(
-    client: Client, run_id: str, console: Console, prompter: Prompter | None = None, log: Path | None = None
+    client: Client,
+    run_id: str,
+    console: Console,
+    prompter: Prompter | None = None,
+    log: Path | None = None,
+    stall_s: float | None = None,
 ) -> int:
-    """Follow a run to its end and print its report; exit code 0 only for a completed run."""
-    final = await follow(client, run_id, console, prompter=prompter, log=log)
+    """Follow a run to its end and print its report; exit code 0 only for a completed run. An agent
+    that writes nothing for `stall_s` seconds (default tails.STALL_S) is said to."""
+    final = await follow(client, run_id, console, prompter=prompter, log=log, stall_s=stall_s or STALL_S)
     console.print()
     console.print(report.to_markdown(final) + outputs.section(final, every=False), markup=False, highlight=False)
     return 0 if final.status == "completed" else 1

@@ -9,13 +9,19 @@ from rich.console import Console
 from temporalio.client import Client
 
 from agentrun.client import elements, humans, no_worker, report
-from agentrun.client.runs import fetch_state
+from agentrun.client.partial import partials
+from agentrun.client.runs import describe, fetch_state
 from agentrun.contract import RunState, dollars, open_gates, unsettled_refusals
+from agentrun.lang.calls import Partial
+
+SO_FAR_CHARS = 60  # of a running step's reply, on its line
 
 
 async def status_command(client: Client, args: argparse.Namespace, console: Console) -> int:
     paged = elements.wanted(args)  # a bad combination of options is refused before the run is read
-    state = await fetch_state(client, args.run_id)
+    desc = await describe(client, args.run_id)
+    state = await fetch_state(client, args.run_id, desc)
+    so_far = await partials(client, args.run_id, desc) if state.status in ("running", "waiting") else {}
     if paged:
         page = await elements.page(client, state, args)
         if args.json:
@@ -25,20 +31,25 @@ async def status_command(client: Client, args: argparse.Namespace, console: Cons
                 console.print(line, markup=False)
         return 0
     if args.json:
-        print(json.dumps(status_json(state), indent=2))
+        print(json.dumps(status_json(state, so_far), indent=2))
         return 0
-    for line in lines(state):
+    for line in lines(state, so_far):
         console.print(line, markup=False)
     return 0
 
 
-def status_json(state: RunState) -> dict:
+def status_json(state: RunState, so_far: dict[str, Partial] | None = None) -> dict:
+    """The state; each running step with `partial`, its agent's reply so far (null before any)."""
     data = state.model_dump(mode="json", exclude={"outputs", "final_output", "step_log"})
     data["tasks"] = report.tasks_json(state)
+    for task in data["tasks"]:
+        if task["status"] == "running":
+            record = (so_far or {}).get(task["id"])
+            task["partial"] = record.model_dump(mode="json") if record else None
     return data
 
 
-def lines(state: RunState) -> list[str]:
+def lines(state: RunState, so_far: dict[str, Partial] | None = None) -> list[str]:
     """The run's line, then one per step, map, open gate, refusal and note, then what it spent."""
     waiting = f" for {state.waiting_for}" if state.status == "waiting" and state.waiting_for else ""
     running = f" (running {state.current_task})" if state.current_task else ""
@@ -51,6 +62,9 @@ def lines(state: RunState) -> list[str]:
             f"  {t.id:<30} {t.status:<10} attempts={t.attempts} iterations={t.iterations} {t.duration_s:.1f}s"
             f"{reused}{worker}"
         )
+        record = (so_far or {}).get(t.id)
+        if record is not None and t.status == "running":
+            out.append(f"    {so_far_line(record)}")
     for m in state.maps.values():
         done = m.total - m.counts.get("pending", 0)
         out.append(
@@ -65,3 +79,13 @@ def lines(state: RunState) -> list[str]:
     if state.total_tokens_used or state.total_cost_usd:
         out.append(f"  used {state.total_tokens_used} tokens, {dollars(state.total_cost_usd)}")
     return out
+
+
+def so_far_line(record: Partial) -> str:
+    """`writing: 1234 characters, 310 tokens in 42s, quiet 3s: "…the end of the reply so far"`."""
+    end = " ".join(record.tail.split())[-SO_FAR_CHARS:]
+    said = f': "…{end}"' if end else ""
+    return (
+        f"{record.status}: {record.chars} characters, {record.tokens} tokens in {record.elapsed_s:.0f}s, "
+        f"quiet {record.quiet_s:.0f}s{said}"
+    )

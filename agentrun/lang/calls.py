@@ -70,6 +70,26 @@ class AgentReply(BaseModel):
     attempt: int = 1  # the activity attempt that answered: more than 1 after transport retries
     stderr: str = ""  # what a local agent printed besides its reply (its last 2000 characters), for `logs`
     worker: str = ""  # the identity (pid@host) of the worker that asked the agent, for `status` and `report`
+    first_token_s: float | None = None  # seconds from the prompt to the first piece of the reply
+
+
+PARTIAL_CHARS = 2000  # how much of a reply so far a heartbeat carries: its end
+
+
+class Partial(BaseModel):
+    """What a running agent call has written so far: its activity's heartbeat details, so small
+    that the last one (kept in history when the attempt fails or times out) costs little."""
+
+    task: str
+    agent: str
+    attempt: int = 1
+    tail: str = ""  # the last PARTIAL_CHARS characters of the reply so far
+    chars: int = 0  # characters of the reply so far
+    tokens: int = 0  # output tokens so far: the model's count once it gives one, else chunks received
+    elapsed_s: float = 0.0  # since the prompt was sent, when this was recorded
+    quiet_s: float = 0.0  # since the agent last wrote anything (or since the prompt), likewise
+    status: str = "waiting"  # waiting (nothing yet), writing, or the agent's own (agentapi: running)
+    first_token_s: float | None = None
 
 
 class CriteriaCall(BaseModel):

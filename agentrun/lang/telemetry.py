@@ -26,6 +26,7 @@ WORKFLOW_NAME = "gen_ai.workflow.name"
 ERROR_TYPE = "error.type"
 CHAT, INVOKE_AGENT, INVOKE_WORKFLOW = "chat", "invoke_agent", "invoke_workflow"
 OPERATION_DURATION = "gen_ai.client.operation.duration"  # a histogram, in seconds
+TIME_TO_FIRST_CHUNK = "gen_ai.response.time_to_first_chunk"  # seconds from the request to the first chunk
 
 # The engine's own
 RUN_ID = "agentrun.run_id"

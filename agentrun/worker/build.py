@@ -25,6 +25,9 @@ from agentrun.workflows.batch_run import AgentRunBatch
 ACTIVITIES = [run_agent, release_agent, check_criteria, call_provider, check_preconditions, validate_output]
 WORKFLOWS = [AgentRun, AgentRunBatch]
 GRACEFUL_SHUTDOWN_S = 10.0  # how long running activities get to end when a worker stops
+# Heartbeats reach the server at most this often (the SDK's default waits up to 80% of the heartbeat
+# timeout): a running agent call's reply so far (activities.progress) is then at most this old.
+HEARTBEAT_THROTTLE = timedelta(seconds=1)
 
 # The libraries workflow code uses: deterministic, loaded once for every run.
 LIBRARIES = (
@@ -76,6 +79,8 @@ def build_worker(
         max_concurrent_activities=max_concurrent_activities,
         max_cached_workflows=max_cached_workflows,
         graceful_shutdown_timeout=timedelta(seconds=GRACEFUL_SHUTDOWN_S),
+        max_heartbeat_throttle_interval=HEARTBEAT_THROTTLE,
+        default_heartbeat_throttle_interval=HEARTBEAT_THROTTLE,
         interceptors=paths.interceptors(),
         identity=identity,
         build_id=build_id(),

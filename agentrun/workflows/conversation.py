@@ -86,6 +86,8 @@ class Conversation:
         task = self.state.tasks.get(key)
         if task is not None and reply.worker:
             task.worker = reply.worker
+        if task is not None and task.first_token_s is None:
+            task.first_token_s = reply.first_token_s
         return reply
 
     def _summary(self, node: ir.Task, scope: Scope, text: str, phase: str | None) -> str:

@@ -8,6 +8,14 @@ In Python:
     with FakeAgentAPI(command="tr a-z A-Z", busy_s=0.3) as server:
         ... server.url, server.received, server.rejected ...
 
+`GET /events` streams what the real server's does (coder/agentapi lib/httpapi/events.go): on
+connecting, a `message_update` for every message and a `status_change` with the current status;
+then each change as it happens, `message_update` {id, role, message, time} again and again while
+the agent's message grows, `status_change` {status, agent_type} when the status flips. Each as
+`event: NAME` and `data: JSON` lines, the JSON as Go's encoder writes it. `events=False` plays an
+older server without the endpoint (404). `server.drip()` makes the reply grow a word at a time,
+each when the test allows (tests.fakes.drip).
+
 As a stand-in for the real binary (refresh mode):
     python -m tests.fakes.agentapi_server server --type=claude --port 3284 -- CMD ARGS...
 Fake-only knobs come from the environment because the real binary has no such flags:
@@ -20,7 +28,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import queue
+import select
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -30,6 +41,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from tests.fakes.drip import Drip, pieces
 
 BANNER = "Welcome to the fake agent. Type a message to start."
 NOT_STABLE = "message can only be sent when the agent is waiting for user input"
@@ -63,12 +76,14 @@ class FakeAgentAPI:
         host: str = "127.0.0.1",
         port: int = 0,
         log_path: str | None = None,
+        events: bool = True,
     ) -> None:
         """command: shell string or argv; gets the message on stdin, prints the reply.
         busy_s: how long the agent stays `running` after a message.
         startup_s: how long the status is `running` after start, before the first `stable`.
         lag_s: delay between accepting a message and turning `running` (the status is still the
             old `stable` meanwhile, as a screen that has not changed yet).
+        events: whether GET /events is served (older agentapi servers had no such endpoint).
         """
         self.command = command
         self.busy_s = busy_s
@@ -77,6 +92,10 @@ class FakeAgentAPI:
         self.cwd = cwd
         self.agent_type = agent_type
         self.log_path = log_path
+        self.events = events
+        self.subscribers_seen = 0  # GET /events connections, ever
+        self._subscribers: list[queue.Queue[tuple[str, dict[str, Any]] | None]] = []
+        self._drip: Drip | None = None
         self.received: list[str] = []  # every accepted user message, in order
         self.raw_received: list[str] = []
         self.rejected: list[Rejection] = []  # every refused POST /message
@@ -115,6 +134,9 @@ class FakeAgentAPI:
         return self
 
     def stop(self) -> None:
+        with self._lock:
+            for subscriber in self._subscribers:
+                subscriber.put(None)  # event streams end before the server does
         self._httpd.shutdown()
         self._httpd.server_close()
         self._log("stop", pid=os.getpid())
@@ -137,12 +159,54 @@ class FakeAgentAPI:
         with self._lock:
             return [dict(m) for m in self._state.messages]
 
+    def drip(self) -> Drip:
+        """Make the agent's replies grow a word at a time, each when the test allows."""
+        self._drip = Drip()
+        return self._drip
+
+    # events, as lib/httpapi/events.go sends them
+
+    def subscribe(self) -> queue.Queue[tuple[str, dict[str, Any]] | None]:
+        """A new event stream, primed with the events that rebuild the current state."""
+        stream: queue.Queue[tuple[str, dict[str, Any]] | None] = queue.Queue()
+        with self._lock:
+            for m in self._state.messages:
+                stream.put(("message_update", _update(m)))
+            stream.put(("status_change", {"status": self._state.status, "agent_type": self.agent_type}))
+            self._subscribers.append(stream)
+            self.subscribers_seen += 1
+        return stream
+
+    def unsubscribe(self, stream: queue.Queue[tuple[str, dict[str, Any]] | None]) -> None:
+        with self._lock:
+            if stream in self._subscribers:
+                self._subscribers.remove(stream)
+
+    def _emit(self, kind: str, payload: dict[str, Any]) -> None:
+        """(holding the lock) Tell every subscriber."""
+        for stream in self._subscribers:
+            stream.put((kind, payload))
+
+    def _set_status(self, status: str) -> None:
+        """(holding the lock)"""
+        if status != self._state.status:
+            self._state.status = status
+            self._emit("status_change", {"status": status, "agent_type": self.agent_type})
+
+    def _show(self, index: int, content: str) -> None:
+        """(holding the lock) Write message `index` (appending it if new) and tell subscribers."""
+        if index == len(self._state.messages):
+            self._state.messages.append(_message(index, "agent", content))
+        else:
+            self._state.messages[index]["content"] = content
+        self._emit("message_update", _update(self._state.messages[index]))
+
     # protocol
 
     def _finish_startup(self) -> None:
         time.sleep(self.startup_s)
         with self._lock:
-            self._state.status = "stable"
+            self._set_status("stable")
 
     def status_body(self) -> dict[str, Any]:
         return {"status": self.status, "agent_type": self.agent_type, "transport": "pty"}
@@ -161,6 +225,7 @@ class FakeAgentAPI:
                 return 200, {"ok": True}
             self.received.append(body["content"])
             self._state.messages.append(_message(len(self._state.messages), "user", body["content"]))
+            self._emit("message_update", _update(self._state.messages[-1]))
             self._busy = True
         self._log("message", content=body["content"])
         threading.Thread(target=self._work, args=(body["content"],), daemon=True).start()
@@ -173,20 +238,31 @@ class FakeAgentAPI:
     def _work(self, content: str) -> None:
         time.sleep(self.lag_s)
         with self._lock:
-            self._state.status = "running"
-        reply = self._run_agent(content)
-        early = min(0.1, self.busy_s / 4)
-        time.sleep(early)
-        with self._lock:
-            # For most of the busy time the screen shows the reply half written, as a real agent
-            # streams it; only a client that waits for `stable` gets the whole text.
+            self._set_status("running")
             index = len(self._state.messages)
-            self._state.messages.append(_message(index, "agent", reply[: len(reply) // 2]))
-        time.sleep(self.busy_s - early)
+        reply = self._run_agent(content)
+        if self._drip is not None:
+            self._drip_out(index, reply, self._drip)
+        else:
+            early = min(0.1, self.busy_s / 4)
+            time.sleep(early)
+            with self._lock:
+                # For most of the busy time the screen shows the reply half written, as a real agent
+                # streams it; only a client that waits for `stable` gets the whole text.
+                self._show(index, reply[: len(reply) // 2])
+            time.sleep(self.busy_s - early)
         with self._lock:
-            self._state.messages[index]["content"] = reply
-            self._state.status = "stable"
+            self._show(index, reply)
+            self._set_status("stable")
             self._busy = False
+
+    def _drip_out(self, index: int, reply: str, drip: Drip) -> None:
+        shown = ""
+        for piece in pieces(reply):
+            drip.turn(lambda: False)
+            shown += piece
+            with self._lock:
+                self._show(index, shown)
 
     def _run_agent(self, content: str) -> str:
         shell = isinstance(self.command, str)
@@ -214,6 +290,17 @@ def _message(index: int, role: str, content: str) -> dict[str, Any]:
         "content": content,
         "time": datetime.now(UTC).isoformat(),
     }
+
+
+def _update(message: dict[str, Any]) -> dict[str, Any]:
+    """A message as a message_update event carries it: `message`, where /messages has `content`."""
+    return {"id": message["id"], "role": message["role"], "message": message["content"], "time": message["time"]}
+
+
+def _go_json(payload: dict[str, Any]) -> str:
+    """JSON as Go's encoding/json writes it: compact, with <, > and & escaped."""
+    text = json.dumps(payload, separators=(",", ":"))
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
 def _validate(body: Any) -> tuple[int, str] | None:
@@ -246,6 +333,8 @@ def _handler_for(fake: FakeAgentAPI) -> type[BaseHTTPRequestHandler]:
                 self._send(200, fake.status_body())
             elif self.path == "/messages":
                 self._send(200, {"messages": fake.messages})
+            elif self.path == "/events" and fake.events:
+                self._events()
             else:
                 self._send(404, _problem(404, f"no route {self.path}"))
 
@@ -260,6 +349,43 @@ def _handler_for(fake: FakeAgentAPI) -> type[BaseHTTPRequestHandler]:
                 self._send(400, _problem(400, "body is not JSON"))
                 return
             self._send(*fake.accept(body))
+
+        def _events(self) -> None:
+            """Server-sent events until the client leaves or the server stops, headers as the real
+            server's sseMiddleware sets them."""
+            stream = fake.subscribe()
+            try:
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Cache-Control", "no-cache, no-store, must-revalidate")
+                self.send_header("X-Accel-Buffering", "no")
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                while True:
+                    try:
+                        event = stream.get(timeout=0.1)
+                    except queue.Empty:
+                        if self._client_gone():
+                            return
+                        continue
+                    if event is None:
+                        break
+                    data = f"event: {event[0]}\ndata: {_go_json(event[1])}\n\n".encode()
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+                    self.wfile.flush()
+                self.wfile.write(b"0\r\n\r\n")
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+            finally:
+                self.close_connection = True
+                fake.unsubscribe(stream)
+
+        def _client_gone(self) -> bool:
+            try:
+                readable, _, _ = select.select([self.connection], [], [], 0)
+                return bool(readable) and self.connection.recv(1, socket.MSG_PEEK) == b""
+            except (OSError, ValueError):
+                return True
 
         def _send(self, status: int, body: dict[str, Any]) -> None:
             data = json.dumps(body).encode()

@@ -6,8 +6,10 @@
         server.fail_next(1, 429, retry_after=7)
 
 It validates requests the way the real APIs do (auth, model, messages, roles), answers with the
-real response shapes including token usage (words counted), streamed as server-sent chunks when a
-chat request says `stream: true`, and records every request. A request for JSON output
+real response shapes including token usage (words counted), streamed as server-sent events when a
+request says `stream: true` (chat.completion.chunk objects for OpenAI, the Messages API's
+message_start, content_block_start/delta/stop, message_delta and message_stop for Anthropic), and
+records every request. `FakeOpenAI(streams=False)` plays a server that refuses `stream: true`. A request for JSON output
 (`response_format`) must have been scripted a JSON reply.
 
 A reply may be a `ToolUse("spawn_agents", {...})`: the response then carries a function call
@@ -22,6 +24,8 @@ Per-model control, so one server can play several agents of a run:
     server.in_flight("coder")            # ...and are counted here while they wait
     server.release("coder")              # (or gate.set()) lets them, and later ones, through
     server.prompts_for("coder")          # the last user message of every coder request
+    drip = server.drip("coder")          # coder replies stream a word at a time, as the test allows
+                                         # (tests.fakes.drip)
 
 A held or delayed request whose client goes away (a killed worker, a cancelled activity) is
 abandoned quietly: nothing is written back, it is marked `abandoned`, the server carries on.
@@ -38,6 +42,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from tests.fakes.drip import Drip, pieces
 
 Messages = list[dict[str, Any]]
 
@@ -89,6 +95,15 @@ class _Failure:
     message: str
 
 
+@dataclass
+class Streamed:
+    """A response sent as server-sent events: each frame with whether it holds a piece of the
+    reply (which waits for the drip, if the model has one)."""
+
+    frames: list[tuple[str, bool]]
+    drip: Drip | None = None
+
+
 class ApiError(Exception):
     def __init__(self, status: int, message: str, kind: str = "invalid_request_error") -> None:
         super().__init__(message)
@@ -110,6 +125,7 @@ class FakeOpenAI:
         port: int = 0,
         by_model: dict[str, Reply | Sequence[Reply] | ReplyFn] | None = None,
         delay_s: dict[str, float] | None = None,
+        streams: bool = True,
     ) -> None:
         """reply: fixed text, a list used in order (the last repeats), or a function of messages.
         api_key: when set, requests must carry it (Bearer for OpenAI, x-api-key for Anthropic).
@@ -117,12 +133,16 @@ class FakeOpenAI:
         by_model: replies (same forms as `reply`) for particular requested models; lists are
             counted per model. Models not named here get `reply`.
         delay_s: seconds to wait, per requested model, before answering.
+        streams: False for a server that answers `stream: true` with a 400, as some compatible
+            servers do.
         """
         self.reply = reply
         self.api_key = api_key
         self.served_model = served_model
         self.by_model: dict[str, Reply | Sequence[Reply] | ReplyFn] = dict(by_model or {})
         self.delay_s: dict[str, float] = dict(delay_s or {})
+        self.streams = streams
+        self._drips: dict[str, Drip] = {}
         self.requests: list[Recorded] = []
         self._failures: list[_Failure] = []
         self._replies_given = 0
@@ -190,6 +210,12 @@ class FakeOpenAI:
             if gate is not None:
                 gate.set()
 
+    def drip(self, model: str) -> Drip:
+        """Make streamed replies for `model` go out a word at a time, each when the test allows."""
+        with self._lock:
+            drip = self._drips[model] = Drip()
+            return drip
+
     def requests_for(self, model: str) -> list[Recorded]:
         with self._lock:
             return [r for r in self.requests if r.model == model]
@@ -229,15 +255,21 @@ class FakeOpenAI:
                 _error(anthropic, ApiError(failure.status, failure.message, "api_error")),
             )
         try:
+            streamed = isinstance(body, dict) and body.get("stream") is True
+            if streamed and not self.streams:
+                raise ApiError(400, "stream: streaming is not supported by this server")
+            drip = self._drips.get(record.model or "")
             if path == "/v1/chat/completions":
                 reply = self._chat(headers, body)
                 record.reported = (reply["usage"]["prompt_tokens"], reply["usage"]["completion_tokens"])
-                if body.get("stream") is True:
-                    return 200, {"Content-Type": "text/event-stream"}, _chunks(reply, body)
+                if streamed:
+                    return 200, {"Content-Type": "text/event-stream"}, Streamed(_chunks(reply, body), drip)
                 return 200, {}, reply
             if anthropic:
                 reply = self._messages(headers, body)
                 record.reported = (reply["usage"]["input_tokens"], reply["usage"]["output_tokens"])
+                if streamed:
+                    return 200, {"Content-Type": "text/event-stream"}, Streamed(_anthropic_events(reply), drip)
                 return 200, {}, reply
             raise ApiError(404, f"no route {path}", "not_found_error")
         except ApiError as err:
@@ -500,23 +532,72 @@ def _json_when_asked(body: dict[str, Any], reply: Reply) -> None:
         raise ApiError(400, f"the test scripted a reply that is not JSON for a {asked['type']} request") from None
 
 
-def _chunks(reply: dict[str, Any], body: dict[str, Any]) -> list[dict[str, Any]]:
-    """A completion as the `stream: true` chunks the real API sends: the message in one delta,
-    then the finish reason, then (when `stream_options.include_usage` asks) the usage alone."""
+def _chunks(reply: dict[str, Any], body: dict[str, Any]) -> list[tuple[str, bool]]:
+    """A completion as the `stream: true` chunks the real API sends: the role, the content a word
+    per chunk, a tool call's id and name then its arguments, the finish reason, then (when
+    `stream_options.include_usage` asks) the usage alone, and [DONE]."""
     choice, head = reply["choices"][0], {k: reply[k] for k in ("id", "model")}
     head["object"] = "chat.completion.chunk"
     message = choice["message"]
-    delta: dict[str, Any] = {"role": "assistant", "content": message["content"] or ""}
-    if message.get("tool_calls"):
-        delta["tool_calls"] = [{"index": i, **call} for i, call in enumerate(message["tool_calls"])]
-    chunks = [
-        {**head, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
-        {**head, "choices": [{"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]}]},
-    ]
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {**head, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+    frames = [chunk({"role": "assistant", "content": ""})]
+    frames += [chunk({"content": piece}) for piece in pieces(message["content"] or "") if piece]
+    for i, call in enumerate(message.get("tool_calls") or []):
+        function = call["function"]
+        named = {
+            "index": i,
+            "id": call["id"],
+            "type": "function",
+            "function": {"name": function["name"], "arguments": ""},
+        }
+        frames += [
+            chunk({"tool_calls": [named]}),
+            chunk({"tool_calls": [{"index": i, "function": {"arguments": function["arguments"]}}]}),
+        ]
+    frames.append(chunk({}, choice["finish_reason"]))
     options = body.get("stream_options")
     if isinstance(options, dict) and options.get("include_usage"):
-        chunks.append({**head, "choices": [], "usage": reply["usage"]})
-    return chunks
+        frames.append({**head, "choices": [], "usage": reply["usage"]})
+    text = [
+        (f"data: {json.dumps(f)}\n\n", "content" in f["choices"][0]["delta"] if f["choices"] else False) for f in frames
+    ]
+    text[0] = (text[0][0], False)  # the role's chunk has no reply in it
+    return [*text, ("data: [DONE]\n\n", False)]
+
+
+def _anthropic_events(message: dict[str, Any]) -> list[tuple[str, bool]]:
+    """A message as the Messages API streams it: message_start (no content yet, the input tokens),
+    each block's start, deltas (a word of text, or a tool call's input as JSON text) and stop, a
+    ping, message_delta with the stop reason and the output tokens, message_stop."""
+    usage = message["usage"]
+    start = {**message, "content": [], "stop_reason": None, "stop_sequence": None}
+    start["usage"] = {"input_tokens": usage["input_tokens"], "output_tokens": 1}
+    events: list[tuple[str, dict[str, Any], bool]] = [("message_start", {"message": start}, False)]
+    for index, block in enumerate(message["content"]):
+        if block["type"] == "text":
+            opened, deltas = (
+                {"type": "text", "text": ""},
+                [{"type": "text_delta", "text": p} for p in pieces(block["text"])],
+            )
+        else:
+            opened = {**block, "input": {}}
+            text = json.dumps(block["input"])
+            deltas = [
+                {"type": "input_json_delta", "partial_json": part}
+                for part in (text[: len(text) // 2], text[len(text) // 2 :])
+            ]
+        events.append(("content_block_start", {"index": index, "content_block": opened}, False))
+        if index == 0:
+            events.append(("ping", {}, False))
+        events += [("content_block_delta", {"index": index, "delta": d}, d["type"] == "text_delta") for d in deltas]
+        events.append(("content_block_stop", {"index": index}, False))
+    stop = {"stop_reason": message["stop_reason"], "stop_sequence": None}
+    events.append(("message_delta", {"delta": stop, "usage": {"output_tokens": usage["output_tokens"]}}, False))
+    events.append(("message_stop", {}, False))
+    return [(f"event: {kind}\ndata: {json.dumps({'type': kind, **data})}\n\n", piece) for kind, data, piece in events]
 
 
 def _error(anthropic: bool, err: ApiError) -> dict[str, Any]:
@@ -559,16 +640,35 @@ def _handler_for(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             except (OSError, ValueError):
                 return True
 
+        def _stream(self, body: Streamed) -> None:
+            """Server-sent events in a chunked response, each frame flushed as it is written, a
+            piece of the reply only when the drip lets it go."""
+            try:
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Cache-Control", "no-cache")
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                for frame, piece in body.frames:
+                    if piece and body.drip is not None and not body.drip.turn(self._client_gone):
+                        self.close_connection = True
+                        return
+                    data = frame.encode()
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+                    self.wfile.flush()
+                self.wfile.write(b"0\r\n\r\n")
+                self.wfile.flush()
+            except (BrokenPipeError, ConnectionResetError):
+                self.close_connection = True
+
         def _send(self, status: int, extra: dict[str, str], body: Any) -> None:
-            streamed = extra.get("Content-Type") == "text/event-stream"
-            if streamed:  # server-sent events, as the API streams: one `data:` line per chunk
-                data = "".join(f"data: {json.dumps(chunk)}\n\n" for chunk in body).encode() + b"data: [DONE]\n\n"
-            else:
-                data = json.dumps(body).encode()
+            if isinstance(body, Streamed):
+                self._stream(body)
+                return
+            data = json.dumps(body).encode()
             try:
                 self.send_response(status)
-                if not streamed:
-                    self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 for name, value in extra.items():
                     self.send_header(name, value)

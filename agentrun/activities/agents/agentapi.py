@@ -7,6 +7,11 @@ The client rules from the protocol notes, each of which fixed a real bug:
 - a long timeout on POST /message (it blocks until the agent starts), short ones on GETs;
 - the task timeout bounds the whole exchange.
 
+The reply is followed as it grows through `GET /events` (`message_update` for the newest agent
+message, `status_change` when the agent settles), which also says when to look for the settled
+reply; a server without that endpoint is polled on `/messages` instead. Either way the reply taken
+is the one `/messages` holds once the agent is stable, by the rules above.
+
 lifecycle "reuse" talks to a server that is already running and keeps the conversation.
 lifecycle "refresh" starts a private server for the task on its first prompt; later prompts of
 the same task (loop iterations, retries, the reminder) reach the same agent, and `release`
@@ -16,6 +21,8 @@ the same task (loop iterations, retries, the reminder) reach the same agent, and
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
 import os
 import shlex
 import socket
@@ -25,7 +32,9 @@ from typing import IO, Any
 from urllib.parse import parse_qs, urlsplit
 
 import httpx
+from httpx_sse import SSEError, aconnect_sse
 
+from agentrun.activities import progress
 from agentrun.activities.agents._common import (
     agent_error,
     http_client,
@@ -37,6 +46,8 @@ from agentrun.lang.calls import AgentCall, AgentReply
 from agentrun.lang.drivers import AgentUri
 
 POLL_S = 0.5
+# While events come, the settled reply is looked for when they say so, and this often besides.
+EVENTS_CHECK_S = 5.0
 GET_TIMEOUT_S = 5.0
 # A fresh server needs a few seconds to settle; codex can take up to two minutes.
 STARTUP_S = 180.0
@@ -82,8 +93,11 @@ async def send(call: AgentCall) -> AgentReply:
         raise agent_error(f"agentapi: empty prompt for task {call.task_id!r}")
     async with asyncio.timeout(call.timeout_s):
         if call.lifecycle == "refresh":
-            return await _converse_refreshed(target, call, prompt)
-        return await _converse(target.base_url(), prompt, call.timeout_s)
+            reply = await _converse_refreshed(target, call, prompt)
+        else:
+            reply = await _converse(target.base_url(), prompt, call.timeout_s)
+    progress.shows(reply.text)  # a reply that settled before any of it was seen
+    return reply.model_copy(update={"first_token_s": progress.first_token_s()})
 
 
 @dataclass
@@ -210,30 +224,91 @@ async def _post_message(client: httpx.AsyncClient, base_url: str, prompt: str, t
 
 
 async def _await_reply(client: httpx.AsyncClient, base_url: str, last_id: int) -> AgentReply:
+    settled = asyncio.Event()
+    follower = asyncio.create_task(_follow_events(client, base_url, last_id, settled))
     failures = 0
-    while True:
+    try:
+        while True:
+            await _next_look(follower, settled)
+            try:
+                reply = await _settled_reply(client, base_url, last_id, polled=follower.done())
+            except httpx.TransportError:
+                failures += 1
+                if failures >= MAX_POLL_FAILURES:
+                    raise
+                continue
+            failures = 0
+            if reply is not None:
+                return reply
+    finally:
+        follower.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await follower
+
+
+async def _next_look(follower: asyncio.Task[None], settled: asyncio.Event) -> None:
+    """Wait until the events say the agent may have settled (or a while passes); poll when there
+    are no events."""
+    if follower.done():
         await asyncio.sleep(POLL_S)
-        try:
-            reply = await _settled_reply(client, base_url, last_id)
-        except httpx.TransportError:
-            failures += 1
-            if failures >= MAX_POLL_FAILURES:
-                raise
-            continue
-        failures = 0
-        if reply is not None:
-            return reply
+        return
+    waiting = asyncio.ensure_future(settled.wait())
+    try:
+        await asyncio.wait([waiting, follower], timeout=EVENTS_CHECK_S, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        waiting.cancel()
+    settled.clear()
 
 
-async def _settled_reply(client: httpx.AsyncClient, base_url: str, last_id: int) -> AgentReply | None:
+async def _follow_events(client: httpx.AsyncClient, base_url: str, last_id: int, settled: asyncio.Event) -> None:
+    """Report the reply as it grows, from GET /events; set `settled` on each event that comes while
+    the agent is stable, for the reply to be looked for. Returns when the server has no events
+    (then it is polled) or they end."""
+    status = ""
+    try:
+        # No read timeout: an agent may think for minutes between two events; the polls notice a dead server.
+        timeout = httpx.Timeout(None, connect=GET_TIMEOUT_S)
+        async with aconnect_sse(client, "GET", f"{base_url}/events", timeout=timeout) as source:
+            if source.response.status_code != 200:
+                return
+            async for event in source.aiter_sse():
+                data = json.loads(event.data)
+                if event.event == "status_change":
+                    status = str(data.get("status"))
+                    progress.status(status)
+                elif event.event == "message_update" and _is_reply(data, last_id):
+                    progress.shows(str(data.get("message") or ""))
+                else:
+                    continue
+                if status == "stable":
+                    settled.set()
+    except (httpx.TransportError, SSEError, ValueError, AttributeError):
+        return  # the polls go on without events
+
+
+def _is_reply(message: dict[str, Any], last_id: int) -> bool:
+    """An agent message newer than the prompt (a message of /messages or a message_update)."""
+    return isinstance(message.get("id"), int) and message["id"] > last_id and message.get("role") == "agent"
+
+
+async def _settled_reply(
+    client: httpx.AsyncClient, base_url: str, last_id: int, polled: bool = True
+) -> AgentReply | None:
     """The newest agent message after last_id, if the agent was stable before and after reading.
 
     Checking the status on both sides means a reply still being written is never taken, even if
-    the agent starts working between two requests.
+    the agent starts working between two requests. `polled`: no events report the reply as it
+    grows, so a look while the agent works reports it.
     """
-    if (await _status(client, base_url))["status"] != "stable":
+    before = (await _status(client, base_url))["status"]
+    progress.status(before)
+    if before != "stable":
+        if polled:
+            fresh = [m for m in await _messages(client, base_url) if _is_reply(m, last_id)]
+            if fresh:
+                progress.shows(max(fresh, key=lambda m: m["id"])["content"])
         return None
-    fresh = [m for m in await _messages(client, base_url) if m["id"] > last_id and m.get("role") == "agent"]
+    fresh = [m for m in await _messages(client, base_url) if _is_reply(m, last_id)]
     after = await _status(client, base_url)
     if not fresh or after["status"] != "stable":
         return None

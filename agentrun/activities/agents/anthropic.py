@@ -8,9 +8,15 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import AsyncIterator
 from typing import Any
 
-from agentrun.activities.agents._common import agent_error, http_client
+from httpx_sse import ServerSentEvent
+from temporalio.exceptions import ApplicationError
+
+from agentrun.activities import progress
+from agentrun.activities.agents import streaming
+from agentrun.activities.agents._common import AGENT_UNAVAILABLE, agent_error, http_client
 from agentrun.activities.agents.tools import anthropic_tools
 from agentrun.lang.calls import AgentCall, AgentReply, ChatMessage, ToolCall, Usage
 from agentrun.lang.drivers import AgentUri
@@ -24,9 +30,66 @@ async def send(call: AgentCall) -> AgentReply:
     model = AgentUri.parse(call.uri).rest
     base = (os.environ.get("ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
     async with http_client(call.timeout_s) as client:
-        response = await client.post(f"{base}/v1/messages", json=_body(call, model), headers=_headers())
-        response.raise_for_status()
-        return _reply(response.json(), model)
+        data = await streaming.complete(
+            client, f"{base}/v1/messages", _body(call, model), {"stream": True}, _headers(), _assemble
+        )
+    reply = _reply(data, model)
+    progress.shows(reply.text)  # an unstreamed reply arrives whole
+    return reply.model_copy(update={"first_token_s": progress.first_token_s()})
+
+
+# Errors the API may send in the middle of a stream that a later attempt may not meet.
+TRANSIENT = frozenset({"overloaded_error", "api_error", "rate_limit_error"})
+
+
+async def _assemble(events: AsyncIterator[ServerSentEvent]) -> dict[str, Any]:
+    """The message a stream of Messages API events adds up to: message_start, then each content
+    block's start, deltas and stop, then message_delta (stop reason, output tokens so far) and
+    message_stop."""
+    message: dict[str, Any] = {}
+    blocks: dict[int, dict[str, Any]] = {}
+    async for event in events:
+        data = json.loads(event.data)
+        kind = data.get("type")
+        if kind == "message_start":
+            message = data["message"]
+        elif kind == "content_block_start":
+            blocks[int(data["index"])] = {**data["content_block"], "partial_json": ""}
+        elif kind == "content_block_delta":
+            _add(blocks[int(data["index"])], data["delta"])
+        elif kind == "message_delta":
+            message.update(data.get("delta") or {})
+            message["usage"] = {**(message.get("usage") or {}), **(data.get("usage") or {})}
+            progress.counted(int(message["usage"].get("output_tokens") or 0))
+        elif kind == "error":
+            raise _stream_error(data.get("error") or {})
+        elif kind == "message_stop":
+            break
+    message["content"] = [_finished(blocks[i]) for i in sorted(blocks)]
+    return message
+
+
+def _add(block: dict[str, Any], delta: dict[str, Any]) -> None:
+    if delta.get("type") == "text_delta":
+        block["text"] = block.get("text", "") + delta["text"]
+        progress.wrote(delta["text"], tokens=1)
+    elif delta.get("type") == "input_json_delta":
+        block["partial_json"] += delta.get("partial_json") or ""
+
+
+def _finished(block: dict[str, Any]) -> dict[str, Any]:
+    """A block as the unstreamed response has it: a tool call's input parsed from its JSON text."""
+    partial = block.pop("partial_json")
+    if block.get("type") == "tool_use" and partial:
+        block["input"] = json.loads(partial)
+    return block
+
+
+def _stream_error(error: dict[str, Any]) -> ApplicationError:
+    message = f"anthropic: the stream ended with {error.get('type')}: {error.get('message')}"
+    if error.get("type") in TRANSIENT:
+        return ApplicationError(message, type=AGENT_UNAVAILABLE, non_retryable=False)
+    return agent_error(message)
 
 
 def _headers() -> dict[str, str]:

@@ -6,9 +6,15 @@ Secrets come only from the environment (OPENAI_API_KEY, OPENAI_BASE_URL), never 
 
 from __future__ import annotations
 
+import json
 import os
+from collections.abc import AsyncIterator
 from typing import Any
 
+from httpx_sse import ServerSentEvent
+
+from agentrun.activities import progress
+from agentrun.activities.agents import streaming
 from agentrun.activities.agents._common import agent_error, http_client
 from agentrun.activities.agents.tools import openai_tools
 from agentrun.lang.calls import AgentCall, AgentReply, ChatMessage, ToolCall, Usage
@@ -25,10 +31,61 @@ async def send(call: AgentCall) -> AgentReply:
         body["tools"] = openai_tools(call.tools)
     if call.temperature is not None:
         body["temperature"] = call.temperature
+    url = f"{base}/chat/completions"
     async with http_client(call.timeout_s) as client:
-        response = await client.post(f"{base}/chat/completions", json=body, headers=_headers())
-        response.raise_for_status()
-        return _reply(response.json(), model)
+        data = await streaming.complete(client, url, body, STREAMED, _headers(), _assemble)
+    if data.pop(_STREAMED_WITHOUT_USAGE, False):
+        streaming.stop_streaming(url, "its stream carried no token usage")
+    reply = _reply(data, model)
+    progress.shows(reply.text)  # an unstreamed reply arrives whole
+    return reply.model_copy(update={"first_token_s": progress.first_token_s()})
+
+
+# Usage comes in a last chunk of its own only when asked for.
+STREAMED: dict[str, Any] = {"stream": True, "stream_options": {"include_usage": True}}
+_STREAMED_WITHOUT_USAGE = "agentrun_no_usage"
+
+
+async def _assemble(events: AsyncIterator[ServerSentEvent]) -> dict[str, Any]:
+    """The chat.completion a stream of chat.completion.chunk events adds up to."""
+    text: list[str] = []
+    said = False  # whether any chunk had content, even empty (a tool call alone has none)
+    calls: dict[int, dict[str, Any]] = {}
+    data: dict[str, Any] = {}
+    finish = None
+    async for event in events:
+        if event.data.strip() == "[DONE]":
+            break
+        chunk = json.loads(event.data)
+        if isinstance(chunk.get("error"), dict):
+            raise agent_error(f"openai: the stream ended with an error: {chunk['error'].get('message')}")
+        data["model"] = chunk.get("model") or data.get("model")
+        if chunk.get("usage"):
+            data["usage"] = chunk["usage"]
+            progress.counted(int(chunk["usage"].get("completion_tokens") or 0))
+        for choice in chunk.get("choices") or []:
+            delta = choice.get("delta") or {}
+            if isinstance(delta.get("content"), str):
+                said = True
+                text.append(delta["content"])
+                progress.wrote(delta["content"], tokens=1 if delta["content"] else 0)
+            for piece in delta.get("tool_calls") or []:
+                _add_call(calls.setdefault(int(piece.get("index") or 0), {}), piece)
+            finish = choice.get("finish_reason") or finish
+    message = {"content": "".join(text) if said else None, "tool_calls": [calls[i] for i in sorted(calls)]}
+    data["choices"] = [{"message": message, "finish_reason": finish}]
+    data[_STREAMED_WITHOUT_USAGE] = "usage" not in data
+    return data
+
+
+def _add_call(call: dict[str, Any], piece: dict[str, Any]) -> None:
+    """A tool call's id and name come in its first piece, its arguments' text across all of them."""
+    function = piece.get("function") or {}
+    if piece.get("id"):
+        call["id"] = piece["id"]
+    entry = call.setdefault("function", {"name": "", "arguments": ""})
+    entry["name"] += function.get("name") or ""
+    entry["arguments"] += function.get("arguments") or ""
 
 
 def _headers() -> dict[str, str]:
