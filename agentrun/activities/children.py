@@ -25,6 +25,8 @@ import shutil
 import sys
 from collections.abc import Mapping, Sequence
 
+from agentrun.activities import keys
+
 PASS_ENV = "AGENTRUN_PASS_ENV"
 
 # What programs commonly need to run at all; none of it is a credential.
@@ -76,10 +78,11 @@ AGENT_CREDENTIALS = (
 
 
 def environment(extra: Mapping[str, str] | None = None, *, also: Sequence[str] = ()) -> dict[str, str]:
-    """The worker's variables a child may see (BASE_NAMES, `also`, $AGENTRUN_PASS_ENV), then `extra`."""
+    """The worker's variables a child may see (BASE_NAMES, `also`, $AGENTRUN_PASS_ENV), the running
+    activity's $AGENTRUN_IDEMPOTENCY_KEY, then `extra`."""
     patterns = [*BASE_NAMES, *also, *_operator_names()]
     kept = {name: value for name, value in os.environ.items() if _matches(name, patterns)}
-    return {**kept, **(extra or {})}
+    return {**kept, **keys.as_env(), **(extra or {})}
 
 
 def _operator_names() -> list[str]:

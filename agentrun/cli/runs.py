@@ -184,7 +184,7 @@ async def _list_runs(client: Client, args: argparse.Namespace, console: Console)
 
 
 async def _report(client: Client, args: argparse.Namespace, console: Console) -> int:
-    from agentrun.client import elements, outputs, report
+    from agentrun.client import elements, outputs, report, retries
     from agentrun.client.runs import fetch_state
 
     paged = elements.wanted(args)  # a bad combination of options is refused before the run is read
@@ -196,7 +196,8 @@ async def _report(client: Client, args: argparse.Namespace, console: Console) ->
     if args.format == "json":
         print(report.to_json(state))
     else:
-        print(report.to_markdown(state) + outputs.section(state, every=args.outputs))
+        lost = await retries.lost_workers(client, args.run_id)
+        print(report.to_markdown(state, lost) + outputs.section(state, every=args.outputs))
     return EXIT_OK
 
 

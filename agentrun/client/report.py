@@ -118,7 +118,8 @@ def tasks_json(state: RunState) -> list[dict]:
     return [task.model_dump(mode="json") for task in state.tasks.values()]
 
 
-def to_markdown(state: RunState) -> str:
+def to_markdown(state: RunState, lost: list[str] | None = None) -> str:
+    """`lost`: the steps retried after a lost worker (client.retries.lost_workers), when read."""
     s = summary(state)
     lines = [
         f"# Workflow Execution Report: {state.spec}",
@@ -136,6 +137,8 @@ def to_markdown(state: RunState) -> str:
     if s["input_tokens"] or s["output_tokens"]:
         lines.append(f"- Tokens: {s['input_tokens']} in, {s['output_tokens']} out")
     lines += _first_tokens(state) + _spending(state) + forked(state) + _workers(state)
+    if lost:
+        lines.append(f"- Retried after a lost worker: {', '.join(lost)}")
     if state.parent_run:
         lines.append(f"- Part of run: {state.parent_run} (this run is one of its subgraphs)")
     if state.executions > 1:

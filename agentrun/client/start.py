@@ -18,7 +18,7 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
 from agentrun import contract
-from agentrun.client import outputs, report, telemetry
+from agentrun.client import outputs, report, retries, telemetry
 from agentrun.client.follow import follow
 from agentrun.client.humans import Prompter
 from agentrun.client.no_worker import hint
@@ -105,7 +105,9 @@ async def watch(
     that writes nothing for `stall_s` seconds (default tails.STALL_S) is said to."""
     final = await follow(client, run_id, console, prompter=prompter, log=log, stall_s=stall_s or STALL_S)
     console.print()
-    console.print(report.to_markdown(final) + outputs.section(final, every=False), markup=False, highlight=False)
+    lost = await retries.lost_workers(client, run_id)
+    text = report.to_markdown(final, lost) + outputs.section(final, every=False)
+    console.print(text, markup=False, highlight=False)
     return 0 if final.status == "completed" else 1
 
 

@@ -14,7 +14,7 @@ from typing import Any
 from httpx_sse import ServerSentEvent
 from temporalio.exceptions import ApplicationError
 
-from agentrun.activities import progress
+from agentrun.activities import keys, progress
 from agentrun.activities.agents import streaming
 from agentrun.activities.agents._common import AGENT_UNAVAILABLE, agent_error, http_client
 from agentrun.activities.agents.tools import anthropic_tools
@@ -93,7 +93,7 @@ def _stream_error(error: dict[str, Any]) -> ApplicationError:
 
 
 def _headers() -> dict[str, str]:
-    headers = {"anthropic-version": API_VERSION}
+    headers = {"anthropic-version": API_VERSION, **keys.as_header()}
     key = os.environ.get("ANTHROPIC_API_KEY")
     if key:
         headers["x-api-key"] = key

@@ -13,7 +13,7 @@ from typing import Any
 
 from httpx_sse import ServerSentEvent
 
-from agentrun.activities import progress
+from agentrun.activities import keys, progress
 from agentrun.activities.agents import streaming
 from agentrun.activities.agents._common import agent_error, http_client
 from agentrun.activities.agents.tools import openai_tools
@@ -90,7 +90,8 @@ def _add_call(call: dict[str, Any], piece: dict[str, Any]) -> None:
 
 def _headers() -> dict[str, str]:
     key = os.environ.get("OPENAI_API_KEY")
-    return {"Authorization": f"Bearer {key}"} if key else {}
+    # The step's Idempotency-Key, the same on a retry: for a gateway that deduplicates by it.
+    return {**keys.as_header(), **({"Authorization": f"Bearer {key}"} if key else {})}
 
 
 def _messages(call: AgentCall) -> list[dict[str, Any]]:

@@ -4,6 +4,8 @@
     method: get | post | put | delete
     params: url (required), headers, params (query string), json or data (body), timeout_s (30)
 
+Each request carries the step's Idempotency-Key header (activities.keys), the same on a retry.
+
 No retries here: Temporal's retry policy retries the whole activity, and we only say whether
 that could help (5xx, 408, 429 and network errors: yes; other 4xx and bad params: no).
 """
@@ -14,6 +16,7 @@ from typing import Any
 
 import httpx
 
+from agentrun.activities import keys
 from agentrun.activities.providers.base import BadParams, ProviderError, check_keys, get_timeout
 from agentrun.activities.providers.process import tail
 
@@ -59,7 +62,10 @@ def _request_args(where: str, params: dict[str, Any]) -> dict[str, Any]:
     for key in ("headers", "params"):
         if not isinstance(params.get(key, {}), dict):
             raise BadParams(f"{where}: `{key}` must be a map, got {params[key]!r}")
-    args: dict[str, Any] = {"headers": params.get("headers"), "params": params.get("params")}
+    # The key lets the server recognise a retry of this call (Temporal retries after a lost worker);
+    # a key the spec sets wins.
+    headers = {**keys.as_header(), **(params.get("headers") or {})}
+    args: dict[str, Any] = {"headers": headers, "params": params.get("params")}
     if "json" in params:
         args["json"] = params["json"]
     data = params.get("data")

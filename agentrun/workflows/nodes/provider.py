@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from temporalio import workflow
+
 from agentrun.lang import calls, ir
 from agentrun.lang.render import render, render_value
 from agentrun.workflows import activity_calls
@@ -43,8 +45,14 @@ async def _call(engine: Interpreter, node: ir.Provider, scope: Scope) -> str:
         calls.ProviderResult,
         summary=f"{node.label}: {node.call.provider}.{node.call.method}",
         timeout_s=node.timeout_s or DEFAULT_TIMEOUT_S,
+        # The activity heartbeats every second: a dead worker's call is retried (same key) in
+        # heartbeat_s instead of at the end of the step's timeout.
+        heartbeat_s=engine.inp.heartbeat_s if workflow.patched(PROVIDER_HEARTBEAT) else None,
     )
     return result.text
+
+
+PROVIDER_HEARTBEAT = "provider-calls-heartbeat"
 
 
 HANDLER = Handler(KIND, execute, work=True, own_timeout=True)
