@@ -106,6 +106,8 @@ class Budget(Model):
     usd: float | None = None
     iterations: int | None = None  # agent prompts sent (seed 001's max_iterations)
     on_exceeded: Literal["fail", "pause"] = "fail"
+    # Tokens a prompt reserves while it runs beside others under this budget (else the largest seen).
+    reserve_tokens: int | None = None
 
 
 class Price(Model):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
+from temporalio import workflow
+
 from agentrun.contract import RUN_BUDGET_GATE, ModelUsage, RunState, dollars
 from agentrun.ids import GateId
 from agentrun.lang import ir
@@ -96,3 +98,57 @@ class Budgets:
         else:
             self.state.budget = new
         return new
+
+
+RESERVATIONS = "budget-reservations"
+
+
+class Reservations:
+    """Prompts that run side by side (a parallel step's branches, a map's elements, sub-agents)
+    under a token or dollar budget: each reserves an estimate before it starts, and none starts
+    whose reservation would take the budget past its limit while others are in flight. The estimate
+    is the budget's `reserve_tokens`, else the largest prompt seen so far; before any is seen, the
+    prompts under such a budget run one at a time. A prompt alone may always start within budget:
+    it is the one call a run may finish past its limit."""
+
+    def __init__(self, state: RunState):
+        self.state = state
+        self.in_flight: dict[str | None, int] = {}  # by budgeted step; None is the run's budget
+        self.largest_tokens: int | None = None
+        self.largest_usd: float | None = None
+
+    async def reserve(self, steps: list[str]) -> None:
+        """Wait until a prompt under these budgets may start, and hold its place."""
+        # Every waiting prompt's condition is checked before any of them goes on: each checks again.
+        while not self._room(steps):
+            await workflow.wait_condition(lambda: self._room(steps))
+        for account in (None, *steps):
+            self.in_flight[account] = self.in_flight.get(account, 0) + 1
+
+    def settle(self, steps: list[str], usage: Usage | None, cost: float) -> None:
+        """The prompt is over: its place is freed, and its real usage (once counted) teaches the estimate."""
+        for account in (None, *steps):
+            self.in_flight[account] -= 1
+        if usage is not None:
+            tokens = usage.input_tokens + usage.output_tokens
+            self.largest_tokens = max(self.largest_tokens or 0, tokens)
+            self.largest_usd = max(self.largest_usd or 0.0, cost)
+
+    def _room(self, steps: list[str]) -> bool:
+        state = self.state
+        accounts = [(None, state.budget, state.run_usage())] + [
+            (s, state.step_budgets[s], state.step_usage.get(s, ModelUsage())) for s in steps
+        ]
+        return all(self._fits(limit, spent, self.in_flight.get(account, 0)) for account, limit, spent in accounts)
+
+    def _fits(self, limit: ir.Budget | None, spent: ModelUsage, flying: int) -> bool:
+        if limit is None or flying == 0:
+            return True
+        if limit.tokens is not None:
+            estimate = limit.reserve_tokens or self.largest_tokens
+            if estimate is None or spent.input_tokens + spent.output_tokens + (flying + 1) * estimate > limit.tokens:
+                return False
+        if limit.usd is not None:
+            if self.largest_usd is None or spent.cost_usd + (flying + 1) * self.largest_usd > limit.usd:
+                return False
+        return True

@@ -3,13 +3,14 @@ needs, and what the reply cost. How a reply is read is a protocol's business (`w
 
 from __future__ import annotations
 
+from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
 from agentrun.contract import RunInput, RunState
 from agentrun.lang import calls, ir
 from agentrun.lang.drivers import driver_of, model_of
 from agentrun.workflows import activity_calls, metrics, spawn_text, spawning, tracing
-from agentrun.workflows.budgets import BudgetExceeded, Budgets, cost_usd
+from agentrun.workflows.budgets import RESERVATIONS, BudgetExceeded, Budgets, Reservations, cost_usd
 from agentrun.workflows.failures import TaskFailed
 from agentrun.workflows.scope import Scope
 
@@ -21,6 +22,7 @@ class Conversation:
         self.turns: dict[str, int] = {}  # prompts each run key has sent
         self.unpriced: set[str] = set()
         self.rolling_back = False  # compensations run whatever the budget says
+        self.reservations = Reservations(state)
 
     async def ask(
         self,
@@ -68,20 +70,31 @@ class Conversation:
     ) -> calls.AgentReply:
         """One prompt as an activity, within the node's budgets, its cost counted on the node."""
         key = str(scope.key)
-        await self._within_budget(key, scope)
-        self.state.iteration_count += 1
-        with tracing.agent_call(call) as traced:
-            reply = await activity_calls.perform(
-                call.task_id,
-                calls.RUN_AGENT,
-                call,
-                calls.AgentReply,
-                summary=summary,
-                timeout_s=call.timeout_s,
-                heartbeat_s=self.inp.heartbeat_s,
-                who=who,
-            )
-            traced.replied(reply, self._count(key, scope, reply, call.uri))
+        steps = list(scope.budgets)
+        reserving = not self.rolling_back and workflow.patched(RESERVATIONS)
+        if reserving:
+            await self.reservations.reserve(steps)
+        usage, cost = None, 0.0
+        try:
+            await self._within_budget(key, scope)
+            self.state.iteration_count += 1
+            with tracing.agent_call(call) as traced:
+                reply = await activity_calls.perform(
+                    call.task_id,
+                    calls.RUN_AGENT,
+                    call,
+                    calls.AgentReply,
+                    summary=summary,
+                    timeout_s=call.timeout_s,
+                    heartbeat_s=self.inp.heartbeat_s,
+                    who=who,
+                )
+                cost = self._count(key, scope, reply, call.uri)
+                usage = reply.usage
+                traced.replied(reply, cost)
+        finally:
+            if reserving:
+                self.reservations.settle(steps, usage, cost)
         self._retried(key, node, reply.attempt)
         task = self.state.tasks.get(key)
         if task is not None and reply.worker:

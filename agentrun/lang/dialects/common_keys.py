@@ -67,7 +67,7 @@ class RawBudget(ir.Budget):
 
     @model_validator(mode="after")
     def _some_limit(self) -> RawBudget:
-        limits = [name for name in type(self).model_fields if name != "on_exceeded"]
+        limits = [name for name in type(self).model_fields if name not in ("on_exceeded", "reserve_tokens")]
         if all(getattr(self, name) is None for name in limits):
             raise ValueError("a budget needs " + " or ".join(f"{name}:" for name in limits))
         return self
