@@ -35,6 +35,7 @@ STATE = "state"  # the query: RunState, without its step log
 STEP_LOG = "step_log"  # the query and memo key: the run's step log, which a fork reads
 # Signals carrying the same answers, for when no worker may hold the run: they wait in its history,
 # and the run checks them as the updates' validators do once a worker takes it.
+SAY = "say"  # NoteInput -> Note: a person's note for the next prompt of a step (or of any step)
 QUEUE_ANSWER = "queue_answer"  # AnswerInput
 QUEUE_BUDGET = "queue_budget"  # BudgetInput
 # A driven run (a behaviour tree the agent walks over MCP): the agent asks for each step and answers it.
@@ -141,6 +142,24 @@ class AnswerInput(BaseModel):
     value: str
     comment: str = ""
     by: str = ""
+
+
+class NoteInput(BaseModel):
+    text: str
+    step: str = ""  # the step whose next prompt carries it; "" for the next prompt of any step
+    by: str = ""
+
+
+class Note(BaseModel):
+    """A person's note to the run's agents, kept in the run state; `delivered_to` is the run key
+    (step, element or round) whose prompt carried it, "" until then."""
+
+    n: int
+    text: str
+    step: str = ""
+    by: str = ""
+    delivered_to: str = ""
+    delivered_turn: int = 0  # the prompt of that run key that carried it, from 1
 
 
 class EvalInput(BaseModel):
@@ -451,6 +470,7 @@ class RunState(BaseModel):
     node_runs: dict[str, int] = {}  # how often each node ran (by run key), however long the run
     compensation_stack: list[CompensationEntry] = []
     compensations: list[CompensationResult] = []
+    notes: list[Note] = []  # what people said to the run with `say`, in the order they said it
     taint: dict[str, TaintMark] = {}
     step_usage: dict[str, ModelUsage] = {}  # what each step with a budget has spent
     started_at: datetime | None = None

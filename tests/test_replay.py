@@ -130,6 +130,31 @@ async def test_a_run_a_person_rejected_and_that_rolled_back_replays(client, tmp_
     assert result.replay_failure is None, result.replay_failure
 
 
+# Recorded after steering notes, idempotency keys and budget reservations: a provider call that
+# heartbeats, prompts reserving under a token budget, and a note a person said while a gate was open.
+STEERED = (
+    "budget: {tokens: 100000}\nsubtasks:\n"
+    "  p: {provider_call: {provider: shell, method: run, params: {command: echo hi}}}\n"
+    f"  b:\n    approval: true\n    instructions: {sh('echo b')}\n"
+)
+
+
+async def test_a_run_a_person_steered_under_a_budget_replays(client, tmp_path):
+    plan = load(str(write_spec(tmp_path, STEERED, "steered.yaml")), given_params=())
+    inp = RunInput(plan=plan, workdir=str(tmp_path), default_agent=SHELL_AGENT, heartbeat_s=5)
+    handle = await client.start_workflow("AgentRun", inp, id=run_id("steered"), task_queue=TEST_QUEUE)
+    await open_gate(handle, "b")
+    await handle.execute_update("say", {"text": "Mind the tests.", "by": "ana"})
+    await answer(handle, "b", "approve")
+    state = await finish(client, handle)
+    assert state.status == "completed" and state.notes[0].delivered_to == "b"
+    history = await handle.fetch_history()
+    if "steered" in _to_record():
+        (HISTORIES / "steered.json").write_text(_scrub(history.to_json(), tmp_path))
+    result = await _replayer().replay_workflow(history, raise_on_replay_failure=False)
+    assert result.replay_failure is None, result.replay_failure
+
+
 # Recorded after the checkpoint protocol: an Agentfile whose supervised goal is reoriented once by
 # its supervisor, then let go on; whose -> output a later goal reads; and a CONVERGE goal that takes
 # two rounds. Its agents, the supervisor too, are one script (replies by goal and turn), so that it
@@ -404,6 +429,6 @@ async def test_committed_histories_still_replay(name):
 
 def test_histories_are_committed():
     recorded = [*SPECS, *AFTER_SEAMS, "gated", "agentfile", "tree", "tree-mcp", "graph", "graph-continued"]
-    recorded += ["graph-fanout", "graph-subgraph", "map-batches", "map-batch"]
+    recorded += ["graph-fanout", "graph-subgraph", "map-batches", "map-batch", "steered"]
     expected = sorted(f"{name}.json" for name in recorded)
     assert _recorded() == expected, "record new ones with AGENTRUN_RECORD_HISTORIES=name,name"

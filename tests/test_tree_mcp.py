@@ -21,6 +21,7 @@ from tests.conftest import ROOT, start_worker, until
 from tests.trees import action, composite, tree_file
 
 TOOLS = {
+    "say",
     "start_execution",
     "resume_execution",
     "reset_execution",

@@ -1,4 +1,4 @@
-"""The commands people answer runs with: pending, answer, approve, reject, budget."""
+"""The commands people answer and steer runs with: pending, answer, approve, reject, budget, say."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
-from agentrun.cli.args import command, delivery, on_temporal, positive
+from agentrun.cli.args import command, delivery, on_temporal, positive, seconds
 
 if TYPE_CHECKING:
     from temporalio.client import Client
@@ -37,6 +37,14 @@ def add_commands(sub: Any) -> None:
     b.add_argument("--iterations", type=positive, metavar="N", help="the new limit on prompts sent")
     b.add_argument("--comment", metavar="TEXT")
     delivery(b)
+    s = command(sub, "say", "send a note to a running run's agents", on_temporal(_say))
+    s.add_argument("run_id")
+    s.add_argument("text")
+    s.add_argument("--step", metavar="ID", help="the step whose next prompt carries it (default: the next prompt)")
+    s.add_argument("--as", dest="by", metavar="NAME", help="who says it (default: your user name)")
+    s.add_argument(
+        "--wait", type=seconds, default=60.0, metavar="SECONDS", help="how long to wait for a worker (default 60)"
+    )
 
 
 async def _pending(client: Client, args: argparse.Namespace, console: Console) -> int:
@@ -49,6 +57,12 @@ async def _answer(client: Client, args: argparse.Namespace, console: Console) ->
     from agentrun.client import humans
 
     return await humans.answer_command(client, args, console)
+
+
+async def _say(client: Client, args: argparse.Namespace, console: Console) -> int:
+    from agentrun.client import humans
+
+    return await humans.say_command(client, args, console)
 
 
 async def _budget(client: Client, args: argparse.Namespace, console: Console) -> int:

@@ -36,6 +36,8 @@ from agentrun.contract import (
     AnswerInput,
     BudgetInput,
     Gate,
+    Note,
+    NoteInput,
     RunState,
     limits_text,
     open_gates,
@@ -199,6 +201,25 @@ async def budget_command(client: Client, args: argparse.Namespace, console: Cons
     gate_id, budget = await when_held(client, handle, queue, args.wait, "the budget raise", deliver)
     console.print(f"budget {gate_id} raised to {limits_text(budget)}", markup=False, highlight=False)
     return 0
+
+
+async def say_command(client: Client, args: argparse.Namespace, console: Console) -> int:
+    """`say`: a note for the next prompt of a step (or of any step), through the run's `say` update."""
+    given = NoteInput(text=args.text, step=args.step or "", by=args.by or user())
+    note = await send_note(client, args.run_id, given, args.wait)
+    where = f"step {note.step}'s next prompt" if note.step else "the next prompt"
+    console.print(f"note {note.n} from {note.by or 'you'} is for {where}", markup=False, highlight=False)
+    return 0
+
+
+async def send_note(client: Client, run_id: str, given: NoteInput, wait_s: float = 60.0) -> Note:
+    """Deliver a note once a worker holds the run; Refused with the run's reason (a finished step)."""
+    handle, queue = await running(client, run_id)
+
+    async def deliver(state: RunState) -> Note:
+        return await _update(handle, contract.SAY, given, Note)
+
+    return await when_held(client, handle, queue, wait_s, "the note", deliver)
 
 
 def _paused_budget(state: RunState) -> str:

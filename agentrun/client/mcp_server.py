@@ -39,6 +39,18 @@ def build(client: Client, task_queue: str) -> MCPServer:
         except ExecutionError as exc:
             raise ToolError(str(exc)) from None
 
+    @server.tool(description="Leave a person's note for the next prompt of a run's step (or of any step).")
+    async def say(run_id: str, text: str, step: str = "", by: str = "") -> dict[str, Any]:
+        from agentrun.client import humans  # the one tool about runs rather than executions
+        from agentrun.contract import NoteInput
+        from agentrun.errors import UserError
+
+        try:
+            note = await humans.send_note(client, run_id, NoteInput(text=text, step=step, by=by or humans.user()))
+        except UserError as exc:
+            raise ToolError(str(exc)) from None
+        return note.model_dump()
+
     @server.tool(description="Start a new execution of a behaviour tree file at an address of your choosing.")
     async def start_execution(
         tree_uri: Annotated[str, Field(description="Path to the tree's .yaml/.yml/.json file.")],

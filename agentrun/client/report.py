@@ -136,7 +136,7 @@ def to_markdown(state: RunState, lost: list[str] | None = None) -> str:
     ]
     if s["input_tokens"] or s["output_tokens"]:
         lines.append(f"- Tokens: {s['input_tokens']} in, {s['output_tokens']} out")
-    lines += _first_tokens(state) + _spending(state) + forked(state) + _workers(state)
+    lines += _first_tokens(state) + _spending(state) + forked(state) + _workers(state) + _notes(state)
     if lost:
         lines.append(f"- Retried after a lost worker: {', '.join(lost)}")
     if state.parent_run:
@@ -227,6 +227,15 @@ def _workers(state: RunState) -> list[str]:
     if len(steps) == 1:
         return [f"- Worker: {next(iter(steps))}"]
     return ["- Workers: " + "; ".join(f"{worker} ({', '.join(ids)})" for worker, ids in steps.items())] if steps else []
+
+
+def _notes(state: RunState) -> list[str]:
+    """Each note people sent (`say`), and the prompt that carried it."""
+    return [
+        f"- Note {n.n} from {n.by or 'a person'}: {n.text!r} "
+        + (f"delivered to {n.delivered_to} (prompt {n.delivered_turn})" if n.delivered_to else "not delivered")
+        for n in state.notes
+    ]
 
 
 def forked(state: RunState) -> list[str]:

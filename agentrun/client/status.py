@@ -76,6 +76,11 @@ def lines(state: RunState, so_far: dict[str, Partial] | None = None) -> list[str
         out.append(f"  {humans.gate_line(state.run_id, gate)}{since}")
     out += [f"  ! {refusal.message}" for refusal in unsettled_refusals(state)]
     out += [f"  ! {note}" for note in no_worker.notes(state)]
+    out += [
+        f"  note {n.n} from {n.by or 'a person'} waits for {n.step or 'the next prompt'}: {n.text}"
+        for n in state.notes
+        if not n.delivered_to
+    ]
     if state.total_tokens_used or state.total_cost_usd:
         out.append(f"  used {state.total_tokens_used} tokens, {dollars(state.total_cost_usd)}")
     return out

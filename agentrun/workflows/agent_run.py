@@ -22,6 +22,8 @@ from agentrun.contract import (
     AnswerInput,
     BudgetInput,
     EvalInput,
+    Note,
+    NoteInput,
     QueuedRefusal,
     RunInput,
     RunState,
@@ -34,7 +36,7 @@ from agentrun.contract import (
 )
 from agentrun.ids import GateId
 from agentrun.lang import ir
-from agentrun.workflows import gates
+from agentrun.workflows import gates, notes
 from agentrun.workflows.budgets import Budgets
 from agentrun.workflows.continuing import Continuing
 from agentrun.workflows.conversation import Conversation
@@ -192,6 +194,14 @@ class AgentRun:
     @answer.validator
     def _check_answer(self, given: AnswerInput) -> None:
         _refuse(gates.answer_refusal(self.run_state, given))
+
+    @workflow.update(name=contract.SAY)
+    def say(self, given: NoteInput) -> Note:
+        return notes.take(self.run_state, given)
+
+    @say.validator
+    def _check_say(self, given: NoteInput) -> None:
+        _refuse(notes.refusal(self.run_state, given))
 
     @workflow.signal(name=contract.QUEUE_ANSWER)
     def queued_answer(self, given: AnswerInput) -> None:

@@ -9,7 +9,7 @@ from temporalio.exceptions import ActivityError
 from agentrun.contract import RunInput, RunState
 from agentrun.lang import calls, ir
 from agentrun.lang.drivers import driver_of, model_of
-from agentrun.workflows import activity_calls, metrics, spawn_text, spawning, tracing
+from agentrun.workflows import activity_calls, metrics, notes, spawn_text, spawning, tracing
 from agentrun.workflows.budgets import RESERVATIONS, BudgetExceeded, Budgets, Reservations, cost_usd
 from agentrun.workflows.failures import TaskFailed
 from agentrun.workflows.scope import Scope
@@ -39,6 +39,8 @@ class Conversation:
         the step of a protocol in the activity's summary instead of the prompt's first line; `spawn`
         lets a node that may start sub-agents do so, the reply being the one after their results."""
         key = str(scope.key)
+        # A person's notes (`say`) ride on the next prompt, whatever language the run is in.
+        text = notes.deliver(self.state, key, self.turns.get(key, 0) + 1, text)
         uri = self.inp.agent_uri(node.agent)
         driver = driver_of(uri)
         reuse = self.inp.plan.lifecycle == "reuse" and not fresh

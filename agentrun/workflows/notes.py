@@ -1,0 +1,47 @@
+"""Notes people send a running run (`say`): refused for a step that will prompt no more, else kept
+until the next prompt of their step (or of any step) carries them, marked as a person's."""
+
+from __future__ import annotations
+
+from agentrun.contract import Note, NoteInput, RunState
+
+FINISHED = ("completed", "failed", "skipped", "cancelled")
+ENDED = ("completed", "failed", "cancelled", "timeout", "compensated")
+
+
+def refusal(state: RunState, given: NoteInput) -> str | None:
+    """Why the note cannot reach an agent, or None."""
+    if not given.text.strip():
+        return "a note needs some text"
+    if state.status in ENDED:
+        return f"the run has ended ({state.status}): no agent will read the note"
+    if not given.step:
+        return None
+    tasks = [task for key, task in state.tasks.items() if _is_of(key, given.step)]
+    if not tasks:
+        return f"the run has no step '{given.step}'; its steps: {', '.join(state.tasks) or 'none yet'}"
+    if all(task.status in FINISHED for task in tasks):
+        return f"step '{given.step}' has finished ({tasks[-1].status}): it will send no more prompts"
+    return None
+
+
+def take(state: RunState, given: NoteInput) -> Note:
+    note = Note(n=len(state.notes) + 1, text=given.text.strip(), step=given.step, by=given.by)
+    state.notes.append(note)
+    return note
+
+
+def deliver(state: RunState, key: str, turn: int, text: str) -> str:
+    """The prompt `text` of run key `key` with the notes waiting for it, which are delivered now."""
+    waiting = [n for n in state.notes if not n.delivered_to and (not n.step or _is_of(key, n.step))]
+    if not text or not waiting:
+        return text
+    for note in waiting:
+        note.delivered_to, note.delivered_turn = key, turn
+    said = "\n".join(f"- from {n.by or 'a person'}: {n.text}" for n in waiting)
+    return f"{text}\n\nNotes from a person watching this run (not from the workflow), sent while it ran:\n{said}"
+
+
+def _is_of(key: str, step: str) -> bool:
+    """Whether run key `key` (`build`, `each[3]`, `review.writer`, `Root/Build@2`) is a run of `step`."""
+    return key == step or (key.startswith(step) and key[len(step)] in "[./@")
