@@ -106,11 +106,15 @@ def _lines(path: Path) -> list[str]:
     return path.read_text().split() if path.exists() else []
 
 
+def _waiting_step(log: str) -> str:
+    """A shell provider call that writes its key, then waits for the test's go-ahead file (so an
+    orphan of a killed worker ends too)."""
+    command = f'echo "$AGENTRUN_IDEMPOTENCY_KEY" >> {log}.log; while [ ! -f {log}.go ]; do sleep 0.1; done'
+    return f"provider_call: {{provider: shell, method: run, params: {{command: {json.dumps(command)}}}}}"
+
+
 def test_a_shell_step_and_its_compensation_cut_by_kill_9_see_their_keys_again(cli, address, tmp_path):
-    def step(log: str) -> str:
-        # Writes its key, then waits for the test's go-ahead file (so an orphan of the killed worker ends too).
-        command = f'echo "$AGENTRUN_IDEMPOTENCY_KEY" >> {log}.log; while [ ! -f {log}.go ]; do sleep 0.1; done'
-        return f"provider_call: {{provider: shell, method: run, params: {{command: {json.dumps(command)}}}}}"
+    step = _waiting_step
 
     spec = write_spec(
         tmp_path,
@@ -148,3 +152,35 @@ subtasks:
     assert state["status"] == "compensated"
     assert [c["status"] for c in state["compensations"]] == ["completed"]
     assert "reserve (attempt 2)" in watched.out
+
+
+def test_a_cancel_during_the_rollback_lets_the_compensation_finish_once(cli, address, tmp_path):
+    spec = write_spec(
+        tmp_path,
+        f"""name: undo-cancel
+subtasks:
+  reserve:
+    provider_call: {{provider: shell, method: run, params: {{command: "echo reserved"}}}}
+    compensate:
+      {_waiting_step("undo")}
+  fail:
+    provider_call: {{provider: shell, method: run, params: {{command: "exit 3"}}}}
+""",
+    )
+    rid = run_id("undo-cancel")
+    worker = start_worker(address, "--task-queue", QUEUE)
+    try:
+        _start(cli, spec, rid)
+        wait_for(lambda: len(_lines(tmp_path / "undo.log")) == 1)
+        assert cli("cancel", rid).code == 0  # in the middle of the rollback
+        (tmp_path / "undo.go").touch()
+        watched = cli("watch", rid)
+    finally:
+        worker.terminate()
+        worker.wait(timeout=30)
+    assert watched.code == 1, watched.out + watched.err
+    assert len(_lines(tmp_path / "undo.log")) == 1
+    state = json.loads(cli("status", rid, "--json").out)
+    assert state["status"] == "compensated"
+    assert [c["status"] for c in state["compensations"]] == ["completed"]
+    assert "cancelled during the rollback: the compensations ran to the end" in state["warnings"]

@@ -50,6 +50,7 @@ from agentrun.workflows.saga import Saga
 
 # A rolled-back run's failure says so first; runs recorded before this said it last.
 ROLLED_BACK_FIRST = "rolled-back-first"
+WHOLE_ROLLBACK = "rollback-outlasts-a-cancel"
 
 
 @workflow.defn(name=contract.WORKFLOW)
@@ -154,7 +155,7 @@ class AgentRun:
             state.errors.append(error)
         state.last_error = error
         state.move("failed")
-        failed = await self._compensate(interpreter)
+        failed = await self._compensate_whole(interpreter)
         status = "compensated" if self.saga_ran and not failed else "failed"
         self._end(status)
         await workflow.wait_condition(workflow.all_handlers_finished)
@@ -164,6 +165,21 @@ class AgentRun:
         elif self.saga_ran:
             message += f"; compensations failed: {', '.join(failed)}" if failed else "; its compensations ran"
         raise ApplicationError(message, state, type="RunFailed", non_retryable=True) from None
+
+    async def _compensate_whole(self, interpreter: Interpreter) -> list[str]:
+        """`_compensate`, which a cancellation that comes during the rollback does not cut short:
+        an undo already started would otherwise be abandoned half done and the ones after it never
+        run. The run still ends as the failure that started the rollback."""
+        if not workflow.patched(WHOLE_ROLLBACK):
+            return await self._compensate(interpreter)
+        rollback = asyncio.ensure_future(self._compensate(interpreter))
+        while True:
+            try:
+                return await asyncio.shield(rollback)
+            except asyncio.CancelledError:
+                if rollback.done():
+                    raise
+                self.run_state.warnings.append("cancelled during the rollback: the compensations ran to the end")
 
     async def _compensate(self, interpreter: Interpreter) -> list[str]:
         """Undo what succeeded, last first; the ids of compensations that failed too."""
