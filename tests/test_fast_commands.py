@@ -13,9 +13,19 @@ import pytest
 
 from tests.conftest import ROOT
 
-HEAVY = ("temporalio", "temporalio.client", "temporalio.worker", "opentelemetry.sdk", "mcp", "agentrun.contract")
+HEAVY = (
+    "temporalio",
+    "temporalio.client",
+    "temporalio.worker",
+    "opentelemetry.sdk",
+    "mcp",
+    "agentrun.contract",
+    "starlette",
+    "uvicorn",
+)
 COMMANDS = [
     ["--help"],
+    ["ui", "--help"],
     ["validate", "examples/quickstart.yaml"],
     ["inspect", "examples/graphs/fan_out.yaml"],
     ["dry-run", "examples/quickstart.yaml"],
