@@ -193,10 +193,18 @@ def test_answer_by_choice_and_approve_with_a_comment_then_the_run_completes(
         page.screenshot(
             path=str(ROOT / SCREENSHOT), clip={"x": 0, "y": 0, "width": 1100, "height": box["y"] + box["height"] + 16}
         )
-    card.locator("button[value=approve]").click()
-    assert page.locator("#said").inner_text() == f"run {rid}: gate ship answered: approve"
-
-    page.goto(f"{page_url}/runs/{rid}")
+    drip = llm.drip("worker")  # the shipping step's reply comes a word at a time, when let out
+    try:
+        card.locator("button[value=approve]").click()
+        assert page.locator("#said").inner_text() == f"run {rid}: gate ship answered: approve"
+        page.goto(f"{page_url}/runs/{rid}")
+        # The running step's reply so far, from its heartbeat, as the page's events bring it.
+        page.locator("#live", has_text="writing: 5 characters").wait_for(timeout=60_000)
+        assert '"…Ship"' in page.locator("#live").inner_text()
+        drip.allow(2)  # "the ", "shed. ": the open page shows them without a reload
+        page.locator("#live", has_text='"…Ship the shed."').wait_for(timeout=60_000)
+    finally:
+        drip.allow_all()
     assert page.locator("#temporal-web").get_attribute("href") == f"{WEB}/namespaces/default/workflows/{rid}"
     assert "colour" in page.locator("#plan").inner_text() and "ship" in page.locator("#plan").inner_text()
     # The page follows the run by its events and shows the report once it has ended.
