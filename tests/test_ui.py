@@ -9,6 +9,7 @@ case starts its own runs on the module's worker queue, served by a real worker p
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shutil
 import socket
@@ -339,3 +340,24 @@ def test_a_page_served_beyond_loopback_is_warned_about_and_a_taken_port_is_one_e
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def test_a_supervisors_concern_is_shown_and_a_correction_sent(cli, queue, llm, person, page_url, tmp_path):
+    from tests.test_agentfile_restart import AGENTFILE, CORRECTION, GATE, _builder
+
+    llm.by_model["builder"] = _builder
+    llm.by_model["supervisor"] = json.dumps({"verdict": "PAUSE", "correction": "", "reason": "which branch?"})
+    rid = run_id("release")
+    spec = write_spec(tmp_path, AGENTFILE, "Agentfile")
+    agents = ["--agent", "openai:builder", "--agent", "supervisor=openai:supervisor"]
+    assert cli("start", str(spec), *agents, "--id", rid, "--task-queue", queue, "--detach").code == 0
+    page = person()
+    card = _card(page, page_url, rid, GATE)
+    assert "the supervisor says PAUSE (which branch?)" in card.locator(".prompt").inner_text()
+    assert "built from main" in card.locator(".prompt").inner_text()
+    card.locator("input[name=by]").fill("ada")
+    card.locator("input[name=value]").fill(CORRECTION)
+    card.locator("button[value=answer]").click()
+    assert page.locator("#said").inner_text() == f"run {rid}: gate {GATE} answered: {CORRECTION}"
+    assert cli("watch", rid).code == 0
+    assert sum(CORRECTION in p for p in llm.prompts_for("builder")) == 1

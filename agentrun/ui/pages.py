@@ -15,6 +15,7 @@ from agentrun.client.partial import partials
 from agentrun.client.runs import describe, fetch_state
 from agentrun.contract import TERMINAL, Gate, RunState, dollars, open_gates
 from agentrun.worker.connection import web_url
+from agentrun.workflows.protocols.checkpoint_text import SUPERVISE_GATE
 
 
 @dataclass
@@ -27,6 +28,7 @@ class Question:
     choices: list[str]
     draft: str  # what an approval guards: the output of its step, when there is one
     spent: str  # for a paused budget: what the run has used so far
+    corrects: bool  # a supervised goal's gate: an answer other than approve or reject is a correction
 
     @property
     def key(self) -> str:
@@ -42,6 +44,7 @@ def questions_of(state: RunState) -> list[Question]:
             choices=humans.choices(gate),
             draft=state.outputs.get(gate.node, "") if gate.kind == "approval" else "",
             spent=_spent(state) if gate.kind == "budget" else "",
+            corrects=gate.kind == "approval" and gate.name.endswith(SUPERVISE_GATE),
         )
         for gate in open_gates(state)
     ]
