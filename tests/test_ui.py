@@ -223,6 +223,8 @@ def test_answer_by_choice_and_approve_with_a_comment_then_the_run_completes(
     assert page.locator(f"#runs a[href='/runs/{rid}']").count() == 1
     page.goto(f"{page_url}/runs?status=failed&spec=shed")
     assert page.locator(f"#runs a[href='/runs/{rid}']").count() == 0
+    page.goto(f"{page_url}/runs?limit=0")
+    assert page.locator("#refused").inner_text() == "limit '0' is not a whole number above 0"
 
 
 def test_a_second_browser_is_refused_with_the_first_answer(cli, queue, person, page_url, tmp_path):
@@ -237,7 +239,9 @@ def test_a_second_browser_is_refused_with_the_first_answer(cli, queue, person, p
     theirs.locator(".note").wait_for(state="visible", timeout=30_000)
     theirs.locator("input[name=by]").fill("bob")
     theirs.locator("select[name=value]").select_option("blue")
-    theirs.locator("button[value=answer]").click()
+    with second.expect_response(lambda r: r.url.endswith("/answer")) as sent:
+        theirs.locator("button[value=answer]").click()
+    assert sent.value.status == 409
     refusal = second.locator("#refused").inner_text()
     assert refusal.startswith(f"run {rid}, gate colour: gate 'colour' was already answered (red) by ada at ")
     assert cli("approve", rid, "--as", "carol").code == 0

@@ -25,7 +25,7 @@ from temporalio.client import Client
 
 from agentrun.client import humans
 from agentrun.contract import TERMINAL, AnswerInput, BudgetInput, limits_text
-from agentrun.errors import UserError
+from agentrun.errors import Unavailable, UserError
 from agentrun.ids import GateId
 from agentrun.lang.ir import APPROVE, REJECT
 from agentrun.names import RunStatus
@@ -70,16 +70,21 @@ async def _inbox(request: Request, said: str = "", refused: str = "", status_cod
 
 
 async def _runs(request: Request) -> Response:
+    """`list` with its filters: ?status=S&spec=NAME&limit=N."""
     status, spec = request.query_params.get("status") or None, request.query_params.get("spec") or None
+    shown = {"status": status, "spec": spec, "statuses": list(get_args(RunStatus))}
     try:
-        rows = await pages.runs(_client(request), status, spec, LIST_LIMIT)
+        limit = _positive(request.query_params.get("limit") or str(LIST_LIMIT), "limit")
+        rows = await pages.runs(_client(request), status, spec, limit)
     except UserError as exc:
-        return _page("runs.html", 400, rows=[], status=status, spec=spec, statuses=_statuses(), refused=str(exc))
-    return _page("runs.html", rows=rows, status=status, spec=spec, statuses=_statuses(), refused="")
+        return _page("runs.html", 400, rows=[], limit=LIST_LIMIT, refused=str(exc), **shown)
+    return _page("runs.html", rows=rows, limit=limit, **shown)
 
 
-def _statuses() -> list[str]:
-    return list(get_args(RunStatus))
+def _positive(text: str, name: str) -> int:
+    if not text.isdigit() or int(text) <= 0:
+        raise humans.UsageError(f"{name} '{text}' is not a whole number above 0")
+    return int(text)
 
 
 async def _run(request: Request) -> Response:
@@ -92,7 +97,8 @@ async def _run(request: Request) -> Response:
 
 async def _answer(request: Request) -> Response:
     """An answer, approval, rejection or budget raise from a gate's form; the inbox again, saying
-    what became of it (409 when the run refused it, 400 for a form it cannot be made of)."""
+    what became of it (409 when the run refused it, 503 when no worker took it, 400 for a form it
+    cannot be made of or a run that cannot take answers)."""
     origin = request.headers.get("origin")
     if origin and origin.split("://", 1)[-1] != request.headers.get("host"):
         # A page of another site posting here: the browser sends no token cookie (SameSite), but a
@@ -103,7 +109,7 @@ async def _answer(request: Request) -> Response:
     try:
         said = await _send(_client(request), form, run_id, GateId(gate))
     except UserError as exc:
-        code = 409 if isinstance(exc, humans.Refused) else 400
+        code = 409 if isinstance(exc, humans.Refused) else 503 if isinstance(exc, Unavailable) else 400
         return await _inbox(request, refused=f"run {run_id}, gate {gate}: {exc}", status_code=code)
     return await _inbox(request, said=f"run {run_id}: {said}")
 
