@@ -12,6 +12,7 @@ import asyncio
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -102,8 +103,8 @@ def page_url(address, tmp_path_factory) -> Iterator[str]:
     assert proc.stdout is not None
     assert proc.stdout.readline().startswith(f"inbox at http://127.0.0.1:{port}/"), "the page server did not start"
     yield f"http://127.0.0.1:{port}"
-    proc.terminate()
-    proc.wait(timeout=30)
+    proc.send_signal(signal.SIGINT)  # Ctrl-C stops it as it stops any command
+    assert proc.wait(timeout=30) == 130
 
 
 @pytest.fixture(scope="module")
