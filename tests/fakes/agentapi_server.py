@@ -227,6 +227,10 @@ class FakeAgentAPI:
             self._state.messages.append(_message(len(self._state.messages), "user", body["content"]))
             self._emit("message_update", _update(self._state.messages[-1]))
             self._busy = True
+            if not self.lag_s:
+                # The real POST /message returns once the agent has started: a client that asks
+                # for the status right after it sees `running`, as cyberian expects.
+                self._set_status("running")
         self._log("message", content=body["content"])
         threading.Thread(target=self._work, args=(body["content"],), daemon=True).start()
         return 200, {"ok": True}

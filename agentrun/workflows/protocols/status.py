@@ -22,6 +22,9 @@ if TYPE_CHECKING:
     from agentrun.workflows.scope import Scope
 
 WORD_BESIDE_STATUS = "loop-word-beside-status"
+# Without a retry_message a retry is the same prompt again, as in cyberian; runs recorded before
+# this rule got a default message naming the check's reason.
+RETRY_AS_IS = "retry-without-message-as-is"
 _STATUS = re.compile(r"COMPLETION_STATUS:\s*\**\s*([A-Za-z][\w-]*)")
 
 
@@ -83,8 +86,11 @@ def prompt(task: ir.Task, values: dict[str, Any], retry_error: str | None, undef
     if task.system:
         parts.append(render(task.system, values, undefined))
     if retry_error is not None and task.criteria:
-        message = task.criteria.retry_message or "The previous attempt failed its success check: {{ error }}"
-        parts.append(render(message, {**values, "error": retry_error}, undefined))
+        message = task.criteria.retry_message
+        if message is None and not workflow.patched(RETRY_AS_IS):
+            message = "The previous attempt failed its success check: {{ error }}"
+        if message is not None:
+            parts.append(render(message, {**values, "error": retry_error}, undefined))
     parts.append(render(task.prompt, values, undefined))
     if task.loop_until and task.loop_until.message:
         parts.append(render(task.loop_until.message, values, undefined))
