@@ -27,7 +27,7 @@ from agentrun.lang.errors import SpecError
 from agentrun.lang.yamlpos import PosDict, load_mapping, mapping_or_none, plain, position
 
 NAME = "cycgraph"
-MARKS = "a state graph (cycgraph) has nodes:, edges: and start_node:, at the top or under 'graph:' beside manifest:"
+MARKS = "a state graph (cycgraph) has nodes:, edges: and start_node:, at the top or under 'graph:' (beside agents: and manifest:)"
 TRAITS = ir.Traits(state_graph=True, stores_with="a node's write_keys")
 EXAMPLES = (  # under examples/; beside them, *.replies.yaml are their agents' recorded replies
     "graphs/fan_out.yaml",
