@@ -14,8 +14,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +25,7 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import ROOT
 from tests.fakes.agentapi_server import FakeAgentAPI
 
 VERSION = "0.2.2"
@@ -68,6 +71,8 @@ class Case:
     params: list[str] = field(default_factory=list)
     flags: list[str] = field(default_factory=list)  # for both
     ours_flags: list[str] = field(default_factory=list)
+    refresh: bool = False  # agent_lifecycle: refresh, each side starting its own servers
+    servers: int = 1  # how many agentapi servers cyberian starts
 
 
 def rules(*pairs: tuple[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
@@ -126,6 +131,14 @@ CASES = [
     ),
     Case("preconditions", "preconditions.yaml", rules(), 1),
     Case("provider_call", "provider.yaml", rules(), 0, ["word=tides"]),
+    Case(
+        "refresh",
+        "refresh.yaml",
+        rules(("second", [NOT_YET, say("FINISHED. COMPLETION_STATUS: COMPLETE")])),
+        4,
+        refresh=True,
+        servers=3,
+    ),
 ]
 
 
@@ -135,6 +148,7 @@ class Side:
     messages: list[str]
     files: dict[str, str]
     output: str  # stdout and stderr, to explain a failure
+    servers: int = 1  # agentapi servers started
 
 
 def left_in(folder: Path) -> dict[str, str]:
@@ -169,21 +183,59 @@ def cyberian() -> Path:
     return venv / "bin" / "cyberian"
 
 
-def fake_for(case: Case, folder: Path) -> tuple[FakeAgentAPI, Path]:
+@dataclass
+class Agent:
+    """Where a side's agent is: a port, the work directory, and the environment its run gets."""
+
+    port: int
+    workdir: Path
+    env: dict[str, str]
+
+
+def scripted(case: Case, folder: Path) -> list[str]:
+    (folder / "rules.json").write_text(json.dumps(case.rules))
+    return [sys.executable, str(AGENT), str(folder / "rules.json"), str(folder / "state.json")]
+
+
+def run_side(case: Case, folder: Path, run: Callable[[Agent], Ran]) -> Side:
+    """One side's run against a fake agentapi of its own: one server for the whole run, or, for a
+    workflow with agent_lifecycle: refresh, whatever servers the side starts itself (through an
+    `agentapi` on its PATH that is the fake, running a `claude` that is the scripted agent)."""
     workdir = folder / "work"
     workdir.mkdir(parents=True)
-    (folder / "rules.json").write_text(json.dumps(case.rules))
-    agent = [sys.executable, str(AGENT), str(folder / "rules.json"), str(folder / "state.json")]
-    return FakeAgentAPI(agent, busy_s=0.05, cwd=str(workdir)).start(), workdir
-
-
-def run_side(case: Case, folder: Path, argv_of) -> Side:
-    fake, workdir = fake_for(case, folder)
-    try:
-        done = argv_of(fake, workdir)
+    agent = scripted(case, folder)
+    if not case.refresh:
+        fake = FakeAgentAPI(agent, busy_s=0.05, cwd=str(workdir)).start()
+        try:
+            done = run(Agent(fake.port, workdir, {}))
+        finally:
+            fake.stop()
         return Side(done.code, list(fake.received), left_in(workdir), done.out + done.err)
-    finally:
-        fake.stop()
+    bin_, log = folder / "bin", folder / "agentapi.log"
+    bin_.mkdir()
+    shim(bin_ / "agentapi", f'export PYTHONPATH={ROOT}\nexec {sys.executable} -m tests.fakes.agentapi_server "$@"')
+    shim(bin_ / "claude", "exec " + " ".join(agent))
+    env = {
+        "PATH": f"{bin_}:{os.environ['PATH']}",
+        "FAKE_AGENTAPI_LOG": str(log),
+        "AGENTRUN_PASS_ENV": "FAKE_AGENTAPI_*",
+    }
+    done = run(Agent(free_port(), workdir, env))
+    events = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+    messages = [e["content"] for e in events if e["event"] == "message"]
+    servers = sum(e["event"] == "start" for e in events)
+    return Side(done.code, messages, left_in(workdir), done.out + done.err, servers)
+
+
+def shim(path: Path, body: str) -> None:
+    path.write_text(f"#!/bin/sh\n{body}\n")
+    path.chmod(0o755)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 @dataclass
@@ -194,24 +246,27 @@ class Ran:
 
 
 def theirs(cyberian: Path, case: Case, folder: Path) -> Side:
-    def go(fake: FakeAgentAPI, workdir: Path) -> Ran:
-        argv = [str(cyberian), "run", str(WORKFLOWS / case.workflow), "--host", "127.0.0.1", "--port", str(fake.port)]
-        argv += ["--workdir", str(workdir), "--poll-interval", "0.05", "--timeout", "60"]
+    def run(agent: Agent) -> Ran:
+        argv = [str(cyberian), "run", str(WORKFLOWS / case.workflow), "--host", "127.0.0.1", "--port", str(agent.port)]
+        argv += ["--workdir", str(agent.workdir), "--poll-interval", "0.05", "--timeout", "60"]
+        argv += ["--agent-type", "claude"] if case.refresh else []
         argv += [arg for p in case.params for arg in ("-p", p)] + case.flags
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=folder)
+        env = {**os.environ, **agent.env}
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=folder, env=env)
         return Ran(done.returncode, done.stdout, done.stderr)
 
-    return run_side(case, folder, go)
+    return run_side(case, folder, run)
 
 
 def ours(cli, case: Case, folder: Path) -> Side:
-    def go(fake: FakeAgentAPI, workdir: Path) -> Ran:
-        argv = ["start", str(WORKFLOWS / case.workflow), "--agent", f"agentapi:{fake.url}", "--workdir", str(workdir)]
+    def run(agent: Agent) -> Ran:
+        uri = f"agentapi:http://127.0.0.1:{agent.port}"
+        argv = ["start", str(WORKFLOWS / case.workflow), "--agent", uri, "--workdir", str(agent.workdir)]
         argv += [arg for p in case.params for arg in ("-p", p)] + case.flags + case.ours_flags
-        done = cli(*argv)
+        done = cli(*argv, extra_env=agent.env)
         return Ran(done.code, done.out, done.err)
 
-    return run_side(case, folder, go)
+    return run_side(case, folder, run)
 
 
 def without_instruction(message: str, endings: tuple[str, ...]) -> str:
@@ -233,6 +288,8 @@ def differences(mine: Side, real: Side) -> dict[str, Any]:
         found["messages"] = (ours_, theirs_)
     if mine.files != real.files:
         found["files"] = (mine.files, real.files)
+    if mine.servers != real.servers:
+        found["servers"] = (mine.servers, real.servers)
     return found
 
 
@@ -243,7 +300,7 @@ def test_the_same_workflow_does_the_same_here(cyberian, cli, tmp_path, case: Cas
         real_ = pool.submit(theirs, cyberian, case, tmp_path / "theirs")
         mine_ = pool.submit(ours, cli, case, tmp_path / "ours")
         mine, real = mine_.result(), real_.result()
-    assert len(real.messages) == case.sent, real.output[-2000:]
+    assert (len(real.messages), real.servers) == (case.sent, case.servers), real.output[-2000:]
     if case.id == "provider_call":
         assert "No module named 'cyberian.providers'" in real.output
     assert differences(mine, real) == PINNED.get(case.id, {}), (
@@ -273,6 +330,9 @@ PINNED: dict[str, dict[str, Any]] = {
             ["Do it quietly." + INSTRUCTION, "Do the next thing." + INSTRUCTION],
         )
     },
+    # cyberian starts each refreshed server in the work directory with its output logged there;
+    # here a server's output goes to a temporary file, and the work directory holds only the work.
+    "refresh": {"files": ({}, {"agentapi_stderr.log": "", "agentapi_stdout.log": ""})},
     # cyberian 0.2.2 ships without its `cyberian.providers` module: any provider_call stops the run
     # with ModuleNotFoundError before it does anything.
     "provider_call": {

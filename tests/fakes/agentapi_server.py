@@ -404,18 +404,20 @@ def _handler_for(fake: FakeAgentAPI) -> type[BaseHTTPRequestHandler]:
 
 
 def main(argv: list[str]) -> int:
-    """`server --type=X --port N [other real flags] -- CMD ARGS...`, like the real binary."""
+    """`server --type=X --port N [other real flags] -- CMD ARGS...`, like the real binary, which
+    also takes the agent command's words before `--` (`agentapi server claude --port N`)."""
     head, command = (argv[: argv.index("--")], argv[argv.index("--") + 1 :]) if "--" in argv else (argv, [])
     parser = argparse.ArgumentParser(prog="agentapi")
     sub = parser.add_subparsers(dest="verb", required=True)
     server = sub.add_parser("server")
+    server.add_argument("command", nargs="*")
     server.add_argument("--type", default="claude")
     server.add_argument("--port", type=int, default=3284)
     for flag in ("--allowed-hosts", "--allowed-origins", "--term-width", "--initial-prompt"):
         server.add_argument(flag)
     args = parser.parse_args(head)
     fake = FakeAgentAPI(
-        command or [args.type],
+        [*args.command, *command] or [args.type],
         busy_s=float(os.environ.get("FAKE_AGENTAPI_BUSY_S", "0.3")),
         startup_s=float(os.environ.get("FAKE_AGENTAPI_STARTUP_S", "0.3")),
         agent_type=args.type,
