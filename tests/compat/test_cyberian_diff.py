@@ -171,8 +171,10 @@ def cyberian() -> Path:
     installed = venv / "installed"
     if not installed.exists():
         shutil.rmtree(venv, ignore_errors=True)
-        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
-        pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", f"cyberian=={VERSION}"]
+        # Our own pip installs into it, so the venv needs no ensurepip (Debian's python3-venv).
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=300)
+        pip = [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "--quiet"]
+        pip.append(f"cyberian=={VERSION}")
         done = subprocess.run(pip, capture_output=True, text=True, timeout=900)
         if done.returncode != 0:
             shutil.rmtree(venv, ignore_errors=True)
