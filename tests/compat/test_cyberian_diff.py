@@ -84,6 +84,7 @@ NOT_YET = say("Not yet. COMPLETION_STATUS: COMPLETE")
 CASES = [
     Case("nesting", "nesting.yaml", rules(), 7, ["product=kite"]),
     Case("resume_from", "nesting.yaml", rules(), 3, ["product=kite"], flags=["--resume-from", "review"]),
+    Case("resume_from_unknown", "nesting.yaml", rules(), 0, ["product=kite"], flags=["--resume-from", "nowhere"]),
     Case("params_given", "params.yaml", rules(), 1, ["topic=tides", "count=3", "style=bold", "audience=a", "extra=x"]),
     Case("params_left_out", "params.yaml", rules(), 1, ["topic=tides"]),
     Case("params_required_missing", "params.yaml", rules(), 0, ["count=3"]),
@@ -310,12 +311,15 @@ def test_the_same_workflow_does_the_same_here(cyberian, cli, tmp_path, case: Cas
     )
 
 
+DATA = {"data/a.txt": "alpha\n", "data/b.txt": "beta\n"}
 LOOKING = "Search once more.\n\nSay FOUND when you find it." + INSTRUCTION
 DRAFT = "Write  notes on tides; no with the summary.\nStyle: {}. Audience: everyone." + INSTRUCTION
 # The differences kept on purpose, case by case, as `what: (ours, cyberian's)`.
 PINNED: dict[str, dict[str, Any]] = {
     # A param's `default:` is used here; cyberian ignores the key, so the value renders empty.
     "params_left_out": {"messages": ([DRAFT.format("plain")], [DRAFT.format("")])},
+    # --resume-from a task the workflow does not have is bad usage here; cyberian skips everything.
+    "resume_from_unknown": {"exit": (2, 0)},
     # A missing required param is bad usage (exit 2) here, a failed run (exit 1) there.
     "params_required_missing": {"exit": (2, 1)},
     # A loop stops at its max_iterations here (with a warning); cyberian ignores the key.
@@ -331,6 +335,10 @@ PINNED: dict[str, dict[str, Any]] = {
             ["Do it quietly." + INSTRUCTION, REMINDER, "Do the next thing." + INSTRUCTION],
             ["Do it quietly." + INSTRUCTION, "Do the next thing." + INSTRUCTION],
         )
+    },
+    # A subtask's sync_targets are copied too; cyberian copies only the root's.
+    "preconditions": {
+        "files": ({**DATA, "checks/has_title.py": (WORKFLOWS / "checks/has_title.py").read_text()}, DATA)
     },
     # cyberian starts each refreshed server in the work directory with its output logged there;
     # here a server's output goes to a temporary file, and the work directory holds only the work.
