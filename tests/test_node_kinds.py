@@ -67,7 +67,9 @@ def test_a_plan_using_a_kind_not_runnable_yet_is_refused_before_the_run(kind: st
         check(plan)
 
 
-def test_every_reply_protocol_of_the_ir_has_its_module():
-    from agentrun.workflows.protocols import PROTOCOLS
+def test_every_reply_protocol_of_the_ir_has_its_module_and_its_first_prompt():
+    from agentrun.workflows.protocols.prompts import FIRST_PROMPTS
+    from agentrun.workflows.protocols.registry import PROTOCOLS
 
     assert set(PROTOCOLS) == set(typing.get_args(ir.Protocol))
+    assert set(FIRST_PROMPTS) == set(PROTOCOLS)

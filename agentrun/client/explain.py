@@ -29,7 +29,7 @@ from agentrun.lang.drivers import agent_type
 from agentrun.lang.load import load
 from agentrun.lang.render import render, to_text
 from agentrun.lang.scope import template_values
-from agentrun.workflows.protocols.supervise import SUPERVISOR
+from agentrun.workflows.protocols.checkpoint_text import SUPERVISOR
 from agentrun.workflows.protocols.tree_text import CONSTANTS
 
 INPUT_LINES = 20  # of each run input

@@ -25,7 +25,9 @@ Supervision = Literal["none", "supervised", "human"]
 
 
 class Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    # Schemas are built on first use, so the spec commands do not pay for all the node kinds'
+    # recursive union at import; `build_models()` builds them all where runs are served.
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, defer_build=True)
 
 
 class Retry(Model):
@@ -563,7 +565,29 @@ def _own_children(node: NodeBase) -> list[Any]:
     return []
 
 
-for _model in (
+def build_models() -> None:
+    """Build every IR model's validator and serializer now. The run contract calls it: a model nested
+    in a run state is otherwise serialised, on its own, through pydantic's deferred placeholder,
+    which fails inside a workflow."""
+    for model in _MODELS:
+        model.model_rebuild(force=True)
+
+
+_MODELS: tuple[type[BaseModel], ...] = (
+    Retry,
+    Criteria,
+    ProviderSpec,
+    Preconditions,
+    LoopUntil,
+    TreeStep,
+    Running,
+    Budget,
+    Price,
+    Edge,
+    Access,
+    Param,
+    AgentInfo,
+    Traits,
     NodeBase,
     Sequence,
     Parallel,
@@ -583,8 +607,7 @@ for _model in (
     Human,
     Evaluate,
     Plan,
-):
-    _model.model_rebuild()
+)
 
 
 def recorded_traits(data: Any) -> Any:

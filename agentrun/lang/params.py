@@ -6,8 +6,6 @@ import json
 import os
 from typing import Any
 
-import jsonschema
-import jsonschema.exceptions
 import yaml
 
 from agentrun.lang import ir
@@ -75,6 +73,9 @@ def bind(plan: ir.Plan, given: dict[str, Any]) -> dict[str, Any]:
 
 def _conforms(value: Any, schema: dict[str, Any]) -> None:
     """ValueError with the first way `value` breaks its param's JSON Schema."""
+    import jsonschema  # only a param with a schema needs it: the spec commands start without it
+    import jsonschema.exceptions
+
     error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(value))
     if error is not None:
         where = "".join(f"[{p!r}]" for p in error.absolute_path)

@@ -13,8 +13,8 @@ from agentrun.client.views.leaves import LeafView
 from agentrun.client.views.words import agent_name, kept, labelled, policy_text, preview, stored
 from agentrun.lang import expressions, ir
 from agentrun.lang.render import UndefinedNames, to_text
-from agentrun.workflows.protocols import PROTOCOLS
-from agentrun.workflows.protocols.supervise import SUPERVISOR, gate_id
+from agentrun.workflows.protocols.checkpoint_text import SUPERVISOR, gate_id
+from agentrun.workflows.protocols.prompts import first_prompt
 
 NOT_CONFIGURED = "(not configured: pass --agent ID=URI)"
 TREE_PROMPT_LINES = 40
@@ -104,7 +104,7 @@ def supervisor(node: ir.Task, uris: dict[str, str]) -> str:
 
 def _first_prompt(node: ir.Task, context: dict[str, Any], undefined: UndefinedNames) -> str:
     """The first prompt the task's reply protocol sends (every protocol of the IR has its module)."""
-    return PROTOCOLS[node.protocol].first_prompt(node, context, undefined)
+    return first_prompt(node, context, undefined)
 
 
 def checks(node: ir.Task) -> list[str]:

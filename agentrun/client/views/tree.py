@@ -14,7 +14,7 @@ from agentrun.client.blocks import Block
 from agentrun.client.views.base import Entry, Scope, View
 from agentrun.client.views.words import duration, first_line, marks, preview, sub_tag
 from agentrun.lang import ir
-from agentrun.workflows.protocols import PROTOCOLS
+from agentrun.workflows.protocols.prompts import first_prompt
 
 if TYPE_CHECKING:
     from agentrun.client.explain import Describer, DryRun
@@ -43,7 +43,7 @@ class TreeView(View[Any]):
         if not isinstance(node, ir.Task):
             return [at.head + headline(node)] + dry.substeps(at, _children(node), scope)
         uri = dry.uris.get(node.agent, dry.default_uri) or "(not configured: pass --agent ID=URI)"
-        prompt = PROTOCOLS[node.protocol].first_prompt(node, dry.values(scope))
+        prompt = first_prompt(node, dry.values(scope))
         lines = [at.head + f"{node.label}, asked of {node.agent} via {uri}"]
         lines += preview(at.indent, prompt, PROMPT_LINES)
         return lines + [at.indent + "expected answer: " + answer(node, dry.plan.running)]

@@ -15,9 +15,10 @@ COMPENSATION_ATTEMPTS = 3
 
 class Strict(BaseModel):
     """A raw model of a loaded spec: an unknown key is an error, so a typo is never ignored. A key
-    with an alias (a pipeline's `schema:`) is read by its field name too."""
+    with an alias (a pipeline's `schema:`) is read by its field name too. Its schema is built on
+    first use: every language is imported to ask which one a file is in, one compiles it."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, defer_build=True)
 
 
 def approval_shorthand(value: Any) -> Any:

@@ -9,7 +9,7 @@ from agentrun.contract import TaskState
 from agentrun.lang import ir
 from agentrun.workflows.nodes import leaf
 from agentrun.workflows.nodes.base import Handler
-from agentrun.workflows.protocols import PROTOCOLS
+from agentrun.workflows.protocols.registry import PROTOCOLS
 
 if TYPE_CHECKING:
     from agentrun.workflows.interpreter import Interpreter

@@ -7,7 +7,6 @@ run state's `supervision`, by the goal's run key.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -16,11 +15,11 @@ from temporalio import workflow
 
 from agentrun.contract import DEFAULT_MAX_ITERATIONS, GoalSupervision, SupervisedAttempt, TaskState
 from agentrun.lang import expressions, ir
-from agentrun.lang.render import UndefinedNames, clip, render, to_text
+from agentrun.lang.render import clip, to_text
 from agentrun.workflows.failures import TaskFailed
 from agentrun.workflows.protocols import reconcile
 from agentrun.workflows.protocols.checkpoint_read import converged, output_value, read_post, read_pre
-from agentrun.workflows.protocols.checkpoint_text import Setting, commit_prompt, execute_prompt, reminder, setting
+from agentrun.workflows.protocols.checkpoint_text import commit_prompt, execute_prompt, given, reminder, setting
 from agentrun.workflows.protocols.supervise import MAX_REORIENTS, Goal, decide
 from agentrun.workflows.taint import untrusted
 
@@ -33,11 +32,6 @@ _KEPT_OUTPUT = 4000  # characters of a post-checkpoint's output the run state ke
 
 
 class CheckpointProtocol:
-    def first_prompt(self, node: ir.Task, values: dict[str, Any], undefined: UndefinedNames = "error") -> str:
-        system = render(node.system, values, undefined) if node.system else ""
-        at = Setting(node.id, system, render(node.prompt, values, undefined))
-        return commit_prompt(_given(at, node, values.get("input")))
-
     async def perform(
         self, engine: Interpreter, node: ir.Task, scope: Scope, task: TaskState, retry_error: str | None
     ) -> Any:
@@ -67,20 +61,12 @@ def _goal(engine: Interpreter, node: ir.Task, scope: Scope, task: TaskState) -> 
         values.update({name: untrusted(to_text(value)) for name, value in engine.state.memory.items()})
     try:
         at = setting(engine.inp.plan, node, values, engine.inp.plan.undefined)
-        given = expressions.step_input(node.input, values, engine.all_prior()) if node.input is not None else None
+        value = expressions.step_input(node.input, values, engine.all_prior()) if node.input is not None else None
     except (TemplateError, expressions.ExpressionError, TypeError) as exc:
         raise TaskFailed(key, f"cannot fill in its prompt: {exc}") from None
-    at = _given(at, node, given)
+    at = given(at, node, value)
     record = engine.state.supervision.setdefault(key, GoalSupervision(supervision=node.supervision))
     return Goal(engine, node, scope, task, at, record)
-
-
-def _given(at: Setting, node: ir.Task, value: Any) -> Setting:
-    """A goal with an input (the task merging what a USING clause's agents gave) sees it after its
-    instructions, quoted as every earlier output is; a goal without one is left as it is."""
-    if node.input is None or value is None:
-        return at
-    return dataclasses.replace(at, instructions=f"{at.instructions}\n\nInput:\n{at.quote(value)}")
 
 
 async def _execute(goal: Goal, pre: dict[str, Any], correction: str | None) -> dict[str, Any]:

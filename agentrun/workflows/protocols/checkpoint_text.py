@@ -4,13 +4,15 @@ through `quote`, which a paranoid run turns into a delimited untrusted block."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass
 from typing import Any
 
 from agentrun.lang import ir
-from agentrun.lang.render import UndefinedNames, render, to_text
-from agentrun.workflows.taint import untrusted
+from agentrun.lang.render import UndefinedNames, render, to_text, untrusted
+
+SUPERVISOR = "supervisor"  # the agent id that judges goals when the run names one (--agent supervisor=URI)
 
 PRE_SHAPE = (
     '{"interpretation": "the goal in your own words", "scope_in": ["what you will do"], '
@@ -126,3 +128,23 @@ def _post_ask(outputs: list[str]) -> str:
 
 def _join(parts: list[str]) -> str:
     return "\n\n".join(to_text(p).strip() for p in parts if p and p.strip())
+
+
+def first_prompt(node: ir.Task, values: dict[str, Any], undefined: UndefinedNames = "error") -> str:
+    """A goal's COMMIT prompt, from its templates and these values."""
+    system = render(node.system, values, undefined) if node.system else ""
+    at = Setting(node.id, system, render(node.prompt, values, undefined))
+    return commit_prompt(given(at, node, values.get("input")))
+
+
+def given(at: Setting, node: ir.Task, value: Any) -> Setting:
+    """A goal with an input (the task merging what a USING clause's agents gave) sees it after its
+    instructions, quoted as every earlier output is; a goal without one is left as it is."""
+    if node.input is None or value is None:
+        return at
+    return dataclasses.replace(at, instructions=f"{at.instructions}\n\nInput:\n{at.quote(value)}")
+
+
+def gate_id(node: ir.Task) -> str:
+    """The gate a person answers for a supervised goal."""
+    return f"{node.id}.supervise"

@@ -10,10 +10,10 @@ from temporalio import workflow
 
 from agentrun.contract import MAX_OUTPUT_CHARS
 from agentrun.lang import calls, expressions, ir
-from agentrun.lang.render import UndefinedNames, names_used, render, to_text
 from agentrun.workflows import activity_calls, metrics
 from agentrun.workflows.conversation import first_line
 from agentrun.workflows.failures import TaskFailed
+from agentrun.workflows.protocols.plain_text import prompt
 
 if TYPE_CHECKING:
     from agentrun.contract import TaskState
@@ -22,9 +22,6 @@ if TYPE_CHECKING:
 
 
 class PlainProtocol:
-    def first_prompt(self, node: ir.Task, values: dict[str, Any], undefined: UndefinedNames = "error") -> str:
-        return prompt(node, values, undefined)
-
     async def perform(
         self, engine: Interpreter, node: ir.Task, scope: Scope, task: TaskState, retry_error: str | None
     ) -> Any:
@@ -47,18 +44,6 @@ class PlainProtocol:
 
 
 PLAIN = PlainProtocol()
-
-
-def prompt(task: ir.Task, values: dict[str, Any], undefined: UndefinedNames = "error") -> str:
-    """The agent's prompt template, then the input and feedback it did not place itself."""
-    parts = [render(task.system, values, undefined)] if task.system else []
-    parts.append(render(task.prompt, values, undefined))
-    used = names_used(task.prompt) | (names_used(task.system) if task.system else frozenset())
-    for name, heading in (("input", "Input:"), ("feedback", "Feedback on your previous output:")):
-        placed = name in used or (name == "input" and "item" in used)
-        if values.get(name) is not None and not placed:
-            parts.append(f"{heading}\n{to_text(values[name])}")
-    return "\n\n".join(p.strip() for p in parts if p.strip())
 
 
 async def _validate(engine: Interpreter, node: ir.Task, scope: Scope, reply: str) -> Any:

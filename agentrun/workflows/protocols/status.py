@@ -7,14 +7,14 @@ A reply with no status gets one reminder, unless the run is lenient.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from temporalio import workflow
 
 from agentrun.contract import DEFAULT_MAX_ITERATIONS
 from agentrun.lang import ir
-from agentrun.lang.render import UndefinedNames, render
 from agentrun.workflows.failures import TaskFailed
+from agentrun.workflows.protocols.status_text import prompt
 
 if TYPE_CHECKING:
     from agentrun.contract import TaskState
@@ -29,9 +29,6 @@ _STATUS = re.compile(r"COMPLETION_STATUS:\s*\**\s*([A-Za-z][\w-]*)")
 
 
 class StatusProtocol:
-    def first_prompt(self, node: ir.Task, values: dict[str, Any], undefined: UndefinedNames = "error") -> str:
-        return prompt(node, values, None, undefined)
-
     async def perform(
         self, engine: Interpreter, node: ir.Task, scope: Scope, task: TaskState, retry_error: str | None
     ) -> str:
@@ -51,7 +48,8 @@ class StatusProtocol:
             task.iterations += 1
             workflow.set_current_details(f"Running **{node.label}**: attempt {task.attempts}, iteration {iteration}")
             values = engine.values(scope, iteration=iteration)
-            text = prompt(node, values, retry_error if iteration == first else None, engine.inp.plan.undefined)
+            retry = retry_error if iteration == first else None
+            text = prompt(node, values, retry, engine.inp.plan.undefined, older_retry=_older_retry(node, retry))
             reply = await _reply_with_status(engine, node, scope, text)
             if not node.loop_until or _loop_ended(node, reply):
                 return reply
@@ -63,6 +61,12 @@ class StatusProtocol:
 
 
 STATUS = StatusProtocol()
+
+
+def _older_retry(node: ir.Task, retry_error: str | None) -> bool:
+    """Whether a retry without a retry_message still gets the default one (a run recorded before)."""
+    without_message = retry_error is not None and node.criteria is not None and node.criteria.retry_message is None
+    return without_message and not workflow.patched(RETRY_AS_IS)
 
 
 async def _reply_with_status(engine: Interpreter, node: ir.Task, scope: Scope, text: str) -> str:
@@ -78,24 +82,6 @@ async def _reply_with_status(engine: Interpreter, node: ir.Task, scope: Scope, t
     if status == "ERROR":
         raise TaskFailed(str(scope.key), "the agent reported COMPLETION_STATUS: ERROR: " + reply.strip()[-300:])
     return reply
-
-
-def prompt(task: ir.Task, values: dict[str, Any], retry_error: str | None, undefined: UndefinedNames = "error") -> str:
-    """System text, the retry message, the instructions, the loop message, the status instruction."""
-    parts = []
-    if task.system:
-        parts.append(render(task.system, values, undefined))
-    if retry_error is not None and task.criteria:
-        message = task.criteria.retry_message
-        if message is None and not workflow.patched(RETRY_AS_IS):
-            message = "The previous attempt failed its success check: {{ error }}"
-        if message is not None:
-            parts.append(render(message, {**values, "error": retry_error}, undefined))
-    parts.append(render(task.prompt, values, undefined))
-    if task.loop_until and task.loop_until.message:
-        parts.append(render(task.loop_until.message, values, undefined))
-    parts.append(instruction(task))
-    return "\n\n".join(p.strip() for p in parts if p.strip())
 
 
 def status_of(reply: str) -> str | None:
@@ -125,18 +111,6 @@ def _loop_ended(node: ir.Task, reply: str) -> bool:
         return True
     # The word beside another status line: runs recorded before this rule kept looping here.
     return workflow.patched(WORD_BESIDE_STATUS)
-
-
-def instruction(task: ir.Task) -> str:
-    if task.loop_until:
-        return (
-            "End your reply with a line `COMPLETION_STATUS: <STATUS>` as asked above "
-            "(or `COMPLETION_STATUS: ERROR` if you cannot go on)."
-        )
-    return (
-        "When you have finished, end your reply with the line `COMPLETION_STATUS: COMPLETE` "
-        "(or `COMPLETION_STATUS: ERROR` if you could not do the task)."
-    )
 
 
 def nudge(task: ir.Task) -> str:

@@ -13,13 +13,12 @@ from agentrun.workflows.conversation import first_line
 from agentrun.workflows.failures import TaskFailed
 from agentrun.workflows.humans import rejected
 from agentrun.workflows.protocols.checkpoint_read import read_verdict
-from agentrun.workflows.protocols.checkpoint_text import Setting, supervise_prompt
+from agentrun.workflows.protocols.checkpoint_text import SUPERVISOR, Setting, gate_id, supervise_prompt
 
 if TYPE_CHECKING:
     from agentrun.workflows.interpreter import Interpreter
     from agentrun.workflows.scope import Scope
 
-SUPERVISOR = "supervisor"  # the agent id that judges goals when the run names one (--agent supervisor=URI)
 MAX_REORIENTS = 3  # re-executions after a REORIENT; one more and the goal fails
 _SHOWN_TO_PEOPLE = 600  # characters of the output a gate's question quotes
 
@@ -97,11 +96,6 @@ async def _person(goal: Goal, verdict: Verdict, post: dict[str, Any]) -> Verdict
     if answer.value == ir.APPROVE:
         return Verdict(by=answer.by, verdict="CONTINUE", reason=answer.comment, gate=asked)
     return Verdict(by=answer.by, verdict="REORIENT", correction=answer.value or "", reason=answer.comment, gate=asked)
-
-
-def gate_id(node: ir.Task) -> str:
-    """The gate a person answers for a supervised goal."""
-    return f"{node.id}.supervise"
 
 
 def _question(node: ir.Task, verdict: Verdict, post: dict[str, Any]) -> str:

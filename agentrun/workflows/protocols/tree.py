@@ -13,7 +13,7 @@ from temporalio import workflow
 
 from agentrun.contract import TraceEntry
 from agentrun.lang import blackboard, ir
-from agentrun.lang.render import UndefinedNames, clip
+from agentrun.lang.render import clip
 from agentrun.workflows.failures import TaskFailed
 from agentrun.workflows.protocols import tree_text
 from agentrun.workflows.protocols.tree_text import BadAnswer, Outcome, Verdict
@@ -28,9 +28,6 @@ DETAILS_CHARS = 1_500
 
 
 class TreeProtocol:
-    def first_prompt(self, node: ir.Task, values: dict[str, Any], undefined: UndefinedNames = "error") -> str:
-        return tree_text.step_prompt(node, values, values.get(tree_text.CONSTANTS, {}))
-
     async def perform(
         self, engine: Interpreter, node: ir.Task, scope: Scope, task: TaskState, retry_error: str | None
     ) -> Any:

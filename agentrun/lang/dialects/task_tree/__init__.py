@@ -53,7 +53,7 @@ class Lenient(BaseModel):
     aside (`model_extra`) and said as a warning instead of refused. A task and a provider call
     stay strict, as they are in cyberian."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
 
 
 class RawParam(Lenient):

@@ -1,0 +1,45 @@
+"""What a task tree's step says to its agent: its prompt and the status line it must end with."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentrun.lang import ir
+from agentrun.lang.render import UndefinedNames, render
+
+
+def prompt(
+    task: ir.Task,
+    values: dict[str, Any],
+    retry_error: str | None,
+    undefined: UndefinedNames = "error",
+    older_retry: bool = False,
+) -> str:
+    """System text, the retry message, the instructions, the loop message, the status instruction.
+    A retry without a retry_message is the prompt as it was, as in cyberian (`older_retry`: with the
+    default message runs recorded before that rule sent)."""
+    parts = []
+    if task.system:
+        parts.append(render(task.system, values, undefined))
+    message = task.criteria.retry_message if task.criteria else None
+    if older_retry:
+        message = message or "The previous attempt failed its success check: {{ error }}"
+    if retry_error is not None and message is not None:
+        parts.append(render(message, {**values, "error": retry_error}, undefined))
+    parts.append(render(task.prompt, values, undefined))
+    if task.loop_until and task.loop_until.message:
+        parts.append(render(task.loop_until.message, values, undefined))
+    parts.append(instruction(task))
+    return "\n\n".join(p.strip() for p in parts if p.strip())
+
+
+def instruction(task: ir.Task) -> str:
+    if task.loop_until:
+        return (
+            "End your reply with a line `COMPLETION_STATUS: <STATUS>` as asked above "
+            "(or `COMPLETION_STATUS: ERROR` if you cannot go on)."
+        )
+    return (
+        "When you have finished, end your reply with the line `COMPLETION_STATUS: COMPLETE` "
+        "(or `COMPLETION_STATUS: ERROR` if you could not do the task)."
+    )
