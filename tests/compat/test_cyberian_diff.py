@@ -120,6 +120,12 @@ CASES = [
     ),
     Case("criteria_fail", "criteria_fail.yaml", rules(("Write out.txt", [say(DONE, **{"out.txt": "not yet\n"})])), 2),
     Case(
+        "criteria_error",
+        "criteria_error.yaml",
+        rules(("Write out.txt", [say("Tried. COMPLETION_STATUS: COMPLETE"), say(DONE, **{"out.txt": "ready"})])),
+        2,
+    ),
+    Case(
         "criteria_script",
         "criteria_script.yaml",
         rules(("report.md", [say(DONE, **{"report.md": "no title\n"}), say(DONE, **{"report.md": "# Title\n"})])),
@@ -311,6 +317,9 @@ def test_the_same_workflow_does_the_same_here(cyberian, cli, tmp_path, case: Cas
     )
 
 
+WRITE = "Write out.txt." + INSTRUCTION
+NO_OUT = "[Errno 2] No such file or directory: 'out.txt'"
+CHECK = 'result = open("out.txt").read() == "ready"'
 DATA = {"data/a.txt": "alpha\n", "data/b.txt": "beta\n"}
 LOOKING = "Search once more.\n\nSay FOUND when you find it." + INSTRUCTION
 DRAFT = "Write  notes on tides; no with the summary.\nStyle: {}. Audience: everyone." + INSTRUCTION
@@ -334,6 +343,13 @@ PINNED: dict[str, dict[str, Any]] = {
         "messages": (
             ["Do it quietly." + INSTRUCTION, REMINDER, "Do the next thing." + INSTRUCTION],
             ["Do it quietly." + INSTRUCTION, "Do the next thing." + INSTRUCTION],
+        )
+    },
+    # `{{ error }}` is the exception and the line that raised it; cyberian gives the exception alone.
+    "criteria_error": {
+        "messages": (
+            [WRITE, f"The check failed: FileNotFoundError: {NO_OUT}\n  at line 1: {CHECK}\n\n{WRITE}"],
+            [WRITE, f"The check failed: Error executing success criteria: {NO_OUT}\n\n{WRITE}"],
         )
     },
     # A subtask's sync_targets are copied too; cyberian copies only the root's.
