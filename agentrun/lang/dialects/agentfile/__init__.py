@@ -18,6 +18,7 @@ from agentrun.lang import ir
 from agentrun.lang.dialects.agentfile.goals import GoalBuilder
 from agentrun.lang.dialects.agentfile.lex import STATEMENTS, Text, Token, first_word, read
 from agentrun.lang.dialects.agentfile.parse import Decl, Form, form_of, parse
+from agentrun.lang.dialects.agentfile.skills import SkillError, skill_prompt
 from agentrun.lang.errors import Problem, SpecError, did_you_mean
 
 NAME = "agentfile"
@@ -161,6 +162,8 @@ class _Compiler:
         if decl.source is None:
             return decl.text
         path = os.path.join(self.folder, decl.source.value)
+        if decl.keyword == "AGENT" and os.path.isdir(path):
+            return self._skill(decl.source, path)
         try:
             with open(path, encoding="utf-8") as fh:
                 return Text.of_file(path, fh.read())
@@ -169,6 +172,14 @@ class _Compiler:
             message = f'cannot read "{decl.source.value}": {exc.strerror}'
             self.problem(decl.source.line, decl.source.col, message, hint)
             return None
+
+    def _skill(self, source: Token, folder: str) -> Text | None:
+        try:
+            path, prompt = skill_prompt(folder)
+        except SkillError as exc:
+            self.problem(source.line, source.col, str(exc), exc.hint)
+            return None
+        return Text.of_file(path, prompt)
 
     def _no_downgrade(self) -> None:
         if self.sup_global[0] != "human":

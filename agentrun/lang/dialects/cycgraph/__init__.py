@@ -27,7 +27,7 @@ from agentrun.lang.errors import SpecError
 from agentrun.lang.yamlpos import PosDict, load_mapping, mapping_or_none, plain, position
 
 NAME = "cycgraph"
-MARKS = "a state graph (cycgraph) has nodes:, edges: and start_node:, at the top or under 'graph:' beside manifest:"
+MARKS = "a state graph (cycgraph) has nodes:, edges: and start_node:, at the top or under 'graph:' (beside agents: and manifest:)"
 TRAITS = ir.Traits(state_graph=True, stores_with="a node's write_keys")
 EXAMPLES = (  # under examples/; beside them, *.replies.yaml are their agents' recorded replies
     "graphs/fan_out.yaml",
@@ -80,14 +80,20 @@ def detect(path: str, text: str) -> bool:
     data = mapping_or_none(text)
     if data is None:
         return False
-    graph = data.get("graph") if "manifest" in data else data
+    graph = data.get("graph") if _is_bundle(data) else data
     return isinstance(graph, dict) and "nodes" in graph and "edges" in graph and "start_node" in graph
+
+
+def _is_bundle(data: dict[str, Any]) -> bool:
+    """A bundle holds its graph under `graph:`, with `agents:` and a `manifest:` when it has them;
+    a bare graph has its nodes at the top."""
+    return "manifest" in data or (isinstance(data.get("graph"), dict) and "nodes" not in data)
 
 
 def compile(path: str, text: str, params: set[str]) -> ir.Plan:
     data = load_mapping(text, path)
     build = Builder(path, data)
-    bundle = "manifest" in data
+    bundle = _is_bundle(data)
     base: tuple = ("graph",) if bundle else ()
     graph = data.get("graph") if bundle else data
     raw_manifest = data.get("manifest") if bundle else None
