@@ -402,3 +402,65 @@ def test_a_missing_input_is_the_real_parsers_error_and_exit_2(tmp_path):
     shown = run_cli("start", str(write(tmp_path, CAPABLE)), "--agent", "openai:m")
     assert shown.returncode == 2
     assert shown.stderr.splitlines()[0].endswith("Agentfile:2:1: error: required input missing: change")
+
+
+# ---- skills: AGENT x FROM a folder holding SKILL.md, as the real examples 31, 33 and 34 have them ----
+
+SKILLED = """NAME skilled
+AGENT git-helper FROM skills/git-workflow
+GOAL commit "Prepare a commit message." USING git-helper
+RUN main USING commit
+"""
+SKILL_MD = """---
+name: git-workflow
+description: Manage git operations. Use when the user mentions commits.
+license: MIT
+metadata:
+  author: someone
+---
+
+# Git Workflow Instructions
+
+Write commit messages in the imperative.
+"""
+
+
+def skill_folder(root: Path, skill_md: str | None = SKILL_MD) -> Path:
+    folder = root / "skills" / "git-workflow"
+    (folder / "scripts").mkdir(parents=True)
+    (folder / "scripts" / "create-branch.sh").write_text("git switch -c $1\n")
+    (folder / "scripts" / "amend.sh").write_text("git commit --amend\n")
+    if skill_md is not None:
+        (folder / "SKILL.md").write_text(skill_md)
+    return folder
+
+
+def test_an_agent_from_a_skill_folder_is_prompted_with_its_description_instructions_and_scripts(tmp_path):
+    skill_folder(tmp_path)
+    plan = load(str(write(tmp_path, SKILLED)))
+    [agent_step, _] = plan.leaves()
+    assert isinstance(agent_step, ir.Task)
+    assert agent_step.system == (
+        "Manage git operations. Use when the user mentions commits.\n\n"
+        "# Git Workflow Instructions\n\nWrite commit messages in the imperative.\n\n"
+        "## Available Scripts\n- amend.sh\n- create-branch.sh"
+    )
+    assert plan.agents["git-helper"].role == "Manage git operations. Use when the user mentions commits."
+
+
+@pytest.mark.parametrize(
+    ("skill_md", "said"),
+    [
+        (None, r"2:23: error: directory .*skills/git-workflow is not a valid skill \(missing SKILL\.md\)"),
+        ("# no front matter\n", "2:23: error: missing frontmatter delimiter"),
+        (SKILL_MD.replace("name: git-workflow", "name: git"), '2:23: error: skill name "git" does not match directory'),
+        (
+            SKILL_MD.replace("description: Manage", "summary: Manage"),
+            "2:23: error: missing required field: description",
+        ),
+    ],
+)
+def test_a_folder_that_is_not_a_skill_is_said_as_the_real_parser_says_it(tmp_path, skill_md, said):
+    skill_folder(tmp_path, skill_md)
+    with pytest.raises(SpecError, match=said):
+        load(str(write(tmp_path, SKILLED)))

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from agentrun.lang import ir
+from agentrun.lang.load import load
+from agentrun.workflows.protocols.status_text import prompt
 from tests.conftest import write_spec
 from tests.runs import run_spec
 
@@ -165,3 +168,15 @@ def test_agent_lifecycle_is_read_in_any_case(tmp_path):
     from tests.specs import plan_of
 
     assert plan_of(tmp_path, "agent_lifecycle: REFRESH\ninstructions: go\n").lifecycle == "refresh"
+
+
+def test_a_retry_without_a_retry_message_is_the_prompt_again_as_there(tmp_path):
+    """(tests/compat runs it through the real cyberian too.) Runs recorded before this rule keep
+    the default message they sent."""
+    text = "subtasks:\n  write:\n    instructions: Write out.txt.\n    success_criteria: {python: 'result = False', max_retries: 1}\n"
+    [task] = load(str(write_spec(tmp_path, text))).leaves()
+    assert isinstance(task, ir.Task)
+    first = prompt(task, {}, None)
+    assert prompt(task, {}, "result was False") == first
+    older = prompt(task, {}, "result was False", older_retry=True)
+    assert older == "The previous attempt failed its success check: result was False\n\n" + first

@@ -13,9 +13,19 @@ import pytest
 
 from tests.conftest import ROOT
 
-HEAVY = ("temporalio", "temporalio.client", "temporalio.worker", "opentelemetry.sdk", "mcp", "agentrun.contract")
+HEAVY = (
+    "temporalio",
+    "temporalio.client",
+    "temporalio.worker",
+    "opentelemetry.sdk",
+    "mcp",
+    "agentrun.contract",
+    "starlette",
+    "uvicorn",
+)
 COMMANDS = [
     ["--help"],
+    ["ui", "--help"],
     ["validate", "examples/quickstart.yaml"],
     ["inspect", "examples/graphs/fan_out.yaml"],
     ["dry-run", "examples/quickstart.yaml"],
@@ -47,3 +57,10 @@ def test_a_command_that_talks_to_temporal_loads_its_client():
     """What the test above looks for is there when it should be: `list` against an address nothing
     listens on loads the client, then says it cannot connect."""
     assert "temporalio.client" in imported("list", env={"TEMPORAL_ADDRESS": "127.0.0.1:1"}, code=3)
+
+
+def test_validate_loads_only_the_compiler_of_the_files_language():
+    """Every language is asked whether the file is its own; only the one that claims it compiles."""
+    loaded = imported("validate", "examples/quickstart.yaml")
+    compilers = {name for name in loaded if name.startswith("agentrun.") and name.endswith(".compiler")}
+    assert compilers == {"agentrun.lang.dialects.task_tree.compiler"}

@@ -111,6 +111,13 @@ def test_a_bundle_gives_its_agents_models_system_prompts_and_temperatures_and_ca
     assert params.bind(plan, {"topic": "t"})["depth"] == 2
 
 
+def test_a_bundle_without_a_manifest_is_a_state_graph_with_its_agents(tmp_path):
+    bare = {"graph": BUNDLE["graph"], "agents": BUNDLE["agents"]}
+    plan = load(str(write_spec(tmp_path, json.dumps(bare, indent=2), name="b.json")))
+    assert plan.dialect == "cycgraph" and plan.name == "main"
+    assert {aid: a.uri for aid, a in plan.agents.items()} == {"a1": "anthropic:claude-x", "a2": "openai:m"}
+
+
 @pytest.mark.parametrize(
     ("change", "said"),
     [

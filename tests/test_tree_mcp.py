@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 import uuid
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -136,6 +137,11 @@ async def test_an_agent_drives_trees_to_done_and_to_failure_over_stdio(address, 
         assert trace[2]["note"] == "92% covered" and trace[2]["cursor"] == '{"path":[0],"step":0}'
         sliced = await agent.call("read_trace", **{"from": 1, "to": 3})
         assert sliced["total"] == 7 and [e["outcome"] for e in sliced["trace"]] == ["running", "step_complete"]
+        # Each entry as abtree documents it: {ts, kind, cursor, name, submitted, outcome, note?}.
+        running, done = sliced["trace"]
+        assert sorted(running) == ["cursor", "kind", "name", "outcome", "submitted", "ts"]
+        assert sorted(done) == ["cursor", "kind", "name", "note", "outcome", "submitted", "ts"]
+        assert done == trace[2] and datetime.fromisoformat(done["ts"]) <= datetime.now(UTC)
         assert (await agent.call("resume_execution"))["status"] == "complete"
 
         failing = Agent(session, f"traces/{uuid.uuid4().hex[:8]}.json")

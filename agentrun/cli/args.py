@@ -64,7 +64,10 @@ def spec_and_inputs(command: argparse.ArgumentParser) -> None:
 
 
 def delivery(command: argparse.ArgumentParser) -> None:
-    """How an answer reaches a run no worker holds right now: wait for one, or queue it."""
+    """Who answers, and how an answer reaches a run no worker holds right now: wait for one, or queue it."""
+    command.add_argument(
+        "--as", dest="by", metavar="NAME", help="who is answering, kept with the answer (default: your OS user name)"
+    )
     how = command.add_mutually_exclusive_group()
     how.add_argument(
         "--wait",

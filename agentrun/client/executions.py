@@ -163,7 +163,7 @@ async def get_execution(client: Client, trace_output: str) -> dict[str, Any]:
         "protocol_accepted": drive.protocol_accepted,
         "var": state.memory,
         "const": state.constants,
-        "trace": [entry.model_dump(mode="json") for entry in state.trace],
+        "trace": [_entry(entry) for entry in state.trace],
         "created_at": state.started_at.isoformat() if state.started_at else None,
         "ended_at": state.ended_at.isoformat() if state.ended_at else None,
     }
@@ -172,10 +172,17 @@ async def get_execution(client: Client, trace_output: str) -> dict[str, Any]:
 async def read_trace(
     client: Client, trace_output: str, start: int | None = None, end: int | None = None
 ) -> dict[str, Any]:
-    """Trace entries `start` up to, not including, `end` (counted from 0, as Python slices)."""
+    """Trace entries `start` up to, not including, `end` (counted from 0, as Python slices).
+    The slice is under `trace` because an MCP tool's structured result is an object; `total` and
+    `from` beside it let an agent page through a long trace."""
     state = await _state(client, trace_output)
-    entries = [entry.model_dump(mode="json") for entry in state.trace]
+    entries = [_entry(entry) for entry in state.trace]
     return {"uri": trace_output, "total": len(entries), "from": start or 0, "trace": entries[start:end]}
+
+
+def _entry(entry: contract.TraceEntry) -> dict[str, Any]:
+    """A trace entry as abtree writes it: `{ts, kind, cursor, name, submitted, outcome, note?}`."""
+    return entry.model_dump(mode="json", exclude={"note"} if not entry.note else None)
 
 
 def status_of(state: RunState) -> str:

@@ -68,14 +68,19 @@ class Pending(NamedTuple):
 
 async def pending(client: Client) -> Pending:
     """Every open gate of every running run."""
-    run_ids = await _waiting_run_ids(client)
-    states = [s for s in await asyncio.gather(*(_state_if_any(client, r) for r in run_ids)) if s]
+    states = await waiting_states(client)
     rows = [_row(state, gate) for state in states for gate in open_gates(state)]
     return Pending(
         sorted(rows, key=lambda row: row["waiting_since"] or ""),
         [state.run_id for state in states if NO_WORKER in state.warnings],
         [(state.run_id, refusal.message) for state in states for refusal in unsettled_refusals(state)],
     )
+
+
+async def waiting_states(client: Client) -> list[RunState]:
+    """The state of every running run that may wait for someone."""
+    run_ids = await _waiting_run_ids(client)
+    return [s for s in await asyncio.gather(*(_state_if_any(client, r) for r in run_ids)) if s]
 
 
 async def _state_if_any(client: Client, run_id: str) -> RunState | None:
@@ -103,7 +108,7 @@ def _row(state: RunState, gate: Gate) -> dict[str, Any]:
         "gate": gate.id,
         "kind": gate.kind,
         "prompt": gate.prompt,
-        "choices": _choices(gate),
+        "choices": choices(gate),
         "waiting_since": _iso(gate.opened_at),
         "timeout_at": _iso(gate.timeout_at),
     }
@@ -157,7 +162,7 @@ async def answer_command(client: Client, args: argparse.Namespace, console: Cons
 
     def given(state: RunState | None) -> AnswerInput:
         gate_id = args.gate or _only_open_gate(handle.id, _readable(handle.id, state), value)
-        return AnswerInput(gate=GateId(gate_id), value=value, comment=args.comment or "", by=user())
+        return AnswerInput(gate=GateId(gate_id), value=value, comment=args.comment or "", by=_who(args))
 
     if args.no_wait:
         answer = given(None if args.gate else await ask_state(handle))
@@ -184,7 +189,7 @@ async def budget_command(client: Client, args: argparse.Namespace, console: Cons
             usd=args.usd,
             iterations=args.iterations,
             comment=args.comment or "",
-            by=user(),
+            by=_who(args),
         )
 
     if args.no_wait:
@@ -205,7 +210,7 @@ async def budget_command(client: Client, args: argparse.Namespace, console: Cons
 
 async def say_command(client: Client, args: argparse.Namespace, console: Console) -> int:
     """`say`: a note for the next prompt of a step (or of any step), through the run's `say` update."""
-    given = NoteInput(text=args.text, step=args.step or "", by=args.by or user())
+    given = NoteInput(text=args.text, step=args.step or "", by=_who(args))
     note = await send_note(client, args.run_id, given, args.wait)
     where = f"step {note.step}'s next prompt" if note.step else "the next prompt"
     console.print(f"note {note.n} from {note.by or 'you'} is for {where}", markup=False, highlight=False)
@@ -220,6 +225,30 @@ async def send_note(client: Client, run_id: str, given: NoteInput, wait_s: float
         return await _update(handle, contract.SAY, given, Note)
 
     return await when_held(client, handle, queue, wait_s, "the note", deliver)
+
+
+async def answer_gate(client: Client, run_id: str, answer: AnswerInput, wait_s: float) -> Answer:
+    """Send an answer to a named gate the way `answer` does: once a worker holds the run."""
+    handle, queue = await running(client, run_id)
+
+    async def deliver(_state: RunState) -> Answer:
+        return await send_answer(handle, answer)
+
+    return await when_held(client, handle, queue, wait_s, "the answer", deliver)
+
+
+async def raise_gate(client: Client, run_id: str, raised: BudgetInput, wait_s: float) -> Budget:
+    """Raise a paused budget the way `budget` does: once a worker holds the run."""
+    handle, queue = await running(client, run_id)
+
+    async def deliver(_state: RunState) -> Budget:
+        return await raise_budget(handle, raised)
+
+    return await when_held(client, handle, queue, wait_s, "the budget raise", deliver)
+
+
+def _who(args: argparse.Namespace) -> str:
+    return user() if args.by is None else args.by
 
 
 def _paused_budget(state: RunState) -> str:
@@ -333,7 +362,7 @@ def terminal_prompter(console: Console) -> Prompter:
 
     def ask(gate: Gate) -> str | None:
         try:
-            value = Prompt.ask(f"{gate.id}: {gate.prompt}", choices=_choices(gate) or None, console=console)
+            value = Prompt.ask(f"{gate.id}: {gate.prompt}", choices=choices(gate) or None, console=console)
         except EOFError:
             return None
         return value or None
@@ -381,13 +410,14 @@ def _in_daemon_thread(prompter: Prompter, gate: Gate) -> asyncio.Future:
 # ---- shared formatting -----------------------------------------------------------------------------
 
 
-def _choices(gate: Gate) -> list[str]:
+def choices(gate: Gate) -> list[str]:
+    """The answers a gate takes; [] for free text."""
     return gate.choices or ([APPROVE, REJECT] if gate.kind == "approval" else [])
 
 
 def gate_line(run_id: str, gate: Gate) -> str:
-    choices = _choices(gate)
-    shown = f" [{'/'.join(choices)}]" if choices else ""
+    given = choices(gate)
+    shown = f" [{'/'.join(given)}]" if given else ""
     return f"? {gate.id}: {gate.prompt}{shown} — {how_to_answer(run_id, gate)}"
 
 

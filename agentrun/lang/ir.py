@@ -568,9 +568,12 @@ def _own_children(node: NodeBase) -> list[Any]:
 
 
 def build_models() -> None:
-    """Build every IR model's validator and serializer now. The run contract calls it: a model nested
-    in a run state is otherwise serialised, on its own, through pydantic's deferred placeholder,
-    which fails inside a workflow."""
+    """Build every IR model's validator and serializer now. The run contract calls it: pydantic-core,
+    serialising a model it finds where the type is not declared (an `Any` field, an update's result),
+    takes that class's serializer as it is and fails on the deferred placeholder ("'MockValSer'
+    object is not an instance of 'SchemaSerializer'"); a budget raise did, and failed its workflow
+    task. Building only the models such values are known to be was tried and left: 100 ms saved
+    is not worth a run stuck on a model no test serialised that way."""
     for model in _MODELS:
         model.model_rebuild(force=True)
 

@@ -227,6 +227,10 @@ class FakeAgentAPI:
             self._state.messages.append(_message(len(self._state.messages), "user", body["content"]))
             self._emit("message_update", _update(self._state.messages[-1]))
             self._busy = True
+            if not self.lag_s:
+                # The real POST /message returns once the agent has started: a client that asks
+                # for the status right after it sees `running`, as cyberian expects.
+                self._set_status("running")
         self._log("message", content=body["content"])
         threading.Thread(target=self._work, args=(body["content"],), daemon=True).start()
         return 200, {"ok": True}
@@ -400,18 +404,20 @@ def _handler_for(fake: FakeAgentAPI) -> type[BaseHTTPRequestHandler]:
 
 
 def main(argv: list[str]) -> int:
-    """`server --type=X --port N [other real flags] -- CMD ARGS...`, like the real binary."""
+    """`server --type=X --port N [other real flags] -- CMD ARGS...`, like the real binary, which
+    also takes the agent command's words before `--` (`agentapi server claude --port N`)."""
     head, command = (argv[: argv.index("--")], argv[argv.index("--") + 1 :]) if "--" in argv else (argv, [])
     parser = argparse.ArgumentParser(prog="agentapi")
     sub = parser.add_subparsers(dest="verb", required=True)
     server = sub.add_parser("server")
+    server.add_argument("command", nargs="*")
     server.add_argument("--type", default="claude")
     server.add_argument("--port", type=int, default=3284)
     for flag in ("--allowed-hosts", "--allowed-origins", "--term-width", "--initial-prompt"):
         server.add_argument(flag)
     args = parser.parse_args(head)
     fake = FakeAgentAPI(
-        command or [args.type],
+        [*args.command, *command] or [args.type],
         busy_s=float(os.environ.get("FAKE_AGENTAPI_BUSY_S", "0.3")),
         startup_s=float(os.environ.get("FAKE_AGENTAPI_STARTUP_S", "0.3")),
         agent_type=args.type,

@@ -5,7 +5,8 @@ claims a file), `TRAITS` (what its plans are like, for the client and the workfl
 (globs under examples/ of the spec files it ships),
 `detect(path, text) -> bool` (is this file in my language?) and `compile(path, text, params) -> Plan`
 (SpecError with file:line problems if it is not valid); `params` names the params given on the
-command line. A new language is its package and one entry in DIALECTS; `tests/test_dialects.py`
+command line. `compile` imports the package's `compiler` module when called, so asking every
+language to detect a file loads none of their compilers. A new language is its package and one entry in DIALECTS; `tests/test_dialects.py`
 says what it still lacks.
 """
 

@@ -145,6 +145,9 @@ def given(at: Setting, node: ir.Task, value: Any) -> Setting:
     return dataclasses.replace(at, instructions=f"{at.instructions}\n\nInput:\n{at.quote(value)}")
 
 
+SUPERVISE_GATE = ".supervise"  # after the goal's id: the gate's name
+
+
 def gate_id(node: ir.Task) -> str:
-    """The gate a person answers for a supervised goal."""
-    return f"{node.id}.supervise"
+    """The gate a person answers for a supervised goal: approve, reject, or a correction."""
+    return f"{node.id}{SUPERVISE_GATE}"

@@ -22,6 +22,9 @@ if TYPE_CHECKING:
     from agentrun.workflows.scope import Scope
 
 WORD_BESIDE_STATUS = "loop-word-beside-status"
+# Without a retry_message a retry is the same prompt again, as in cyberian; runs recorded before
+# this rule got a default message naming the check's reason.
+RETRY_AS_IS = "retry-without-message-as-is"
 _STATUS = re.compile(r"COMPLETION_STATUS:\s*\**\s*([A-Za-z][\w-]*)")
 
 
@@ -45,7 +48,8 @@ class StatusProtocol:
             task.iterations += 1
             workflow.set_current_details(f"Running **{node.label}**: attempt {task.attempts}, iteration {iteration}")
             values = engine.values(scope, iteration=iteration)
-            text = prompt(node, values, retry_error if iteration == first else None, engine.inp.plan.undefined)
+            retry = retry_error if iteration == first else None
+            text = prompt(node, values, retry, engine.inp.plan.undefined, older_retry=_older_retry(node, retry))
             reply = await _reply_with_status(engine, node, scope, text)
             if not node.loop_until or _loop_ended(node, reply):
                 return reply
@@ -57,6 +61,12 @@ class StatusProtocol:
 
 
 STATUS = StatusProtocol()
+
+
+def _older_retry(node: ir.Task, retry_error: str | None) -> bool:
+    """Whether a retry without a retry_message still gets the default one (a run recorded before)."""
+    without_message = retry_error is not None and node.criteria is not None and node.criteria.retry_message is None
+    return without_message and not workflow.patched(RETRY_AS_IS)
 
 
 async def _reply_with_status(engine: Interpreter, node: ir.Task, scope: Scope, text: str) -> str:

@@ -8,13 +8,23 @@ from agentrun.lang import ir
 from agentrun.lang.render import UndefinedNames, render
 
 
-def prompt(task: ir.Task, values: dict[str, Any], retry_error: str | None, undefined: UndefinedNames = "error") -> str:
-    """System text, the retry message, the instructions, the loop message, the status instruction."""
+def prompt(
+    task: ir.Task,
+    values: dict[str, Any],
+    retry_error: str | None,
+    undefined: UndefinedNames = "error",
+    older_retry: bool = False,
+) -> str:
+    """System text, the retry message, the instructions, the loop message, the status instruction.
+    A retry without a retry_message is the prompt as it was, as in cyberian (`older_retry`: with the
+    default message runs recorded before that rule sent)."""
     parts = []
     if task.system:
         parts.append(render(task.system, values, undefined))
-    if retry_error is not None and task.criteria:
-        message = task.criteria.retry_message or "The previous attempt failed its success check: {{ error }}"
+    message = task.criteria.retry_message if task.criteria else None
+    if older_retry:
+        message = message or "The previous attempt failed its success check: {{ error }}"
+    if retry_error is not None and message is not None:
         parts.append(render(message, {**values, "error": retry_error}, undefined))
     parts.append(render(task.prompt, values, undefined))
     if task.loop_until and task.loop_until.message:

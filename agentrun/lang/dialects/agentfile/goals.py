@@ -11,7 +11,7 @@ from agentrun.lang.dialects.agentfile.parse import Decl
 from agentrun.lang.dialects.agentfile.refs import literal, template
 
 if TYPE_CHECKING:
-    from agentrun.lang.dialects.agentfile import _Compiler
+    from agentrun.lang.dialects.agentfile.compiler import _Compiler
 
 CONVERGED = "CONVERGED"
 

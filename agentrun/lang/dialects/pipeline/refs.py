@@ -12,7 +12,7 @@ from agentrun.lang.errors import did_you_mean
 from agentrun.lang.yamlpos import PosDict, position, text_line
 
 if TYPE_CHECKING:
-    from agentrun.lang.dialects.pipeline import RawStep, RawWorkflow
+    from agentrun.lang.dialects.pipeline.compiler import RawStep, RawWorkflow
 
 # Names a template may read besides inputs and store_as names: every built-in (spec.scope) that a
 # pipeline fills in; `item`, `index` and `feedback` only where a map's or a loop's agent runs.

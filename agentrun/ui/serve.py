@@ -1,0 +1,42 @@
+"""Serving the app with uvicorn in the command's own event loop, where its Temporal client lives."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from typing import Any
+
+import uvicorn
+from rich.console import Console
+from temporalio.client import Client
+
+from agentrun.errors import UsageError
+from agentrun.ui.app import build
+
+
+class _Server(uvicorn.Server):
+    """Says where it listens once it does; Ctrl-C is the command line's (client.interrupts), not uvicorn's."""
+
+    def __init__(self, config: uvicorn.Config, console: Console) -> None:
+        super().__init__(config)
+        self.console = console
+
+    async def startup(self, sockets: Any = None) -> None:
+        await super().startup(sockets)
+        if self.started:
+            where = f"http://{self.config.host}:{self.config.port}/"
+            self.console.print(f"inbox at {where} (Ctrl-C to stop)", markup=False)
+            sys.stdout.flush()
+
+    def capture_signals(self) -> Any:
+        return contextlib.nullcontext()
+
+
+async def serve(client: Client, host: str, port: int, token: str | None, console: Console) -> int:
+    """Serve until interrupted; UsageError when the address cannot be listened on."""
+    server = _Server(uvicorn.Config(build(client, token), host=host, port=port, log_level="warning"), console)
+    try:
+        await server.serve()
+    except SystemExit:  # uvicorn's way of saying it could not bind; it logged why
+        raise UsageError(f"cannot listen on {host}:{port}\n  hint: choose another with --port N") from None
+    return 0
