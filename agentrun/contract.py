@@ -81,6 +81,24 @@ class StepRecord(BaseModel):
     writes: dict[str, Any] = {}  # blackboard paths it wrote ($VAR)
 
 
+class NoteInput(BaseModel):
+    text: str
+    step: str = ""  # the step whose next prompt carries it; "" for the next prompt of any step
+    by: str = ""
+
+
+class Note(BaseModel):
+    """A person's note to the run's agents, kept in the run state; `delivered_to` is the run key
+    (step, element or round) whose prompt carried it, "" until then."""
+
+    n: int
+    text: str
+    step: str = ""
+    by: str = ""
+    delivered_to: str = ""
+    delivered_turn: int = 0  # the prompt of that run key that carried it, from 1
+
+
 class Fork(BaseModel):
     """What a forked run takes from the run it was forked from, and what it changes."""
 
@@ -89,6 +107,7 @@ class Fork(BaseModel):
     reuse: list[StepRecord] = []  # runs of steps taken over, not run again
     memory: dict[str, Any] = {}  # dotted memory paths set where the fork goes on (--set memory.KEY)
     changes: list[str] = []  # what was changed, in words, for the report
+    notes: list[Note] = []  # people's notes it carries, to be delivered again (client.fork)
 
 
 HISTORY_LIMIT = 8_000
@@ -142,24 +161,6 @@ class AnswerInput(BaseModel):
     value: str
     comment: str = ""
     by: str = ""
-
-
-class NoteInput(BaseModel):
-    text: str
-    step: str = ""  # the step whose next prompt carries it; "" for the next prompt of any step
-    by: str = ""
-
-
-class Note(BaseModel):
-    """A person's note to the run's agents, kept in the run state; `delivered_to` is the run key
-    (step, element or round) whose prompt carried it, "" until then."""
-
-    n: int
-    text: str
-    step: str = ""
-    by: str = ""
-    delivered_to: str = ""
-    delivered_turn: int = 0  # the prompt of that run key that carried it, from 1
 
 
 class EvalInput(BaseModel):

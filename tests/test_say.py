@@ -56,3 +56,8 @@ def test_a_note_reaches_the_next_rounds_prompt_once_across_kill_9(cli, address, 
     assert "- from ana: Use Postgres, not MySQL." in prompts[noted[0]]
     assert "- Note 1 from ana: 'Use Postgres, not MySQL.' delivered to review.writer (prompt 2)" in watched.out
     assert "waits for" not in cli("status", rid).out
+    # A fork at the loop takes the plan step over and carries the note, which its writer reads again.
+    forked = cli("fork", rid, "--at", "review.writer")
+    assert forked.code == 0, forked.out + forked.err
+    again = llm.prompts_for("writer")[len(prompts) :]
+    assert [NOTE in prompt for prompt in again] == [True, False, False]

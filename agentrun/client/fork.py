@@ -53,7 +53,12 @@ async def forked_input(client: Client, args: argparse.Namespace) -> RunInput:
     for warning in _unsent_prompts(changed.plan, chosen, args.prompt):
         print(warning, file=sys.stderr)
     args.task_queue = args.task_queue or shared_queue(desc.task_queue, parent)  # start picks the worker
-    fork = Fork(parent=parent, at=chosen.at, reuse=chosen.reuse, memory=changed.memory, changes=changed.said)
+    # The notes people said, but for those a step taken over already read: the fork's prompts get them again.
+    reused = {record.key for record in chosen.reuse}
+    notes = [note for note in state.notes if note.delivered_to not in reused]
+    fork = Fork(
+        parent=parent, at=chosen.at, reuse=chosen.reuse, memory=changed.memory, changes=changed.said, notes=notes
+    )
     return started.model_copy(update={"plan": changed.plan, "params": changed.params, "fork": fork})
 
 
