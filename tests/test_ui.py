@@ -366,3 +366,31 @@ def test_a_supervisors_concern_is_shown_and_a_correction_sent(cli, queue, llm, p
     assert page.locator("#said").inner_text() == f"run {rid}: gate {GATE} answered: {CORRECTION}"
     assert cli("watch", rid).code == 0
     assert sum(CORRECTION in p for p in llm.prompts_for("builder")) == 1
+
+
+def test_a_note_sent_from_a_run_page_reaches_its_steps_next_prompt(cli, queue, llm, person, page_url, tmp_path):
+    rid = _start(cli, tmp_path, queue, SHED, "shed")
+    page = person()
+    _card(page, page_url, rid, "colour")  # the run waits for a person before its first prompt
+    page.goto(f"{page_url}/runs/{rid}")
+    note = page.locator("#say")
+    note.locator("input[name=by]").fill("ada")
+    note.locator("input[name=step]").fill("nope")
+    note.locator("input[name=text]").fill("Use oil paint.")
+    with page.expect_response(lambda r: r.url.endswith("/say")) as sent:
+        note.locator("button").click()
+    assert sent.value.status == 409
+    assert page.locator("#refused").inner_text().startswith("the note was not taken: ")
+    assert "nope" in page.locator("#refused").inner_text()
+
+    note = page.locator("#say")
+    note.locator("input[name=step]").fill("paint")
+    note.locator("input[name=text]").fill("Use oil paint.")
+    note.locator("button").click()
+    assert page.locator("#said").inner_text() == "note 1 from ada is for step paint's next prompt"
+    assert cli("answer", rid, "--gate", "colour", "red").code == 0
+    assert cli("approve", rid).code == 0
+    assert cli("watch", rid).code == 0
+    [paint] = [p for p in llm.prompts_for("worker") if p.startswith("Paint the shed red.")][-1:]
+    assert paint.count("Use oil paint.") == 1
+    assert "ada" in paint

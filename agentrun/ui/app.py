@@ -1,5 +1,5 @@
-"""The Starlette app behind `client ui`: the inbox, the runs, a run's page, the answers posted from
-them, and the server-sent events that keep an open page up to date.
+"""The Starlette app behind `client ui`: the inbox, the runs, a run's page, the answers and notes
+posted from them, and the server-sent events that keep an open page up to date.
 
 Answers go through client.humans, as `answer`, `approve`, `reject` and `budget` send them: the run's
 update validators take or refuse them, so a second answer to a gate is refused with the first one.
@@ -24,7 +24,7 @@ from starlette.routing import Route
 from temporalio.client import Client
 
 from agentrun.client import humans
-from agentrun.contract import TERMINAL, AnswerInput, BudgetInput, limits_text
+from agentrun.contract import TERMINAL, AnswerInput, BudgetInput, NoteInput, limits_text
 from agentrun.errors import Unavailable, UserError
 from agentrun.ids import GateId
 from agentrun.lang.ir import APPROVE, REJECT
@@ -49,6 +49,7 @@ def build(client: Client, token: str | None = None) -> Starlette:
             Route("/runs", _runs),
             Route("/runs/{run_id}", _run),
             Route("/runs/{run_id}/events", _run_events),
+            Route("/runs/{run_id}/say", _say, methods=["POST"]),
         ],
         middleware=[Middleware(TokenGate, token=token)] if token else [],
     )
@@ -87,30 +88,58 @@ def _positive(text: str, name: str) -> int:
     return int(text)
 
 
-async def _run(request: Request) -> Response:
+async def _run(request: Request, said: str = "", refused: str = "", status_code: int = 200) -> Response:
     try:
         page = await pages.run_page(_client(request), request.path_params["run_id"])
     except UserError as exc:
         return _page("missing.html", 404, refused=str(exc))
-    return _page("run.html", page=page)
+    return _page("run.html", status_code, page=page, said=said, refused=refused)
+
+
+async def _say(request: Request) -> Response:
+    """A note for the run's agents from its page, through the `say` update as `client say` sends
+    it; the run's page again, saying what became of it (409 when the run refused it)."""
+    if _foreign(request):
+        return PlainTextResponse("403: notes are taken from this page only", status_code=403)
+    form = await request.form()
+    run_id = request.path_params["run_id"]
+    given = NoteInput(
+        text=str(form.get("text", "")).strip(),
+        step=str(form.get("step", "")).strip(),
+        by=str(form.get("by", "")).strip(),
+    )
+    try:
+        note = await humans.send_note(_client(request), run_id, given, WAIT_S)
+    except UserError as exc:
+        return await _run(request, refused=f"the note was not taken: {exc}", status_code=_code(exc))
+    where = f"step {note.step}'s next prompt" if note.step else "the next prompt"
+    return await _run(request, said=f"note {note.n} from {note.by} is for {where}")
+
+
+def _foreign(request: Request) -> bool:
+    """A page of another site posting here: the browser sends no token cookie (SameSite), but a
+    page on loopback without a token would otherwise be obeyed."""
+    origin = request.headers.get("origin")
+    return bool(origin) and origin.split("://", 1)[-1] != request.headers.get("host")
+
+
+def _code(exc: UserError) -> int:
+    """409 when the run refused it, 503 when no worker took it, 400 for anything else."""
+    return 409 if isinstance(exc, humans.Refused) else 503 if isinstance(exc, Unavailable) else 400
 
 
 async def _answer(request: Request) -> Response:
     """An answer, approval, rejection or budget raise from a gate's form; the inbox again, saying
     what became of it (409 when the run refused it, 503 when no worker took it, 400 for a form it
     cannot be made of or a run that cannot take answers)."""
-    origin = request.headers.get("origin")
-    if origin and origin.split("://", 1)[-1] != request.headers.get("host"):
-        # A page of another site posting here: the browser sends no token cookie (SameSite), but a
-        # page on loopback without a token would otherwise take it.
+    if _foreign(request):
         return PlainTextResponse("403: answers are taken from this page only", status_code=403)
     form = await request.form()
     run_id, gate = str(form.get("run_id", "")), str(form.get("gate", ""))
     try:
         said = await _send(_client(request), form, run_id, GateId(gate))
     except UserError as exc:
-        code = 409 if isinstance(exc, humans.Refused) else 503 if isinstance(exc, Unavailable) else 400
-        return await _inbox(request, refused=f"run {run_id}, gate {gate}: {exc}", status_code=code)
+        return await _inbox(request, refused=f"run {run_id}, gate {gate}: {exc}", status_code=_code(exc))
     return await _inbox(request, said=f"run {run_id}: {said}")
 
 
