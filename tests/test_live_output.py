@@ -201,7 +201,9 @@ def test_watch_appends_plain_lines_when_piped_and_says_when_an_agent_stalls(cli,
     assert "\x1b[" not in out  # no cursor movement: plain lines
     appended = [line for line in out.splitlines() if line.startswith("  │ plan: ")]
     assert appended == [f"  │ plan: {line}" for line in REPLY.splitlines()[: len(appended)]] and len(appended) >= 1
-    assert sum("has written nothing more" in line for line in out.splitlines()) == 1
+    # Said once per silence, not at every poll: once for the wait after "one", and once more only
+    # when a slow poll also caught the wait after "alpha " (the test lets "one" out at once).
+    assert 1 <= sum("has written nothing more" in line for line in out.splitlines()) <= 2
 
 
 def test_a_worker_killed_mid_stream_the_call_is_retried_and_its_reply_recorded_once(cli, address, tmp_path, fake):

@@ -19,7 +19,7 @@ class Tails:
         self.records: dict[str, Partial] = {}
         self.seen: dict[str, int] = {}  # characters of each reply already appended (not on a terminal)
         self.unfinished: dict[str, str] = {}  # its last line, not appended until it ends
-        self.stalled: set[str] = set()  # steps warned about, until their agent writes again
+        self.stalled: dict[str, int] = {}  # steps warned about: the characters written by then
 
     def update(self, so_far: dict[str, Partial], running: set[str], terminal: bool) -> tuple[list[str], list[str]]:
         """Take the latest records of the running steps; what to print above the live display:
@@ -36,12 +36,13 @@ class Tails:
         return warnings, lines
 
     def _stall(self, task: str, record: Partial) -> list[str]:
-        if record.quiet_s < self.stall_s:
-            self.stalled.discard(task)
+        # Once per silence: a step is warned about again only after its agent wrote something, which
+        # its characters show even when no poll fell in the moment between its writing and falling quiet.
+        if self.stalled.get(task, record.chars) != record.chars:
+            del self.stalled[task]
+        if record.quiet_s < self.stall_s or task in self.stalled:
             return []
-        if task in self.stalled:
-            return []
-        self.stalled.add(task)
+        self.stalled[task] = record.chars
         what = "nothing" if not record.chars else "nothing more"
         return [f"  ! {task}: agent '{record.agent}' has written {what} for {record.quiet_s:.0f}s (still running)"]
 
