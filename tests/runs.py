@@ -101,11 +101,12 @@ async def state_of(handle: WorkflowHandle) -> RunState:
 
 async def open_gate(handle: WorkflowHandle, gate: str) -> RunState:
     """Wait until the run waits on `gate`; its state then."""
+    state = await state_of(handle)
     for _ in range(300):
-        state = await state_of(handle)
         if gate in state.gates and state.gates[gate].status == "open":
             return state
         await asyncio.sleep(0.05)
+        state = await state_of(handle)
     raise AssertionError(f"gate {gate} never opened; gates: {list(state.gates)}")
 
 

@@ -34,18 +34,18 @@ class Payments(ThreadingHTTPServer):
 
 
 class _Handler(BaseHTTPRequestHandler):
-    server: Payments
-
     def do_POST(self) -> None:
+        payments = self.server
+        assert isinstance(payments, Payments)
         self.rfile.read(int(self.headers.get("Content-Length", 0)))
         key = self.headers.get("Idempotency-Key", "")
-        with self.server.lock:
-            self.server.keys.append(key)
-            first = len(self.server.keys) == 1
+        with payments.lock:
+            payments.keys.append(key)
+            first = len(payments.keys) == 1
         if first:
-            self.server.release.wait(60)
-        with self.server.lock:
-            receipt = self.server.charges.setdefault(key, f"receipt {len(self.server.charges) + 1}")
+            payments.release.wait(60)
+        with payments.lock:
+            receipt = payments.charges.setdefault(key, f"receipt {len(payments.charges) + 1}")
         body = receipt.encode()
         self.send_response(200)
         self.send_header("Content-Length", str(len(body)))
