@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from agentrun.contract import RunInput
 from agentrun.lang import ir
-from tests.conftest import write_spec
-from tests.runs import run_spec
+from tests.conftest import TEST_QUEUE, run_id, write_spec
+from tests.runs import finish, plan, run_spec, task
 
 REPLY = " ".join(["word"] * 100)  # a prompt costs about 100 tokens, most of them its reply
 
@@ -68,3 +69,31 @@ async def test_a_parallel_step_under_a_usd_budget_starts_no_more_prompts_than_it
     assert state.status == "failed" and "budget exceeded" in state.errors[0], state.errors
     assert len(llm.requests) <= 5 + 1
     assert state.total_cost_usd <= 0.52 + cost
+
+
+@pytest.mark.usefixtures("worker")
+async def test_two_subgraphs_side_by_side_do_not_each_spend_what_was_left(client, llm, tmp_path):
+    """A subgraph runs on what is left of the run's budget and holds it meanwhile: the second
+    waits for the first, then has what the first left, not the whole of it again."""
+    llm.reply = REPLY
+    writes = ir.Graph(
+        id="writes",
+        nodes={f"w{n}": task(f"w{n}", f"Write part {n}.", agent="writer") for n in (1, 2, 3)},
+        edges=[ir.Edge(source="w1", target="w2"), ir.Edge(source="w2", target="w3")],
+        start="w1",
+        end_nodes=["w3"],
+    )
+    both = ir.Parallel(id="both", children=[ir.Subflow(id="a", graph="writes"), ir.Subflow(id="b", graph="writes")])
+    budgeted = plan(both, subgraphs={"writes": writes}, budget=ir.Budget(tokens=350))
+    inp = RunInput(plan=budgeted, workdir=str(tmp_path), default_agent="openai:m", heartbeat_s=5)
+    state = await finish(
+        client, await client.start_workflow("AgentRun", inp, id=run_id("halves"), task_queue=TEST_QUEUE)
+    )
+    per_call = _per_call(llm)
+    assert 3 * per_call <= 350 < 4 * per_call  # the budget allows three prompts: one subgraph's
+    assert state.status == "failed" and "budget exceeded" in " ".join(state.errors), state.errors
+    # Each subgraph alone would have had 350 to spend (six prompts between them).
+    assert len(llm.requests) <= 3 + 1
+    spent = state.usage.input_tokens + state.usage.output_tokens
+    assert spent == len(llm.requests) * per_call  # the failed subgraph's prompt counts on the parent too
+    assert spent <= 350 + per_call

@@ -101,6 +101,8 @@ class Budgets:
 
 
 RESERVATIONS = "budget-reservations"
+# A subgraph under a run budget holds what is left of it while it runs (Reservations.hold_all).
+SUBGRAPH_HOLDS = "subgraph-holds-the-budget"
 
 
 class Reservations:
@@ -114,6 +116,7 @@ class Reservations:
     def __init__(self, state: RunState):
         self.state = state
         self.in_flight: dict[str | None, int] = {}  # by budgeted step; None is the run's budget
+        self.held = False  # a subgraph is running on what is left of the run's budget
         self.largest_tokens: int | None = None
         self.largest_usd: float | None = None
 
@@ -134,7 +137,20 @@ class Reservations:
             self.largest_tokens = max(self.largest_tokens or 0, tokens)
             self.largest_usd = max(self.largest_usd or 0.0, cost)
 
+    async def hold_all(self) -> None:
+        """Wait until no prompt or other subgraph is in flight, then hold the run's budget whole: a
+        subgraph is given what is left of it, so nothing else may spend that while it runs."""
+        # Two may be let go by one change: each looks again before it takes the budget.
+        while self.held or any(self.in_flight.values()):
+            await workflow.wait_condition(lambda: not self.held and not any(self.in_flight.values()))
+        self.held = True
+
+    def release_all(self) -> None:
+        self.held = False
+
     def _room(self, steps: list[str]) -> bool:
+        if self.held:
+            return False
         state = self.state
         accounts = [(None, state.budget, state.run_usage())] + [
             (s, state.step_budgets[s], state.step_usage.get(s, ModelUsage())) for s in steps

@@ -10,22 +10,28 @@ Compensation: a child that fails undoes its own work before it ends (its own sag
 fails, so the parent undoes what it did before. A child that completes hands back what its
 compensation stack would run; those undos join the parent's stack, named `subgraph:<node>:<action>`
 as state graphs name them, and run if the parent fails later. What the child spent counts as the
-parent's (run usage, its models, the budgets of the nodes around it); the child's run budget is
-what is left of the parent's.
+parent's (run usage, its models, the budgets of the nodes around it), whether it completed or
+failed; the child's run budget is
+what is left of the parent's, and while the child runs it holds that: no other prompt or subgraph
+of the parent starts until it ends, so two subgraphs side by side cannot each spend what was left.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
+from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
+from pydantic import ValidationError
 from temporalio import workflow
 from temporalio.exceptions import ApplicationError, ChildWorkflowError
 
 from agentrun.contract import WORKFLOW, ModelUsage, RunState, SubgraphRun, TaintMark, TaskState
 from agentrun.lang import ir
 from agentrun.lang.render import to_text
+from agentrun.workflows.budgets import SUBGRAPH_HOLDS
 from agentrun.workflows.failures import TaskFailed
 from agentrun.workflows.nodes import leaf
 from agentrun.workflows.nodes.base import Handler
@@ -54,16 +60,39 @@ async def execute(engine: Interpreter, node: ir.Subflow, scope: Scope) -> dict[s
     engine.state.subgraph_runs.setdefault(key, []).append(record)
     async with leaf.row(engine, key) as task:
         task.agent = f"graph {node.graph}"
-        result = await _child(engine, node, graph, key, record)
-        _count(engine, scope, task, result)
+        async with _holding(engine):
+            result = await _child(engine, node, graph, key, record, lambda child: _count(engine, scope, task, child))
+            _count(engine, scope, task, result)
         _adopt_undos(engine, node, graph, result)
         outputs = _outputs(engine, node, result, child_id)
     engine.state.finish(key, "completed", workflow.now(), output=to_text(outputs))
     return outputs
 
 
-async def _child(engine: Interpreter, node: ir.Subflow, graph: ir.Graph, key: str, record: SubgraphRun) -> RunState:
-    """Run the child to its end; TaskFailed, with its reason, when it does not complete."""
+@contextlib.asynccontextmanager
+async def _holding(engine: Interpreter) -> AsyncIterator[None]:
+    """Under a run budget, hold what is left of it for the child until its spending is counted."""
+    reservations = engine.conversation.reservations
+    if engine.state.budget is None or engine.conversation.rolling_back or not workflow.patched(SUBGRAPH_HOLDS):
+        yield
+        return
+    await reservations.hold_all()
+    try:
+        yield
+    finally:
+        reservations.release_all()
+
+
+async def _child(
+    engine: Interpreter,
+    node: ir.Subflow,
+    graph: ir.Graph,
+    key: str,
+    record: SubgraphRun,
+    spent: Callable[[RunState], None],
+) -> RunState:
+    """Run the child to its end; TaskFailed, with its reason, when it does not complete, after
+    `spent` has counted what the failed child spent (its failure carries its state)."""
     try:
         result = await workflow.execute_child_workflow(
             WORKFLOW,
@@ -76,6 +105,9 @@ async def _child(engine: Interpreter, node: ir.Subflow, graph: ir.Graph, key: st
         cause = exc.cause
         details = cause.details if isinstance(cause, ApplicationError) else ()
         ended = details[0] if details and isinstance(details[0], dict) else {}
+        if ended and workflow.patched(SUBGRAPH_HOLDS):
+            with contextlib.suppress(ValidationError):  # a child that ended before its run began
+                spent(RunState.model_validate(ended))
         record.status = str(ended.get("status") or "failed")
         record.error = cause.message if isinstance(cause, ApplicationError) else str(cause or exc)
         raise TaskFailed(
