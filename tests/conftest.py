@@ -46,9 +46,9 @@ def blob_folder(tmp_path_factory):
         os.environ[blobs.URL_ENV] = before
 
 
-@pytest_asyncio.fixture(scope="session", loop_scope="session")
-async def env(blob_folder):
-    environment = await WorkflowEnvironment.start_local(
+async def dev_server() -> WorkflowEnvironment:
+    """A Temporal dev server of the tests' own, tuned as the embedded one, our search attributes on it."""
+    return await WorkflowEnvironment.start_local(
         dev_server_existing_path=temporal_binary(),
         data_converter=data_converter(),
         search_attributes=list(contract.SEARCH_ATTRIBUTES),
@@ -56,6 +56,11 @@ async def env(blob_folder):
         dev_server_startup_timeout=SERVER_STARTUP,
         dev_server_extra_args=tuning_args(),
     )
+
+
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def env(blob_folder):
+    environment = await dev_server()
     yield environment
     await environment.shutdown()
 

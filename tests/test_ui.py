@@ -2,8 +2,9 @@
 the inbox answers runs' gates through the same updates as the CLI, a second answer is refused with
 the first, the token is required when set, and an answer given after a worker's kill -9 is taken once.
 
-One page server (with AGENTRUN_UI_TOKEN set), one browser and one fake LLM serve every case; each
-case starts its own runs on the module's worker queue, served by a real worker process.
+One Temporal dev server, one page server (with AGENTRUN_UI_TOKEN set), one browser and one fake LLM
+serve every case; each case starts its own runs on the module's worker queue, served by a real
+worker process.
 """
 
 from __future__ import annotations
@@ -16,14 +17,15 @@ import signal
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
 import pytest
+import pytest_asyncio
 
-from tests.conftest import ROOT, run_id, sigkill, start_worker, wait_for, write_spec
+from tests.conftest import ROOT, dev_server, run_id, sigkill, start_worker, wait_for, write_spec
 
 CHROMIUM = shutil.which("chromium")
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no chromium installed (apt-get install chromium)")
@@ -80,9 +82,18 @@ def queue(address, agents_env) -> Iterator[str]:
     proc.wait(timeout=30)
 
 
+@pytest_asyncio.fixture(scope="module", loop_scope="session")
+async def own_server(blob_folder) -> AsyncIterator:
+    """A server of this module's own: the inbox lists every waiting run on its server, and the
+    session's holds the waiting runs other tests left, each of which the page would ask each second."""
+    environment = await dev_server()
+    yield environment
+    await environment.shutdown()
+
+
 @pytest.fixture(scope="module")
-def address(env) -> str:
-    return env.client.service_client.config.target_host
+def address(own_server) -> str:
+    return own_server.client.service_client.config.target_host
 
 
 @pytest.fixture(scope="module")
