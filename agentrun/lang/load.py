@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from agentrun.lang import ir
-from agentrun.lang.dialects import DIALECTS, marks
+from agentrun.lang.dialects import DIALECTS, compile, marks
 from agentrun.lang.errors import Problem, SpecError
 from agentrun.lang.source import read_text
 from agentrun.lang.yamlpos import load_mapping, yaml_text
@@ -16,7 +16,7 @@ def load(path: str, given_params: Iterable[str] = ()) -> ir.Plan:
     text = yaml_text(path, read_text(path))
     for dialect in DIALECTS:
         if dialect.detect(path, text):
-            return dialect.compile(path, text, set(given_params)).model_copy(update={"traits": dialect.TRAITS})
+            return compile(dialect, path, text, set(given_params)).model_copy(update={"traits": dialect.TRAITS})
     raise SpecError([_unknown_language(path, text)])
 
 

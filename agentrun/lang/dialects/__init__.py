@@ -2,16 +2,17 @@
 
 A dialect package has `NAME`, `MARKS` (what marks a file as its own, for the hint when no language
 claims a file), `TRAITS` (what its plans are like, for the client and the workflows), `EXAMPLES`
-(globs under examples/ of the spec files it ships),
-`detect(path, text) -> bool` (is this file in my language?) and `compile(path, text, params) -> Plan`
-(SpecError with file:line problems if it is not valid); `params` names the params given on the
-command line. `compile` imports the package's `compiler` module when called, so asking every
-language to detect a file loads none of their compilers. A new language is its package and one entry in DIALECTS; `tests/test_dialects.py`
-says what it still lacks.
+(globs under examples/ of the spec files it ships) and `detect(path, text) -> bool` (is this file in
+my language?). Its `compiler` module has `compile(path, text, params) -> Plan` (SpecError with
+file:line problems if it is not valid); `params` names the params given on the command line.
+`compile` below imports that module only for the language that claimed the file, so asking every
+language to detect a file loads none of their compilers. A new language is its package and one
+entry in DIALECTS; `tests/test_dialects.py` says what it still lacks.
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import Protocol
 
 from agentrun.lang import ir
@@ -32,9 +33,10 @@ class Dialect(Protocol):
     @property
     def EXAMPLES(self) -> tuple[str, ...]: ...  # globs under examples/ of the files it ships
 
-    def detect(self, path: str, text: str) -> bool: ...
+    @property
+    def __name__(self) -> str: ...
 
-    def compile(self, path: str, text: str, params: set[str]) -> ir.Plan: ...
+    def detect(self, path: str, text: str) -> bool: ...
 
 
 # Asked in this order; the first that claims a file compiles it.
@@ -44,3 +46,9 @@ DIALECTS: tuple[Dialect, ...] = (agentfile, task_tree, pipeline, behavior_tree, 
 def marks() -> str:
     """What marks a file as each language's, for the hint when none claims it."""
     return "; ".join(d.MARKS for d in DIALECTS)
+
+
+def compile(dialect: Dialect, path: str, text: str, params: set[str]) -> ir.Plan:
+    """The Plan of a file `dialect` claimed, by its compiler module, loaded now: every language is
+    asked to detect, one compiles."""
+    return importlib.import_module(f"{dialect.__name__}.compiler").compile(path, text, params)

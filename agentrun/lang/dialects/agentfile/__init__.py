@@ -27,10 +27,3 @@ def detect(path: str, text: str) -> bool:
     """A file named Agentfile or *.agent, or one whose first statement is an Agentfile keyword."""
     base = os.path.basename(path)
     return base == "Agentfile" or base.endswith(".agent") or first_word(text) in STATEMENTS
-
-
-def compile(path: str, text: str, params: set[str]) -> ir.Plan:
-    # The compiler loads only for the language a file is in: every language is asked to detect.
-    from agentrun.lang.dialects.agentfile import compiler
-
-    return compiler.compile_spec(path, text, params)

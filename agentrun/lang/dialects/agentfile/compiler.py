@@ -1,4 +1,4 @@
-"""Compiling an Agentfile to the IR: `compile_spec`, which the package's `compile` calls (the package
+"""Compiling an Agentfile to the IR: `compile`, which the registry calls (the package
 says what the language is and which files are in it)."""
 
 from __future__ import annotations
@@ -222,7 +222,7 @@ def _default(token: Token | None) -> str | int | float | None:
     return token.value
 
 
-def compile_spec(path: str, text: str, params: set[str]) -> ir.Plan:
+def compile(path: str, text: str, params: set[str]) -> ir.Plan:
     """`params` is not read: every name a goal uses must be an INPUT or an earlier output."""
     statements, problems = read(path, text)
     decls, more = parse(path, statements)

@@ -35,10 +35,3 @@ def detect(path: str, text: str) -> bool:
     if data is None or OTHERS & set(data):
         return False
     return bool((NODE_KEYS | {"tree"}) & set(data)) or {"name", "version"} <= set(data)
-
-
-def compile(path: str, text: str, params: set[str]) -> ir.Plan:
-    # The compiler loads only for the language a file is in: every language is asked to detect.
-    from agentrun.lang.dialects.behavior_tree import compiler
-
-    return compiler.compile_spec(path, text, params)

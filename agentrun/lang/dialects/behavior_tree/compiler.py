@@ -1,4 +1,4 @@
-"""Compiling a behaviour tree file to the IR: `compile_spec`, which the package's `compile` calls (the package
+"""Compiling a behaviour tree file to the IR: `compile`, which the registry calls (the package
 says what the language is and which files are in it)."""
 
 from __future__ import annotations
@@ -114,7 +114,7 @@ class _TreeFile:
         self.refs.problems.append(Problem(self.path, line, column, message, hint))
 
 
-def compile_spec(path: str, text: str, params: set[str]) -> ir.Plan:
+def compile(path: str, text: str, params: set[str]) -> ir.Plan:
     """A tree reads no params: what its steps read is the blackboard ($VAR, $CONST)."""
     data = parse(path, text)
     if not isinstance(data, PosDict):

@@ -42,10 +42,3 @@ def is_bundle(data: dict[str, Any]) -> bool:
     """A bundle holds its graph under `graph:`, with `agents:` and a `manifest:` when it has them;
     a bare graph has its nodes at the top."""
     return "manifest" in data or (isinstance(data.get("graph"), dict) and "nodes" not in data)
-
-
-def compile(path: str, text: str, params: set[str]) -> ir.Plan:
-    # The compiler loads only for the language a file is in: every language is asked to detect.
-    from agentrun.lang.dialects.cycgraph import compiler
-
-    return compiler.compile_spec(path, text, params)

@@ -1,4 +1,4 @@
-"""Compiling a state graph to the IR: `compile_spec`, which the package's `compile` calls (the package
+"""Compiling a state graph to the IR: `compile`, which the registry calls (the package
 says what the language is and which files are in it)."""
 
 from __future__ import annotations
@@ -267,7 +267,7 @@ def _params(build: Builder, raw: Any, base: tuple, description: str) -> dict[str
     return params
 
 
-def compile_spec(path: str, text: str, params: set[str]) -> ir.Plan:
+def compile(path: str, text: str, params: set[str]) -> ir.Plan:
     data = load_mapping(text, path)
     build = Builder(path, data)
     bundle = is_bundle(data)

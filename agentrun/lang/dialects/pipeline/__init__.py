@@ -23,10 +23,3 @@ def detect(path: str, text: str) -> bool:
     """A YAML mapping whose `workflow:` is a mapping."""
     data = mapping_or_none(text)
     return data is not None and isinstance(data.get("workflow"), dict)
-
-
-def compile(path: str, text: str, params: set[str]) -> ir.Plan:
-    # The compiler loads only for the language a file is in: every language is asked to detect.
-    from agentrun.lang.dialects.pipeline import compiler
-
-    return compiler.compile_spec(path, text, params)

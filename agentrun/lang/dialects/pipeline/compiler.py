@@ -1,4 +1,4 @@
-"""Compiling a pipeline to the IR: `compile_spec`, which the package's `compile` calls (the package
+"""Compiling a pipeline to the IR: `compile`, which the registry calls (the package
 says what the language is and which files are in it)."""
 
 from __future__ import annotations
@@ -617,6 +617,6 @@ def _close_hint(name: str, known: list[str]) -> str:
     return did_you_mean(name, known) or ("defined: " + ", ".join(known) if known else "")
 
 
-def compile_spec(path: str, text: str, params: set[str]) -> ir.Plan:
+def compile(path: str, text: str, params: set[str]) -> ir.Plan:
     """A pipeline reads no params undeclared: its references are checked against its inputs."""
     return compile_data(load_mapping(text, path), path)

@@ -30,10 +30,3 @@ def detect(path: str, text: str) -> bool:
     data = mapping_or_none(text)
     keys = {"subtasks", "instructions", "provider_call", "human"}
     return data is not None and bool(keys & set(data)) and "workflow" not in data
-
-
-def compile(path: str, text: str, params: set[str]) -> ir.Plan:
-    # The compiler loads only for the language a file is in: every language is asked to detect.
-    from agentrun.lang.dialects.task_tree import compiler
-
-    return compiler.compile_spec(path, text, params)

@@ -1,4 +1,4 @@
-"""Compiling a task tree to the IR: `compile_spec`, which the package's `compile` calls (the package
+"""Compiling a task tree to the IR: `compile`, which the registry calls (the package
 says what the language is and which files are in it)."""
 
 from __future__ import annotations
@@ -566,6 +566,6 @@ def _undefined_hint(name: str, known: set[str]) -> str:
 RawTask.model_rebuild()
 
 
-def compile_spec(path: str, text: str, params: set[str]) -> ir.Plan:
+def compile(path: str, text: str, params: set[str]) -> ir.Plan:
     """`params` names params passed on the command line, which templates may use undeclared."""
     return compile_data(load_mapping(text, path), path, params)
