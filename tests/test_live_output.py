@@ -115,8 +115,9 @@ async def test_a_growing_reply_shows_in_status_the_description_and_logs_follow(
     finally:
         worker.terminate()
         worker.wait(timeout=30)
-    # The reply as it grew (under a head line), then whole, once.
+    # Under its prompt (the heartbeats run ahead of the history), the reply as it grew, then whole, once.
     growing = logged.index("── plan ← agent 'default' (writing)")
+    assert logged.index("(prompt)") < growing
     assert logged.index("alpha one", growing) < logged.index("(reply)")
     assert logged.count("(reply)") == 1 and logged.rstrip().endswith(REPLY.rstrip())
     final = status(cli, rid)

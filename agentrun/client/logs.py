@@ -16,6 +16,7 @@ from rich.console import Console
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import Client
+from temporalio.service import RPCError
 
 from agentrun.client.partial import partials
 from agentrun.client.runs import describe
@@ -45,7 +46,7 @@ async def logs_command(client: Client, args: argparse.Namespace, console: Consol
             if args.task and not belongs(said.task, args.task):
                 continue
             shown += 1
-            growing.ended(said)
+            growing.said(said)
             console.print(render(said), markup=False, highlight=False)
     finally:
         if poller is not None:
@@ -59,42 +60,53 @@ async def logs_command(client: Client, args: argparse.Namespace, console: Consol
 
 
 class _Growing:
-    """Replies under way, printed as they grow: a head line once, then each new piece."""
+    """Replies under way, printed as they grow under their prompt: a head line, then each new piece.
+    The heartbeats run ahead of the history: a call's growth waits until its prompt is out, and a
+    piece of another task's reply (side-by-side steps) starts on a line of its own under a head."""
 
     def __init__(self, console: Console, task: str | None) -> None:
         self.console, self.task = console, task
-        self.printed: dict[str, int] = {}  # characters printed of each task's reply under way
+        self.asked: dict[str, int] = {}  # tasks whose prompt is out: the call it was (their count)
         self.calls: dict[str, int] = {}  # calls of each task that ended, so a late record is not taken
+        self.printed: dict[str, int] = {}  # characters printed of each task's reply under way
+        self.writing: str | None = None  # the task whose reply the last piece was of, mid-line
 
     async def follow(self, client: Client, run_id: str) -> None:
         while True:
             before = dict(self.calls)
-            for record in (await partials(client, run_id)).values():
-                if self.calls.get(record.task) != before.get(record.task):
-                    continue  # its call ended while the records were read: they are of that call
-                if not self.task or belongs(record.task, self.task):
-                    self._grew(record.task, record.agent, record.tail, record.chars)
+            with contextlib.suppress(RPCError):  # the server busy for a moment: the next look will do
+                for record in (await partials(client, run_id)).values():
+                    if self.calls.get(record.task) != before.get(record.task):
+                        continue  # its call ended while the records were read: they are of that call
+                    if self.asked.get(record.task) == self.calls.get(record.task, 0):
+                        self._grew(record.task, record.agent, record.tail, record.chars)
             await asyncio.sleep(GROWING_POLL_S)
 
     def _grew(self, task: str, agent: str, tail: str, chars: int) -> None:
-        before = self.printed.get(task)
-        if before is None:
-            if not chars:
-                return
+        before = self.printed.get(task, 0)
+        if chars <= before:
+            return
+        if self.writing != task:
+            self.break_line()
             self._write(f"── {task} ← agent '{agent}' (writing)\n")
-            before = 0
-        if chars > before:
-            new = chars - before
-            self._write(tail[-new:] if new <= len(tail) else "…" + tail)
-        self.printed[task] = max(chars, before)
+        new = chars - before
+        self._write(tail[-new:] if new <= len(tail) else "…" + tail)
+        self.printed[task], self.writing = chars, task
 
-    def ended(self, said: Said) -> None:
-        """The call of said's task ended: what grew is closed by a line, the whole reply follows."""
+    def said(self, said: Said) -> None:
+        """Before `said` is printed: a prompt opens its task's call, anything else ends it."""
+        self.break_line()
         if said.kind == "prompt":
+            self.asked[said.task] = self.calls.get(said.task, 0)
             return
         self.calls[said.task] = self.calls.get(said.task, 0) + 1
-        if self.printed.pop(said.task, None) is not None:
+        self.asked.pop(said.task, None)
+        self.printed.pop(said.task, None)
+
+    def break_line(self) -> None:
+        if self.writing is not None:
             self._write("\n")
+            self.writing = None
 
     def _write(self, text: str) -> None:
         self.console.print(text, end="", markup=False, highlight=False, soft_wrap=True)
