@@ -14,6 +14,20 @@ from agentrun.lang.errors import SpecError
 from agentrun.lang.load import load
 from tests.conftest import ROOT, write_spec
 
+# A person at both ends: a question with choices, then an approval (test_human_cli, test_ui).
+SHED = """\
+name: shed
+subtasks:
+  colour:
+    human: {prompt: "Which colour for the shed?", choices: [red, blue]}
+  paint:
+    instructions: "Paint the shed {{ human.colour }}."
+    compensate: "Strip the paint. You reported: {{ output }}"
+  ship:
+    approval: true
+    instructions: "Ship the shed."
+"""
+
 
 def plan_of(tmp_path: Path, text: str) -> ir.Plan:
     return load(str(write_spec(tmp_path, text)))

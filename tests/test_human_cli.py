@@ -33,6 +33,7 @@ from agentrun.ids import GateId
 from agentrun.lang.calls import Usage
 from agentrun.lang.ir import Budget
 from tests.conftest import run_id, start_worker, until, wait_for, write_spec
+from tests.specs import SHED
 
 T0 = datetime(2026, 11, 21, 9, 30, 0, tzinfo=UTC)
 T1 = datetime(2026, 11, 21, 9, 41, 5, tzinfo=UTC)
@@ -175,18 +176,6 @@ def test_follow_prints_gate_and_compensation_events_once():
 
 # ---- the CLI against real runs ---------------------------------------------------------------------
 
-SHED = """\
-name: shed
-subtasks:
-  colour:
-    human: {prompt: "Which colour for the shed?", choices: [red, blue]}
-  paint:
-    instructions: "Paint the shed {{ human.colour }}."
-    compensate: "Strip the paint. You reported: {{ output }}"
-  ship:
-    approval: true
-    instructions: "Ship the shed."
-"""
 
 DONE = "done\nCOMPLETION_STATUS: COMPLETE"
 

@@ -26,6 +26,7 @@ import pytest
 import pytest_asyncio
 
 from tests.conftest import ROOT, dev_server, run_id, sigkill, start_worker, wait_for, write_spec
+from tests.specs import SHED
 
 CHROMIUM = shutil.which("chromium")
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no chromium installed (apt-get install chromium)")
@@ -33,17 +34,6 @@ pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no chromium installed 
 TOKEN = "page-token-for-tests"
 WEB = "http://temporal-web.example:8233"
 DONE = "done\nCOMPLETION_STATUS: COMPLETE"
-SHED = """\
-name: shed
-subtasks:
-  colour:
-    human: {prompt: "Which colour for the shed?", choices: [red, blue]}
-  paint:
-    instructions: "Paint the shed {{ human.colour }}."
-  ship:
-    approval: true
-    instructions: "Ship the shed."
-"""
 BUDGET = """\
 name: thrift
 budget: {tokens: 30, on_exceeded: pause}
