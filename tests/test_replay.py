@@ -7,6 +7,7 @@ import json
 import os
 import re
 import sys
+from pathlib import Path
 
 import pytest
 from temporalio.api.enums.v1 import EventType
@@ -85,21 +86,21 @@ def _replayer() -> Replayer:
     return Replayer(workflows=WORKFLOWS, data_converter=data_converter(), workflow_runner=runner(strict=True))
 
 
+async def _replays(name: str, history: WorkflowHistory, tmp_path: Path) -> None:
+    """The history of a run made now replays on this code; kept as histories/NAME.json when asked."""
+    if name in _to_record():
+        (HISTORIES / f"{name}.json").write_text(_scrub(history.to_json(), tmp_path))
+    result = await _replayer().replay_workflow(history, raise_on_replay_failure=False)
+    assert result.replay_failure is None, (name, result.replay_failure)
+
+
 async def test_histories_recorded_now_replay(client, tmp_path):
-    histories = []
     for name, (text, agents) in {**SPECS, **AFTER_SEAMS}.items():
         folder = tmp_path / name
         folder.mkdir()
         state = await run_spec(client, write_spec(folder, text), SHELL_AGENT, agents=agents)
         assert name in SPECS or state.status == "completed", (name, state.errors)
-        history = await client.get_workflow_handle(state.run_id).fetch_history()
-        histories.append(history)
-        if name in _to_record():
-            (HISTORIES / f"{name}.json").write_text(_scrub(history.to_json(), tmp_path))
-    replayer = _replayer()
-    for history in histories:
-        result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
-        assert result.replay_failure is None, f"{history.workflow_id}: {result.replay_failure}"
+        await _replays(name, await client.get_workflow_handle(state.run_id).fetch_history(), tmp_path)
 
 
 def _to_record() -> set[str]:
@@ -124,10 +125,7 @@ async def test_a_run_a_person_rejected_and_that_rolled_back_replays(client, tmp_
     state = await finish(client, handle)
     assert state.status == "compensated"
     history = await handle.fetch_history()
-    if "gated" in _to_record():
-        (HISTORIES / "gated.json").write_text(_scrub(history.to_json(), tmp_path))
-    result = await _replayer().replay_workflow(history, raise_on_replay_failure=False)
-    assert result.replay_failure is None, result.replay_failure
+    await _replays("gated", history, tmp_path)
 
 
 # Recorded after steering notes, idempotency keys and budget reservations: a provider call that
@@ -149,10 +147,7 @@ async def test_a_run_a_person_steered_under_a_budget_replays(client, tmp_path):
     state = await finish(client, handle)
     assert state.status == "completed" and state.notes[0].delivered_to == "b"
     history = await handle.fetch_history()
-    if "steered" in _to_record():
-        (HISTORIES / "steered.json").write_text(_scrub(history.to_json(), tmp_path))
-    result = await _replayer().replay_workflow(history, raise_on_replay_failure=False)
-    assert result.replay_failure is None, result.replay_failure
+    await _replays("steered", history, tmp_path)
 
 
 # Recorded after the checkpoint protocol: an Agentfile whose supervised goal is reoriented once by
@@ -209,10 +204,7 @@ async def test_a_supervised_agentfile_run_replays(client, tmp_path):
     assert any("follow this now:\nAdd tests." in p for p in prompts)
     assert any("Goal main.polish:\nPolish a tested site" in p for p in prompts)
     history = await handle.fetch_history()
-    if "agentfile" in _to_record():
-        (HISTORIES / "agentfile.json").write_text(_scrub(history.to_json(), tmp_path))
-    result = await _replayer().replay_workflow(history, raise_on_replay_failure=False)
-    assert result.replay_failure is None, result.replay_failure
+    await _replays("agentfile", history, tmp_path)
 
 
 async def _prompts(handle: WorkflowHandle) -> list[str]:
@@ -278,10 +270,7 @@ async def test_behaviour_tree_runs_of_both_modes_replay(client, tmp_path):
     assert (await executions.resume_execution(client, address))["status"] == "complete"
     for name, run in (("tree", walked.run_id), ("tree-mcp", executions.execution_id(address))):
         history = await client.get_workflow_handle(run).fetch_history()
-        if name in _to_record():
-            (HISTORIES / f"{name}.json").write_text(_scrub(history.to_json(), tmp_path))
-        result = await _replayer().replay_workflow(history, raise_on_replay_failure=False)
-        assert result.replay_failure is None, (name, result.replay_failure)
+        await _replays(name, history, tmp_path)
 
 
 # Recorded after long maps ran in batches: five items in batches of two, three child workflows open at
@@ -310,10 +299,7 @@ async def test_a_batched_map_and_one_of_its_batches_replay(client, tmp_path):
     assert state.maps["each"].batches == 3 and state.steps["each"]["output"].count("worked") == 5
     for name, workflow_id in (("map-batches", rid), ("map-batch", f"{rid}/each/batch-1")):
         history = await client.get_workflow_handle(workflow_id).fetch_history()
-        if name in _to_record():
-            (HISTORIES / f"{name}.json").write_text(_scrub(history.to_json(), tmp_path))
-        result = await _replayer().replay_workflow(history, raise_on_replay_failure=False)
-        assert result.replay_failure is None, (name, result.replay_failure)
+        await _replays(name, history, tmp_path)
 
 
 def _driven() -> list:
@@ -357,12 +343,10 @@ async def test_a_graph_run_that_continued_as_new_replays(client, tmp_path):
     assert len(runs) == state.executions >= 2
     histories = [await client.get_workflow_handle(state.run_id, run_id=r).fetch_history() for r in runs]
     first, last = histories[-1], histories[0]  # listed newest first
-    for name, history in (("graph", first), ("graph-continued", last)):
-        if name in _to_record():
-            (HISTORIES / f"{name}.json").write_text(_scrub(history.to_json(), tmp_path))
-    for history in histories:
-        result = await _replayer().replay_workflow(history, raise_on_replay_failure=False)
-        assert result.replay_failure is None, result.replay_failure
+    for i, history in enumerate(histories):  # the first and the last are kept; those between replay
+        await _replays(
+            "graph" if history is first else "graph-continued" if history is last else str(i), history, tmp_path
+        )
 
 
 async def test_a_graph_run_with_a_map_a_vote_and_a_subgraph_replays(client, tmp_path):
@@ -382,10 +366,7 @@ async def test_a_graph_run_with_a_map_a_vote_and_a_subgraph_replays(client, tmp_
         await client.get_workflow_handle(child.run_id).fetch_history(),
     ]
     for name, history in zip(("graph-fanout", "graph-subgraph"), histories):
-        if name in _to_record():
-            (HISTORIES / f"{name}.json").write_text(_scrub(history.to_json(), tmp_path))
-        result = await _replayer().replay_workflow(history, raise_on_replay_failure=False)
-        assert result.replay_failure is None, result.replay_failure
+        await _replays(name, history, tmp_path)
 
 
 def _scrub(text: str, tmp_path) -> str:
