@@ -218,33 +218,28 @@ async def say_command(client: Client, args: argparse.Namespace, console: Console
 
 
 async def send_note(client: Client, run_id: str, given: NoteInput, wait_s: float = 60.0) -> Note:
-    """Deliver a note once a worker holds the run; Refused with the run's reason (a finished step)."""
-    handle, queue = await running(client, run_id)
-
-    async def deliver(state: RunState) -> Note:
-        return await _update(handle, contract.SAY, given, Note)
-
-    return await when_held(client, handle, queue, wait_s, "the note", deliver)
+    """Deliver a note the way `say` does; Refused with the run's reason (a finished step)."""
+    return await _when_held(client, run_id, contract.SAY, given, Note, "the note", wait_s)
 
 
 async def answer_gate(client: Client, run_id: str, answer: AnswerInput, wait_s: float) -> Answer:
-    """Send an answer to a named gate the way `answer` does: once a worker holds the run."""
-    handle, queue = await running(client, run_id)
-
-    async def deliver(_state: RunState) -> Answer:
-        return await send_answer(handle, answer)
-
-    return await when_held(client, handle, queue, wait_s, "the answer", deliver)
+    """Send an answer to a named gate the way `answer` does."""
+    return await _when_held(client, run_id, contract.ANSWER, answer, Answer, "the answer", wait_s)
 
 
 async def raise_gate(client: Client, run_id: str, raised: BudgetInput, wait_s: float) -> Budget:
-    """Raise a paused budget the way `budget` does: once a worker holds the run."""
+    """Raise a paused budget the way `budget` does."""
+    return await _when_held(client, run_id, contract.RAISE_BUDGET, raised, Budget, "the budget raise", wait_s)
+
+
+async def _when_held(client: Client, run_id: str, update: str, arg: Any, kind: type, what: str, wait_s: float) -> Any:
+    """The update's result, sent once a worker holds the run (when_held waits up to wait_s for one)."""
     handle, queue = await running(client, run_id)
 
-    async def deliver(_state: RunState) -> Budget:
-        return await raise_budget(handle, raised)
+    async def deliver(_state: RunState) -> Any:
+        return await _update(handle, update, arg, kind)
 
-    return await when_held(client, handle, queue, wait_s, "the budget raise", deliver)
+    return await when_held(client, handle, queue, wait_s, what, deliver)
 
 
 def _who(args: argparse.Namespace) -> str:
