@@ -21,7 +21,7 @@ from temporalio.testing import WorkflowEnvironment
 from agentrun import contract
 from agentrun.worker import blobs
 from agentrun.worker.blobs import data_converter
-from agentrun.worker.build import build_worker
+from agentrun.worker.build import STICKY_ENV, build_worker
 from agentrun.worker.embedded import temporal_binary, tuning_args
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -44,6 +44,15 @@ def blob_folder(tmp_path_factory):
         os.environ.pop(blobs.URL_ENV, None)
     else:
         os.environ[blobs.URL_ENV] = before
+
+
+@pytest.fixture(scope="session", autouse=True)
+def quick_takeover():
+    """Every worker of the session lets another take a run over 1 s after it died (AGENTRUN_STICKY_S),
+    not 10: each kill -9 case would otherwise wait out the 10 s once per kill."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(STICKY_ENV, "1")
+        yield
 
 
 async def dev_server() -> WorkflowEnvironment:

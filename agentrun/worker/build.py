@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import os
 from datetime import timedelta
 from pathlib import Path
 
@@ -28,6 +29,9 @@ GRACEFUL_SHUTDOWN_S = 10.0  # how long running activities get to end when a work
 # Heartbeats reach the server at most this often (the SDK's default waits up to 80% of the heartbeat
 # timeout): a running agent call's reply so far (activities.progress) is then at most this old.
 HEARTBEAT_THROTTLE = timedelta(seconds=1)
+# A run's next workflow task goes first to the worker that holds the run in memory (its sticky
+# queue); when that worker died, the task waits this long before any worker takes it over.
+STICKY_ENV, STICKY_S = "AGENTRUN_STICKY_S", "10"
 
 # The libraries workflow code uses: deterministic, loaded once for every run.
 LIBRARIES = (
@@ -84,4 +88,5 @@ def build_worker(
         interceptors=paths.interceptors(),
         identity=identity,
         build_id=build_id(),
+        sticky_queue_schedule_to_start_timeout=timedelta(seconds=float(os.environ.get(STICKY_ENV, STICKY_S))),
     )
