@@ -17,7 +17,7 @@ from agentrun.client.humans import Prompter, answer_inline, gate_line
 from agentrun.client.no_worker import hint
 from agentrun.client.partial import partials
 from agentrun.client.retries import Retries
-from agentrun.client.runs import ask_state, describe, fetch_state, live_worker
+from agentrun.client.runs import describe, fetch_state, state_if_polled
 from agentrun.client.tails import STALL_S, Tails
 from agentrun.contract import CompensationResult, Gate, RunState, TaskState, open_gates
 
@@ -45,10 +45,10 @@ async def follow(
     spinner = Spinner("dots", "starting…")
     with Live(Group(spinner, tails), console=console, transient=True, refresh_per_second=8) as status:
         while not ended.done():
-            state = await ask_state(handle)
+            state, polled = await state_if_polled(client, handle, queue)
             if state is None:
                 # A worker that has just restarted takes the run within seconds: only say so when none polls.
-                if not await live_worker(client, queue):
+                if not polled:
                     printer.once(f"  ! {hint(run_id, queue)}")
                 spinner.update(text=f"waiting for a worker · {time.monotonic() - started:.0f}s")
                 await asyncio.wait([ended], timeout=poll_s)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import socket
 import time
@@ -30,6 +31,7 @@ CLOSED_STATUS: dict[WorkflowExecutionStatus, RunStatus] = {
 
 
 QUERY_S = 5.0  # how long one state query waits for a worker
+ANSWER_S = 0.25  # a worker that holds the run answers a query well within this
 # After a worker dies the server sends its runs' queries to the dead worker's own (sticky) queue
 # until it gives up on it, about 10 s; then a live worker on the run's task queue answers.
 RESTART_PATIENCE_S = 25.0
@@ -106,13 +108,29 @@ async def _running_state(client: Client, handle: WorkflowHandle, task_queue: str
     that has just restarted), a failed query is asked again for a while rather than reported."""
     deadline = time.monotonic() + RESTART_PATIENCE_S
     while True:
-        state = await ask_state(handle)
+        state, polled = await state_if_polled(client, handle, task_queue)
         if state:
             return state
-        polled = await live_worker(client, task_queue)
         if time.monotonic() >= deadline or not polled:
             return await no_worker.state(client, handle.id, task_queue, polled)
         await asyncio.sleep(0.5)  # a query refused at once must not spin
+
+
+async def state_if_polled(client: Client, handle: WorkflowHandle, task_queue: str) -> tuple[RunState | None, bool]:
+    """The state, and whether a live worker polls the run's queue. A query a worker answers comes
+    back in milliseconds; one that has not after ANSWER_S is dropped when nobody polls the queue,
+    rather than waited out (QUERY_S)."""
+    asked = asyncio.ensure_future(ask_state(handle))
+    await asyncio.wait([asked], timeout=ANSWER_S)
+    if asked.done() and asked.result() is not None:
+        return asked.result(), True
+    polled = await live_worker(client, task_queue)
+    if polled or asked.done():
+        return await asked, polled
+    asked.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await asked
+    return None, False
 
 
 async def ask_state(handle: WorkflowHandle, timeout_s: float = QUERY_S) -> RunState | None:
