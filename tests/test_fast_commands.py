@@ -71,10 +71,16 @@ def test_an_everyday_command_loads_no_temporal_telemetry_mcp_or_run_contract(arg
     assert sorted(imported(*args) & set(HEAVY)) == []
 
 
-def test_a_command_that_talks_to_temporal_loads_its_client():
-    """What the test above looks for is there when it should be: `list` against an address nothing
-    listens on loads the client, then says it cannot connect."""
-    assert "temporalio.client" in imported("list", env={"TEMPORAL_ADDRESS": "127.0.0.1:1"}, code=3)
+WORKER = ("temporalio.worker", "agentrun.worker.build", "agentrun.workflows.agent_run", "agentrun.activities.agent")
+
+
+@pytest.mark.parametrize("args", [["list"], ["status", "some-run"], ["pending"]], ids=" ".join)
+def test_a_command_that_reads_runs_loads_the_client_and_no_worker(args):
+    """What the test above looks for is there when it should be: against an address nothing listens
+    on, the command loads Temporal's client, then says it cannot connect. A worker (the workflows,
+    the activities: a quarter of a second) is not loaded to read a run."""
+    found = imported(*args, env={"TEMPORAL_ADDRESS": "127.0.0.1:1"}, code=3)
+    assert "temporalio.client" in found and sorted(found & set(WORKER)) == []
 
 
 def test_validate_loads_only_the_compiler_of_the_files_language():

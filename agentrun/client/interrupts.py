@@ -17,7 +17,7 @@ from rich.console import Console
 
 from agentrun.client import spelling
 from agentrun.client.no_worker import worker_command
-from agentrun.worker.build import GRACEFUL_SHUTDOWN_S
+from agentrun.worker import GRACEFUL_SHUTDOWN_S
 
 EXIT_INTERRUPTED = 130
 

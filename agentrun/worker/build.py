@@ -18,14 +18,13 @@ from agentrun.activities.preconditions import check_preconditions
 from agentrun.activities.provider import call_provider
 from agentrun.activities.validation import validate_output
 from agentrun.contract import TASK_QUEUE
-from agentrun.worker import paths
+from agentrun.worker import GRACEFUL_SHUTDOWN_S, paths
 from agentrun.worker.failures import with_plain_failures
 from agentrun.workflows.agent_run import AgentRun
 from agentrun.workflows.batch_run import AgentRunBatch
 
 ACTIVITIES = [run_agent, release_agent, check_criteria, call_provider, check_preconditions, validate_output]
 WORKFLOWS = [AgentRun, AgentRunBatch]
-GRACEFUL_SHUTDOWN_S = 10.0  # how long running activities get to end when a worker stops
 # Heartbeats reach the server at most this often (the SDK's default waits up to 80% of the heartbeat
 # timeout): a running agent call's reply so far (activities.progress) is then at most this old.
 HEARTBEAT_THROTTLE = timedelta(seconds=1)
