@@ -20,8 +20,6 @@ from agentrun.lang.amounts import limits_text as limits_text
 from agentrun.lang.calls import Usage
 from agentrun.lang.render import to_text
 
-ir.build_models()  # runs are served here: no IR model may keep pydantic's deferred placeholder
-
 WORKFLOW = "AgentRun"
 BATCH_WORKFLOW = "AgentRunBatch"  # a batch of a long map's elements, a child workflow of its run
 TASK_QUEUE = names.TASK_QUEUE

@@ -568,7 +568,7 @@ def _own_children(node: NodeBase) -> list[Any]:
 
 
 def build_models() -> None:
-    """Build every IR model's validator and serializer now. The run contract calls it: pydantic-core,
+    """Build every IR model's validator and serializer now. The workflows' interpreter calls it: pydantic-core,
     serialising a model it finds where the type is not declared (an `Any` field, an update's result),
     takes that class's serializer as it is and fails on the deferred placeholder ("'MockValSer'
     object is not an instance of 'SchemaSerializer'"); a budget raise did, and failed its workflow
