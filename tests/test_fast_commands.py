@@ -1,7 +1,7 @@
 """The commands people type all day answer at once: `--help`, `validate`, `inspect` and `dry-run` load
 nothing of Temporal (its package alone costs 0.1 s), OpenTelemetry's SDK or the MCP SDK, nor the run
-contract, which builds every IR model's schema at import (bench/overhead.py prints how long each
-command takes)."""
+contract (0.15 s of pydantic models); those that read runs load no worker (bench/overhead.py prints
+how long each command takes)."""
 
 from __future__ import annotations
 
