@@ -39,10 +39,11 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from tests.fakes.drip import Drip, pieces
+from tests.fakes.quiet import QuietServer
 
 BANNER = "Welcome to the fake agent. Type a message to start."
 NOT_STABLE = "message can only be sent when the agent is waiting for user input"
@@ -103,8 +104,7 @@ class FakeAgentAPI:
         self._busy = False  # set from acceptance to settling, even while a lagging status reads stable
         self._state = _State(messages=[_message(0, "agent", BANNER)])
         self._lock = threading.Lock()
-        self._httpd = ThreadingHTTPServer((host, port), _handler_for(self))
-        self._httpd.daemon_threads = True
+        self._httpd = QuietServer((host, port), _handler_for(self))
         self._thread: threading.Thread | None = None
 
     # lifecycle

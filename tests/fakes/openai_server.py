@@ -40,10 +40,11 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from tests.fakes.drip import Drip, pieces
+from tests.fakes.quiet import QuietServer
 
 Messages = list[dict[str, Any]]
 
@@ -152,8 +153,7 @@ class FakeOpenAI:
         self._blocked: dict[str, int] = {}
         self._stopped = threading.Event()
         self._lock = threading.Lock()
-        self._httpd = ThreadingHTTPServer((host, port), _handler_for(self))
-        self._httpd.daemon_threads = True
+        self._httpd = QuietServer((host, port), _handler_for(self))
 
     @property
     def base_url(self) -> str:

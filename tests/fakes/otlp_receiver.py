@@ -17,7 +17,7 @@ from __future__ import annotations
 import gzip
 import threading
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from google.protobuf.message import DecodeError, Message
@@ -32,6 +32,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as SpanProto
+
+from tests.fakes.quiet import QuietServer
 
 PATHS: dict[str, tuple[type[Message], type[Message]]] = {
     "/v1/traces": (ExportTraceServiceRequest, ExportTraceServiceResponse),
@@ -70,8 +72,7 @@ class OtlpReceiver:
         self.headers: list[dict[str, str]] = []
         self.requests: dict[str, list[Message]] = {path: [] for path in PATHS}
         self._lock = threading.Lock()
-        self._httpd = ThreadingHTTPServer((host, 0), _handler_for(self))
-        self._httpd.daemon_threads = True
+        self._httpd = QuietServer((host, 0), _handler_for(self))
 
     @property
     def url(self) -> str:
