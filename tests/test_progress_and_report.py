@@ -31,6 +31,16 @@ def test_progress_shows_every_start_line_attempt_and_loop_round_between_two_poll
     ]
 
 
+def test_a_retried_step_that_does_not_loop_shows_its_attempts_only():
+    """Each attempt of a step without a loop is one prompt: no round lines beside its attempt lines."""
+    out = io.StringIO()
+    printer = _Printer(Console(file=out, width=200), "r")
+    for attempts in (1, 2, 3):
+        retried = TaskState(id="build", agent="a", status="running", attempts=attempts, iterations=attempts)
+        printer.show(RunState(run_id="r", tasks={"build": retried}))
+    assert out.getvalue().splitlines() == ["▶ build (a)", "  ↺ build attempt 2", "  ↺ build attempt 3"]
+
+
 def test_the_budget_hint_names_the_limit_that_was_hit():
     def hint(why: str) -> str:
         return how_to_answer("r", Gate(id=GateId("budget"), kind="budget", prompt=f"budget exceeded: {why}"))

@@ -191,7 +191,8 @@ def _events(task: TaskState, before: tuple) -> list[str]:
     if status != "running" and (task.status == "running" or ran_unseen):
         lines.append(f"▶ {task.id} ({task.agent})")
     lines += [f"  ↺ {task.id} attempt {n}" for n in range(max(attempts + 1, 2), task.attempts + 1)]
-    lines += [f"  ↻ {task.id} iteration {n}" for n in range(max(iterations + 1, 2), task.iterations + 1)]
+    if task.iterations != task.attempts:  # one prompt per attempt is no loop: its attempt lines say it all
+        lines += [f"  ↻ {task.id} iteration {n}" for n in range(max(iterations + 1, 2), task.iterations + 1)]
     if task.status == "completed":
         lines.append(f"✓ {task.id} done in {task.duration_s:.1f}s")
     elif task.status == "failed":
