@@ -30,6 +30,7 @@ from agentrun.ids import GateId
 from agentrun.lang.ir import APPROVE, REJECT
 from agentrun.names import RunStatus
 from agentrun.ui import pages
+from agentrun.ui.shared import Shared
 
 COOKIE = "agentrun_ui_token"
 WAIT_S = 30.0  # how long an answer waits for a worker to hold its run, as `answer --wait 30`
@@ -54,6 +55,7 @@ def build(client: Client, token: str | None = None) -> Starlette:
         middleware=[Middleware(TokenGate, token=token)] if token else [],
     )
     app.state.client = client
+    app.state.shared = Shared(max_age_s=TICK_S / 2)
     return app
 
 
@@ -63,6 +65,11 @@ def _page(name: str, status_code: int = 200, **values: Any) -> HTMLResponse:
 
 def _client(request: Request) -> Client:
     return request.app.state.client
+
+
+def _shared(request: Request) -> Shared:
+    """What the open pages' event streams read: one look per half tick for all of them."""
+    return request.app.state.shared
 
 
 async def _inbox(request: Request, said: str = "", refused: str = "", status_code: int = 200) -> Response:
@@ -176,18 +183,21 @@ def _number(form: FormData, name: str, kind: Callable[[str], Any]) -> Any:
 async def _inbox_events(request: Request) -> Response:
     """The open questions' keys whenever they change; the page marks those gone and offers the new."""
 
+    client = _client(request)
+
     async def keys() -> str:
-        return json.dumps(sorted(q.key for q in await pages.inbox(_client(request))))
+        questions = await _shared(request).get("inbox", lambda: pages.inbox(client))
+        return json.dumps(sorted(q.key for q in questions))
 
     return _events(request, keys)
 
 
 async def _run_events(request: Request) -> Response:
     """The run's `status` lines whenever they change, and whether it has ended."""
-    run_id = request.path_params["run_id"]
+    run_id, client = request.path_params["run_id"], _client(request)
 
     async def live() -> str:
-        state, text = await pages.live_lines(_client(request), run_id)
+        state, text = await _shared(request).get(f"run {run_id}", lambda: pages.live_lines(client, run_id))
         return json.dumps({"live": text, "ended": state.status in TERMINAL})
 
     return _events(request, live)
