@@ -3,17 +3,16 @@ until the next prompt of their step (or of any step) carries them, marked as a p
 
 from __future__ import annotations
 
-from agentrun.contract import Note, NoteInput, RunState
+from agentrun.contract import TERMINAL, Note, NoteInput, RunState
 
 FINISHED = ("completed", "failed", "skipped", "cancelled")
-ENDED = ("completed", "failed", "cancelled", "timeout", "compensated")
 
 
 def refusal(state: RunState, given: NoteInput) -> str | None:
     """Why the note cannot reach an agent, or None."""
     if not given.text.strip():
         return "a note needs some text"
-    if state.status in ENDED:
+    if state.status in TERMINAL:
         return f"the run has ended ({state.status}): no agent will read the note"
     if not given.step:
         return None
