@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from temporalio.api.enums.v1 import EventType, TimeoutType
+from temporalio.api.history.v1 import HistoryEvent
 from temporalio.api.workflow.v1 import PendingActivityInfo
 from temporalio.client import Client, WorkflowExecutionDescription
 
@@ -71,19 +72,30 @@ async def lost_workers(client: Client, run_id: str) -> list[str]:
     """The steps whose activity was retried because its worker stopped answering (a heartbeat or
     start-to-close timeout before the attempt that ended it): `build (attempt 2)`, from the run's
     history, where each ended activity's start names the failure of the attempt before it."""
-    tasks: dict[int, str] = {}  # scheduled event id -> task id
-    lost = []
-    async for event in client.get_workflow_handle(run_id).fetch_history_events():
-        if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
-            attrs = event.activity_task_scheduled_event_attributes
-            given = (await client.data_converter.decode(attrs.input.payloads[:1]))[0] if attrs.input.payloads else {}
-            tasks[event.event_id] = given.get("task_id", attrs.activity_id) if isinstance(given, dict) else ""
-        elif event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED:
+    handle = client.get_workflow_handle(run_id)
+    retried: list[tuple[int, int]] = []  # (scheduled event id, attempt)
+    async for event in handle.fetch_history_events():
+        if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED:
             started = event.activity_task_started_event_attributes
             timeout = started.last_failure.timeout_failure_info.timeout_type
             if started.attempt > 1 and timeout in _LOST:
-                lost.append(f"{tasks.get(started.scheduled_event_id, '?')} (attempt {started.attempt})")
-    return lost
+                retried.append((started.scheduled_event_id, started.attempt))
+    if not retried:
+        return []
+    # Rare, and then a second reading decodes those activities' inputs only: a prompt may be
+    # megabytes, or kept outside the history.
+    wanted, tasks = {scheduled for scheduled, _ in retried}, {}
+    async for event in handle.fetch_history_events():
+        if event.event_id in wanted:
+            tasks[event.event_id] = await _task_of(client, event)
+    return [f"{tasks.get(scheduled, '?')} (attempt {attempt})" for scheduled, attempt in retried]
+
+
+async def _task_of(client: Client, scheduled: HistoryEvent) -> str:
+    """The task an activity was scheduled for, from its input; its activity id when that says none."""
+    attrs = scheduled.activity_task_scheduled_event_attributes
+    given = (await client.data_converter.decode(attrs.input.payloads[:1]))[0] if attrs.input.payloads else {}
+    return given.get("task_id", attrs.activity_id) if isinstance(given, dict) else ""
 
 
 _LOST = (TimeoutType.TIMEOUT_TYPE_HEARTBEAT, TimeoutType.TIMEOUT_TYPE_START_TO_CLOSE)
