@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import WorkflowHandle, WorkflowHistory
+from temporalio.client import Client, WorkflowHandle, WorkflowHistory
 from temporalio.worker import Replayer
 
 from agentrun.client import executions
@@ -115,12 +115,18 @@ GATED = (
 )
 
 
+async def _at_gate(client: Client, tmp_path: Path, text: str, name: str) -> WorkflowHandle:
+    """A run of `text` on the shell agent, started and waiting at its gate `b`."""
+    plan = load(str(write_spec(tmp_path, text, f"{name}.yaml")), given_params=())
+    inp = RunInput(plan=plan, workdir=str(tmp_path), default_agent=SHELL_AGENT, heartbeat_s=5)
+    handle = await client.start_workflow("AgentRun", inp, id=run_id(name), task_queue=TEST_QUEUE)
+    await open_gate(handle, "b")
+    return handle
+
+
 async def test_a_run_a_person_rejected_and_that_rolled_back_replays(client, tmp_path):
     """Updates, the gate's wait and the compensation stack are all replayed from history."""
-    plan = load(str(write_spec(tmp_path, GATED, "gated.yaml")), given_params=())
-    inp = RunInput(plan=plan, workdir=str(tmp_path), default_agent=SHELL_AGENT, heartbeat_s=5)
-    handle = await client.start_workflow("AgentRun", inp, id=run_id("gated"), task_queue=TEST_QUEUE)
-    await open_gate(handle, "b")
+    handle = await _at_gate(client, tmp_path, GATED, "gated")
     await answer(handle, "b", "reject")
     state = await finish(client, handle)
     assert state.status == "compensated"
@@ -138,10 +144,7 @@ STEERED = (
 
 
 async def test_a_run_a_person_steered_under_a_budget_replays(client, tmp_path):
-    plan = load(str(write_spec(tmp_path, STEERED, "steered.yaml")), given_params=())
-    inp = RunInput(plan=plan, workdir=str(tmp_path), default_agent=SHELL_AGENT, heartbeat_s=5)
-    handle = await client.start_workflow("AgentRun", inp, id=run_id("steered"), task_queue=TEST_QUEUE)
-    await open_gate(handle, "b")
+    handle = await _at_gate(client, tmp_path, STEERED, "steered")
     await handle.execute_update("say", {"text": "Mind the tests.", "by": "ana"})
     await answer(handle, "b", "approve")
     state = await finish(client, handle)
