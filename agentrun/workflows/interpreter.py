@@ -30,11 +30,11 @@ from agentrun.workflows.reuse import STEPS, Replayed, Reuse, take_over
 from agentrun.workflows.saga import Saga
 from agentrun.workflows.scope import RunKey, Scope
 
-# Runs recorded before this retried a node whose budget had run out, though no prompt could be sent.
 # Runs are served here (either workflow, passed through the sandbox or sandboxed): no IR model may
 # keep pydantic's deferred placeholder. A command that only reads runs never builds most of them.
 ir.build_models()
 
+# Runs recorded before this retried a node whose budget had run out, though no prompt could be sent.
 NO_RETRY_PAST_BUDGET = "no-retry-past-budget"
 
 
