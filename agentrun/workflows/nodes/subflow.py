@@ -11,9 +11,9 @@ fails, so the parent undoes what it did before. A child that completes hands bac
 compensation stack would run; those undos join the parent's stack, named `subgraph:<node>:<action>`
 as state graphs name them, and run if the parent fails later. What the child spent counts as the
 parent's (run usage, its models, the budgets of the nodes around it), whether it completed or
-failed; the child's run budget is
-what is left of the parent's, and while the child runs it holds that: no other prompt or subgraph
-of the parent starts until it ends, so two subgraphs side by side cannot each spend what was left.
+failed; the child's run budget is what is left of the parent's, and while the child runs it holds
+that: no other prompt or subgraph of the parent starts until it ends, so two subgraphs side by
+side cannot each spend what was left.
 """
 
 from __future__ import annotations
