@@ -95,6 +95,7 @@ class Note(BaseModel):
     by: str = ""
     delivered_to: str = ""
     delivered_turn: int = 0  # the prompt of that run key that carried it, from 1
+    handed_to: str = ""  # the batch (child workflow id) whose prompts may carry it; no other prompt does
 
 
 class Fork(BaseModel):

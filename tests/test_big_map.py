@@ -10,6 +10,7 @@ import re
 
 import pytest
 from temporalio.api.enums.v1 import EventType
+from temporalio.client import WorkflowUpdateFailedError
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.service import RPCError
 
@@ -244,6 +245,35 @@ async def prompts_sent(handle) -> int:
         return (await state_of(handle)).iteration_count
     except RPCError:
         return -1  # not started yet
+
+
+async def test_a_note_sent_while_a_batch_runs_reaches_one_prompt_of_the_next_batch(client, tmp_path):
+    # Each element waits for the file `go`, then logs its prompt: batch 0 is out with the agent when
+    # the note comes, so the first prompt that can carry it is element 2's, in batch 1.
+    agent = "command:sh -c 'while [ ! -e go ]; do sleep 0.05; done; tee -a calls.log'"
+    handle = await start(client, tmp_path, big_map(1, batch=2, reduce=False), agent, list(range(6)))
+    batch = client.get_workflow_handle(f"{handle.id}/each/batch-0")
+    for _ in range(300):  # until element 0's prompt is with the agent
+        if await prompts_sent(batch) == 1:
+            break
+        await asyncio.sleep(0.05)
+    else:
+        raise AssertionError("batch-0 never sent a prompt")
+    note = contract.NoteInput(text="Answer in French.", step="each", by="ana")
+    await handle.execute_update(contract.SAY, note, result_type=contract.Note)
+    one = contract.NoteInput(text="Only this one.", step="each[4]")
+    with pytest.raises(WorkflowUpdateFailedError) as refused:
+        await handle.execute_update(contract.SAY, one, result_type=contract.Note)
+    assert "step 'each[4]' is an element of the long map 'each'" in str(refused.value.cause)
+    (tmp_path / "go").touch()
+    state = await finish(client, handle)
+    assert state.status == "completed", state.errors
+    prompts = (tmp_path / "calls.log").read_text().split("<")[1:]
+    assert [p.startswith(f"{i}>") for i, p in enumerate(prompts)] == [True] * 6  # one at a time, in order
+    assert ["Answer in French." in p for p in prompts] == [False, False, True, False, False, False]
+    assert "- from ana: Answer in French." in prompts[2]
+    assert [(n.delivered_to, n.delivered_turn, n.handed_to) for n in state.notes] == [("each[2]", 1, "")]
+    assert "- Note 1 from ana: 'Answer in French.' delivered to each[2] (prompt 1)" in report.to_markdown(state)
 
 
 def test_a_map_body_that_would_ask_a_person_per_element_is_refused(tmp_path):

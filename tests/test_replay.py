@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import os
@@ -21,7 +22,7 @@ from agentrun.lang.load import load
 from agentrun.worker.blobs import data_converter
 from agentrun.worker.build import WORKFLOWS, runner
 from tests.conftest import HISTORIES, ROOT, SHELL_AGENT, TEST_QUEUE, run_id, write_spec
-from tests.runs import answer, finish, open_gate, run_spec, sh
+from tests.runs import answer, finish, open_gate, run_spec, sh, state_of
 from tests.trees import action, composite
 
 pytestmark = pytest.mark.usefixtures("worker")
@@ -305,6 +306,30 @@ async def test_a_batched_map_and_one_of_its_batches_replay(client, tmp_path):
         await _replays(name, history, tmp_path)
 
 
+async def test_a_note_handed_to_a_batch_replays(client, tmp_path):
+    # Recorded after people's notes reached a long map's batches: the lister waits for the file `go`
+    # while the note for the map is said, so the note is handed to batch 0 and carried by each[0].
+    wait = "while [ ! -e go ]; do sleep 0.05; done; "
+    lister = _FIVE.replace("sh -c '", f"sh -c '{wait}")
+    agents = {"lister": lister, "worker": "command:sh -c 'cat; echo worked'", "joiner": "command:cat"}
+    plan = load(str(write_spec(tmp_path, BATCHED)), given_params=())
+    inp = RunInput(plan=plan, workdir=str(tmp_path), default_agent=SHELL_AGENT, agents=agents, heartbeat_s=5)
+    rid = "steered-batches" if "steered-batches" in _to_record() else run_id("steered-batches")
+    handle = await client.start_workflow("AgentRun", inp, id=rid, task_queue=TEST_QUEUE)
+    for _ in range(300):  # until the lister's prompt is out
+        if (await state_of(handle)).iteration_count == 1:
+            break
+        await asyncio.sleep(0.05)
+    await handle.execute_update("say", {"text": "Mind the tests.", "step": "each", "by": "ana"})
+    (tmp_path / "go").touch()
+    state = await finish(client, handle)
+    assert state.status == "completed", state.errors
+    assert [(n.delivered_to, n.delivered_turn) for n in state.notes] == [("each[0]", 1)]
+    for name, workflow_id in (("steered-batches", rid), ("steered-batch", f"{rid}/each/batch-0")):
+        history = await client.get_workflow_handle(workflow_id).fetch_history()
+        await _replays(name, history, tmp_path)
+
+
 def _driven() -> list:
     x = executions
     return [
@@ -414,5 +439,6 @@ async def test_committed_histories_still_replay(name):
 def test_histories_are_committed():
     recorded = [*SPECS, *AFTER_SEAMS, "gated", "agentfile", "tree", "tree-mcp", "graph", "graph-continued"]
     recorded += ["graph-fanout", "graph-subgraph", "map-batches", "map-batch", "steered"]
+    recorded += ["steered-batches", "steered-batch"]
     expected = sorted(f"{name}.json" for name in recorded)
     assert _recorded() == expected, "record new ones with AGENTRUN_RECORD_HISTORIES=name,name"

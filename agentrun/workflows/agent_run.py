@@ -76,7 +76,10 @@ class AgentRun:
         if inp.fork is not None:
             state, fork = self.run_state, inp.fork
             state.parent, state.forked_at, state.fork_changes = fork.parent, fork.at, fork.changes
-            state.notes = [note.model_copy(update={"delivered_to": "", "delivered_turn": 0}) for note in fork.notes]
+            state.notes = [
+                note.model_copy(update={"delivered_to": "", "delivered_turn": 0, "handed_to": ""})
+                for note in fork.notes
+            ]
         if inp.carried is not None:  # the run continued as new: it goes on where it was
             self.run_state = inp.carried.state
         self.humans = Humans(self.run_state, self._changed)

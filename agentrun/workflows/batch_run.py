@@ -161,6 +161,7 @@ def _state(inp: BatchInput) -> BatchState:
         human=dict(inp.human),
         taint=dict(inp.taint),
         tasks=rows,
+        notes=[note.model_copy() for note in inp.notes],
         constants=plan.constants,
     )
 
@@ -245,6 +246,7 @@ def _result(inp: BatchInput, state: RunState, outcome: Outcome) -> BatchResult:
         tainted_count=len(marked),
         taint_source=marked[0].source if marked else "",
         taint_from=list(dict.fromkeys(k for mark in marked for k in mark.derived_from))[:MAX_NOTES],
+        said=state.notes,
     )
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from agentrun.contract import ElementNote, ModelUsage, RunInput, TaintMark, TaskState
+from agentrun.contract import ElementNote, ModelUsage, Note, RunInput, TaintMark, TaskState
 from agentrun.lang import expressions, ir
 from agentrun.lang.calls import ChatMessage, Usage
 from agentrun.lang.render import TemplateSyntaxError, names_used
@@ -61,6 +61,7 @@ class BatchInput(BaseModel):
     spent: ModelUsage = ModelUsage()  # the run's, so a budget counts what came before the batch
     step_usage: dict[str, ModelUsage] = {}
     transcripts: dict[str, list[ChatMessage]] = {}  # the body's agents' conversations (chat APIs, reuse)
+    notes: list[Note] = []  # people's notes waiting when the batch started, for its elements' prompts
 
     @property
     def key(self) -> RunKey:
@@ -78,6 +79,7 @@ class BatchResult(BaseModel):
     warnings: list[str] = []
     errors: list[str] = []
     dropped: int = 0  # warnings and errors past MAX_NOTES
+    said: list[Note] = []  # the notes it was handed, each delivered by one of its prompts or not
     tainted_count: int = 0  # elements whose output is marked as from outside (workflows.taint)
     taint_source: str = ""  # the first one's source
     taint_from: list[str] = []  # the marked run values they read, the first MAX_NOTES

@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Any
 from temporalio import workflow
 from temporalio.exceptions import ApplicationError, ChildWorkflowError
 
-from agentrun.contract import BATCH_WORKFLOW, MapSummary, TaskState, batch_id
+from agentrun.contract import BATCH_WORKFLOW, MapSummary, Note, TaskState, batch_id
 from agentrun.lang import ir
-from agentrun.workflows import batching, metrics, sizes
+from agentrun.workflows import batching, metrics, notes, sizes
 from agentrun.workflows.batching import BATCH_TOO_BIG, ELEMENT_FAILED, BatchInput, BatchResult
 from agentrun.workflows.budgets import BudgetExceeded
 from agentrun.workflows.failures import TaskFailed
@@ -34,6 +34,8 @@ if TYPE_CHECKING:
 # Runs recorded before batches ran every element in the run's own history.
 MAP_BATCHES = "map-batches"
 MAX_OPEN = 500  # batches open at once; Temporal allows 2,000 pending child workflows per run
+# Runs recorded before people's notes (`say`) reached a batch's prompts handed their batches none.
+NOTES_TO_BATCHES = "notes-to-batches"
 
 
 @dataclass(frozen=True)
@@ -58,6 +60,7 @@ class Batched:
         self.over = batching.steps_read(node.over)
         inner = [n.id for n in ir.walk(node.body) if n.budget is not None]
         self.agents = {n.agent for n in ir.walk(node.body) if isinstance(n, ir.Task)}
+        self.note_steps = {str(self.key), *(n.id for n in ir.walk(node.body))}
         self.budget_steps = [*scope.budgets, *inner]
         self.budgeted = state.budget is not None or bool(self.budget_steps)
         self.open = 1 if self.budgeted else max(1, min(node.concurrency // node.batch, MAX_OPEN))
@@ -114,6 +117,7 @@ class Batched:
             row.duration_s = (row.ended_at - row.started_at).total_seconds() if row.started_at else 0.0
             self.tally.mark_taint()
             self._dropped_note()
+            notes.release(self.engine.state, f"{self.tally.summary.children}/")
         row.status = "completed"
         self.engine.ran.setdefault(str(self.key), []).append(row.id)
         return self.results, sorted(self.errors, key=lambda e: e["index"]), row.id
@@ -142,6 +146,7 @@ class Batched:
         """Count a batch's result; the part still to run, if a paused budget stopped it."""
         for index, value in zip(part.indexes, result.results, strict=False):
             self.results[index] = value
+        notes.take_back(self.engine.state, result.said)
         failed = result.failed.key if result.failed else None
         for index, note in zip(part.indexes, result.notes, strict=False):
             if note.status == "failed" and note.key != failed:
@@ -170,6 +175,7 @@ class Batched:
         for fut in sorted(running, key=lambda f: (running[f].batch, running[f].part)):
             if not fut.cancelled() and fut.exception() is None:
                 self.tally.add(fut.result())
+                notes.take_back(self.engine.state, fut.result().said)
 
     async def _within_budget(self, part: Part) -> None:
         """Wait while a budget in reach that pauses is spent, as before a prompt."""
@@ -182,7 +188,8 @@ class Batched:
             raise TaskFailed(self._element(part.indexes[0]), exc.message) from None
 
     async def _child(self, part: Part) -> BatchResult:
-        inp = self._input(part)
+        child = batch_id(self.tally.summary.children, part.batch, part.part)
+        inp = self._input(part, self._hand(child))
         first, last = part.indexes[0], part.indexes[-1]
         size = sizes.payload_bytes(inp)
         limit = sizes.sent_limit(size)
@@ -192,7 +199,6 @@ class Batched:
                 f"the batch of elements {first}–{last} with what they read is {sizes.megabytes(size)}, over the "
                 f"{sizes.megabytes(limit)} a run may send in one value; give the map a smaller batch (batch: N)",
             )
-        child = batch_id(self.tally.summary.children, part.batch, part.part)
         again = f", part {part.part}" if part.part > 1 else ""
         try:
             return await workflow.execute_child_workflow(
@@ -211,7 +217,15 @@ class Batched:
                 self.tally.add(result)
             raise TaskFailed(self._element(first), f"its batch {child} failed: {_reason(exc)}") from None
 
-    def _input(self, part: Part) -> BatchInput:
+    def _hand(self, child: str) -> list[Note]:
+        """The notes waiting for a prompt of the map (or of any step), handed to the batch starting
+        now: one batch carries each, so two batches open at once never both deliver it."""
+        state = self.engine.state
+        if not state.notes or not workflow.patched(NOTES_TO_BATCHES):
+            return []
+        return [note.model_copy(update={"handed_to": ""}) for note in notes.hand(state, child, self.note_steps)]
+
+    def _input(self, part: Part, handed: list[Note]) -> BatchInput:
         engine, state = self.engine, self.engine.state
         steps, memory = self.reads.pick_steps(state.steps), self.reads.pick_memory(state.memory)
         read = {*self.over, *steps, *memory}
@@ -240,6 +254,7 @@ class Batched:
             spent=state.run_usage(),
             step_usage={s: state.step_usage[s] for s in self.budget_steps if s in state.step_usage},
             transcripts={a: t for a, t in engine.conversation.transcripts.items() if a in self.agents},
+            notes=handed,
         )
 
     def _element(self, index: int) -> str:

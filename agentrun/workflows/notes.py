@@ -17,6 +17,12 @@ def refusal(state: RunState, given: NoteInput) -> str | None:
     if not given.step:
         return None
     tasks = [task for key, task in state.tasks.items() if _is_of(key, given.step)]
+    batched = [m.key for m in state.maps.values() if given.step.startswith(f"{m.key}[")]
+    if not tasks and batched:
+        return (
+            f"step '{given.step}' is an element of the long map '{batched[0]}', whose elements run in batches: "
+            f"send the note to step '{batched[0]}' and the next batch's first prompt carries it"
+        )
     if not tasks:
         return f"the run has no step '{given.step}'; its steps: {', '.join(state.tasks) or 'none yet'}"
     if all(task.status in FINISHED for task in tasks):
@@ -32,13 +38,44 @@ def take(state: RunState, given: NoteInput) -> Note:
 
 def deliver(state: RunState, key: str, turn: int, text: str) -> str:
     """The prompt `text` of run key `key` with the notes waiting for it, which are delivered now."""
-    waiting = [n for n in state.notes if not n.delivered_to and (not n.step or _is_of(key, n.step))]
+    waiting = [n for n in state.notes if _waiting(n) and (not n.step or _is_of(key, n.step))]
     if not text or not waiting:
         return text
     for note in waiting:
         note.delivered_to, note.delivered_turn = key, turn
     said = "\n".join(f"- from {n.by or 'a person'}: {n.text}" for n in waiting)
     return f"{text}\n\nNotes from a person watching this run (not from the workflow), sent while it ran:\n{said}"
+
+
+def hand(state: RunState, batch: str, steps: set[str]) -> list[Note]:
+    """The notes waiting for a prompt of `steps` (a long map's and its body's) or of any step, now
+    handed to `batch`: its elements' prompts may carry them, no other prompt does."""
+    handed = [n for n in state.notes if _waiting(n) and (not n.step or any(_is_of(s, n.step) for s in steps))]
+    for note in handed:
+        note.handed_to = batch
+    return handed
+
+
+def take_back(state: RunState, said: list[Note]) -> None:
+    """What a batch did with the notes it was handed: each it delivered is delivered here too; the
+    others wait again for the next prompt."""
+    ours = {note.n: note for note in state.notes}
+    for note in said:
+        if note.n in ours:
+            ours[note.n].delivered_to, ours[note.n].delivered_turn = note.delivered_to, note.delivered_turn
+            ours[note.n].handed_to = ""
+
+
+def release(state: RunState, batches: str) -> None:
+    """Notes handed to batches under `batches` (a map's child id prefix) that never came back, its
+    batch having failed or been cancelled, wait again."""
+    for note in state.notes:
+        if note.handed_to.startswith(batches) and not note.delivered_to:
+            note.handed_to = ""
+
+
+def _waiting(note: Note) -> bool:
+    return not note.delivered_to and not note.handed_to
 
 
 def _is_of(key: str, step: str) -> bool:
