@@ -3,7 +3,7 @@
 The worker passes our workflow modules through Temporal's sandbox (re-importing them for every run
 costs more than a run's work, see agentrun/worker/build.py), so the sandbox's restrictions do not
 reach them at run time. This test reads every workflow module instead, whatever the suite happens to
-run; the replay test replays each recorded history with the modules sandboxed."""
+run; the replay test replays each history it records with the modules sandboxed."""
 
 from __future__ import annotations
 

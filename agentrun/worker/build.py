@@ -44,7 +44,7 @@ LIBRARIES = (
 # Our workflow code, passed through too: re-importing it in the sandbox for each run costs about
 # 0.8 s of CPU per run (its pydantic models are built again), more than a run's own work. So the
 # sandbox's restrictions do not reach it here; tests/test_determinism.py checks it instead, and the
-# replay test replays every recorded history with it sandboxed (strict=True).
+# replay test replays each history it records with it sandboxed (strict=True).
 OWN = ("agentrun.lang", "agentrun.workflows", "agentrun.contract", "agentrun.errors")
 
 
