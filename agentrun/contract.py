@@ -97,6 +97,10 @@ class Note(BaseModel):
     delivered_turn: int = 0  # the prompt of that run key that carried it, from 1
     handed_to: str = ""  # the batch (child workflow id) whose prompts may carry it; no other prompt does
 
+    @property
+    def sender(self) -> str:
+        return self.by or "a person"
+
 
 class Fork(BaseModel):
     """What a forked run takes from the run it was forked from, and what it changes."""

@@ -232,7 +232,7 @@ def _workers(state: RunState) -> list[str]:
 def _notes(state: RunState) -> list[str]:
     """Each note people sent (`say`), and the prompt that carried it."""
     return [
-        f"- Note {n.n} from {n.by or 'a person'}: {n.text!r} "
+        f"- Note {n.n} from {n.sender}: {n.text!r} "
         + (f"delivered to {n.delivered_to} (prompt {n.delivered_turn})" if n.delivered_to else "not delivered")
         for n in state.notes
     ]

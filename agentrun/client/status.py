@@ -77,7 +77,7 @@ def lines(state: RunState, so_far: dict[str, Partial] | None = None) -> list[str
     out += [f"  ! {refusal.message}" for refusal in unsettled_refusals(state)]
     out += [f"  ! {note}" for note in no_worker.notes(state)]
     out += [
-        f"  note {n.n} from {n.by or 'a person'} waits for {n.step or 'the next prompt'}: {n.text}"
+        f"  note {n.n} from {n.sender} waits for {n.step or 'the next prompt'}: {n.text}"
         for n in state.notes
         if not n.delivered_to
     ]

@@ -43,7 +43,7 @@ def deliver(state: RunState, key: str, turn: int, text: str) -> str:
         return text
     for note in waiting:
         note.delivered_to, note.delivered_turn = key, turn
-    said = "\n".join(f"- from {n.by or 'a person'}: {n.text}" for n in waiting)
+    said = "\n".join(f"- from {n.sender}: {n.text}" for n in waiting)
     return f"{text}\n\nNotes from a person watching this run (not from the workflow), sent while it ran:\n{said}"
 
 
