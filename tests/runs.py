@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
+from temporalio.service import RPCError
 
 from agentrun import contract
 from agentrun.client.runs import fetch_state
@@ -97,6 +98,18 @@ def plan(*steps: ir.Node, **extra: Any) -> ir.Plan:
 
 async def state_of(handle: WorkflowHandle) -> RunState:
     return await handle.query("state", result_type=RunState)
+
+
+async def prompts_out(handle: WorkflowHandle, count: int) -> None:
+    """Wait until the workflow (a run, or a batch that may not have started yet) has sent `count` prompts."""
+    for _ in range(300):
+        try:
+            if (await state_of(handle)).iteration_count == count:
+                return
+        except RPCError:
+            pass  # not started yet
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"{handle.id} never had {count} prompt(s) out")
 
 
 async def open_gate(handle: WorkflowHandle, gate: str) -> RunState:

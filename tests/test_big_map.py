@@ -4,7 +4,6 @@ the run's state stays small however long the list is."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 
@@ -12,7 +11,6 @@ import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowUpdateFailedError
 from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.service import RPCError
 
 from agentrun import contract
 from agentrun.client import report
@@ -24,7 +22,7 @@ from agentrun.lang.errors import SpecError
 from agentrun.lang.load import load
 from agentrun.workflows.batching import BatchInput, reads
 from tests.conftest import TEST_QUEUE, run_id, write_spec
-from tests.runs import finish, open_gate, run_spec, state_of
+from tests.runs import finish, open_gate, prompts_out, run_spec
 
 pytestmark = pytest.mark.usefixtures("worker")
 
@@ -223,12 +221,7 @@ async def test_a_cancelled_run_cancels_its_open_batch(client, tmp_path):
     (tmp_path / "slow.yaml").write_text("default: done\ndelay_s: 600\n")
     handle = await start(client, tmp_path, big_map(5, batch=10, reduce=False), "scripted:slow.yaml", list(range(30)))
     batch = client.get_workflow_handle(f"{handle.id}/each/batch-0")
-    for _ in range(300):  # until the first batch has its elements with the agent
-        if await prompts_sent(batch) == 5:
-            break
-        await asyncio.sleep(0.05)
-    else:
-        raise AssertionError("batch-0 never had 5 prompts out")
+    await prompts_out(batch, 5)  # the first batch has its elements with the agent
     await handle.cancel()
     state = await finish(client, handle)
     assert state.status == "cancelled" and state.tasks["each[*]"].status == "cancelled"
@@ -240,25 +233,13 @@ async def test_a_cancelled_run_cancels_its_open_batch(client, tmp_path):
     assert await children_of(client, handle.id) == [batch.id]
 
 
-async def prompts_sent(handle) -> int:
-    try:
-        return (await state_of(handle)).iteration_count
-    except RPCError:
-        return -1  # not started yet
-
-
 async def test_a_note_sent_while_a_batch_runs_reaches_one_prompt_of_the_next_batch(client, tmp_path):
     # Each element waits for the file `go`, then logs its prompt: batch 0 is out with the agent when
     # the note comes, so the first prompt that can carry it is element 2's, in batch 1.
     agent = "command:sh -c 'while [ ! -e go ]; do sleep 0.05; done; tee -a calls.log'"
     handle = await start(client, tmp_path, big_map(1, batch=2, reduce=False), agent, list(range(6)))
     batch = client.get_workflow_handle(f"{handle.id}/each/batch-0")
-    for _ in range(300):  # until element 0's prompt is with the agent
-        if await prompts_sent(batch) == 1:
-            break
-        await asyncio.sleep(0.05)
-    else:
-        raise AssertionError("batch-0 never sent a prompt")
+    await prompts_out(batch, 1)  # element 0's prompt is with the agent
     note = contract.NoteInput(text="Answer in French.", step="each", by="ana")
     await handle.execute_update(contract.SAY, note, result_type=contract.Note)
     one = contract.NoteInput(text="Only this one.", step="each[4]")

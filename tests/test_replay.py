@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import json
 import os
@@ -22,7 +21,7 @@ from agentrun.lang.load import load
 from agentrun.worker.blobs import data_converter
 from agentrun.worker.build import WORKFLOWS, runner
 from tests.conftest import HISTORIES, ROOT, SHELL_AGENT, TEST_QUEUE, run_id, write_spec
-from tests.runs import answer, finish, open_gate, run_spec, sh, state_of
+from tests.runs import answer, finish, open_gate, prompts_out, run_spec, sh
 from tests.trees import action, composite
 
 pytestmark = pytest.mark.usefixtures("worker")
@@ -318,10 +317,7 @@ async def test_a_note_handed_to_a_batch_replays(client, tmp_path):
     inp = RunInput(plan=plan, workdir=str(tmp_path), default_agent=SHELL_AGENT, agents=agents, heartbeat_s=5)
     rid = "steered-batches" if "steered-batches" in _to_record() else run_id("steered-batches")
     handle = await client.start_workflow("AgentRun", inp, id=rid, task_queue=TEST_QUEUE)
-    for _ in range(300):  # until the lister's prompt is out
-        if (await state_of(handle)).iteration_count == 1:
-            break
-        await asyncio.sleep(0.05)
+    await prompts_out(handle, 1)  # the lister's
     await handle.execute_update("say", {"text": "Mind the tests.", "step": "each", "by": "ana"})
     (tmp_path / "go").touch()
     state = await finish(client, handle)

@@ -161,7 +161,7 @@ def _state(inp: BatchInput) -> BatchState:
         human=dict(inp.human),
         taint=dict(inp.taint),
         tasks=rows,
-        notes=[note.model_copy() for note in inp.notes],
+        notes=list(inp.notes),
         constants=plan.constants,
     )
 

@@ -17,17 +17,23 @@ def refusal(state: RunState, given: NoteInput) -> str | None:
     if not given.step:
         return None
     tasks = [task for key, task in state.tasks.items() if _is_of(key, given.step)]
-    batched = [m.key for m in state.maps.values() if given.step.startswith(f"{m.key}[")]
-    if not tasks and batched:
-        return (
-            f"step '{given.step}' is an element of the long map '{batched[0]}', whose elements run in batches: "
-            f"send the note to step '{batched[0]}' and the next batch's first prompt carries it"
-        )
     if not tasks:
-        return f"the run has no step '{given.step}'; its steps: {', '.join(state.tasks) or 'none yet'}"
+        return _no_step(state, given.step)
     if all(task.status in FINISHED for task in tasks):
         return f"step '{given.step}' has finished ({tasks[-1].status}): it will send no more prompts"
     return None
+
+
+def _no_step(state: RunState, step: str) -> str:
+    """Why a note for a step the run has no row of is refused: an element of a batched map (its rows
+    are in its batches) or a step that is not there."""
+    for summary in state.maps.values():
+        if step.startswith(f"{summary.key}["):
+            return (
+                f"step '{step}' is an element of the long map '{summary.key}', whose elements run in batches: "
+                f"send the note to step '{summary.key}' and the next batch's first prompt carries it"
+            )
+    return f"the run has no step '{step}'; its steps: {', '.join(state.tasks) or 'none yet'}"
 
 
 def take(state: RunState, given: NoteInput) -> Note:
@@ -61,9 +67,8 @@ def take_back(state: RunState, said: list[Note]) -> None:
     others wait again for the next prompt."""
     ours = {note.n: note for note in state.notes}
     for note in said:
-        if note.n in ours:
-            ours[note.n].delivered_to, ours[note.n].delivered_turn = note.delivered_to, note.delivered_turn
-            ours[note.n].handed_to = ""
+        if mine := ours.get(note.n):
+            mine.delivered_to, mine.delivered_turn, mine.handed_to = note.delivered_to, note.delivered_turn, ""
 
 
 def release(state: RunState, batches: str) -> None:
