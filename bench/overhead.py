@@ -49,7 +49,7 @@ from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-# The sandbox re-imports this file to check RawChain; our modules come from outside it, once.
+# bench/sandbox.py runs RawChain in the sandbox, which re-imports this file: our modules come from outside it.
 with workflow.unsafe.imports_passed_through():
     from pydantic import BaseModel
 
@@ -146,19 +146,17 @@ async def measure(run: Awaitable[object], expected: Callable[[object], bool]) ->
     return sample
 
 
-async def run_engine(client: Client, plan: ir.Plan, workdir: str, uri: str) -> Sample:
+async def run_engine(client: Client, plan: ir.Plan, workdir: str, uri: str, queue: str = BENCH_QUEUE) -> Sample:
     inp = RunInput(plan=plan, params={}, workdir=workdir, default_agent=uri, heartbeat_s=HEARTBEAT_S)
     run = client.execute_workflow(
-        "AgentRun", inp, id=f"engine-{uuid.uuid4().hex[:8]}", task_queue=BENCH_QUEUE, result_type=RunState
+        "AgentRun", inp, id=f"engine-{uuid.uuid4().hex[:8]}", task_queue=queue, result_type=RunState
     )
     return await measure(run, lambda state: isinstance(state, RunState) and state.status == "completed")
 
 
-async def run_raw(client: Client, plan: ir.Plan, workdir: str, uri: str) -> Sample:
+async def run_raw(client: Client, plan: ir.Plan, workdir: str, uri: str, queue: str = BENCH_QUEUE) -> Sample:
     run_id = f"raw-{uuid.uuid4().hex[:8]}"
-    run = client.execute_workflow(
-        RawChain.run, raw_input(plan, run_id, workdir, uri), id=run_id, task_queue=BENCH_QUEUE
-    )
+    run = client.execute_workflow(RawChain.run, raw_input(plan, run_id, workdir, uri), id=run_id, task_queue=queue)
     return await measure(run, lambda reply: reply == REPLY)
 
 

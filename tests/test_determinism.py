@@ -1,9 +1,8 @@
 """Workflow code is deterministic: no clock, randomness, environment or I/O of its own.
 
-The worker passes our workflow modules through Temporal's sandbox (re-importing them for every run
-costs more than a run's work, see agentrun/worker/build.py), so the sandbox's restrictions do not
-reach them at run time. This test reads every workflow module instead, whatever the suite happens to
-run; the replay test replays each history it records with the modules sandboxed."""
+The worker runs workflow code outside Temporal's sandbox (see agentrun/worker/build.py), so no
+restriction catches a slip at run time. This test reads every workflow module instead, whatever the
+suite happens to run; the replay test replays each history it records with the modules sandboxed."""
 
 from __future__ import annotations
 

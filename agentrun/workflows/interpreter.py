@@ -30,7 +30,7 @@ from agentrun.workflows.reuse import STEPS, Replayed, Reuse, take_over
 from agentrun.workflows.saga import Saga
 from agentrun.workflows.scope import RunKey, Scope
 
-# Runs are served here (either workflow, passed through the sandbox or sandboxed): no IR model may
+# Runs are served here (by a worker, or sandboxed by the replay test): no IR model may
 # keep pydantic's deferred placeholder. A command that only reads runs never builds most of them.
 ir.build_models()
 
