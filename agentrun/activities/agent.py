@@ -21,7 +21,7 @@ from temporalio.exceptions import ApplicationError
 from agentrun.activities import progress
 from agentrun.activities.agents import agentapi, anthropic, command, openai, scripted
 from agentrun.activities.agents._common import AGENT_ERROR, AGENT_UNAVAILABLE
-from agentrun.activities.redact import raise_redacted, redact
+from agentrun.activities.redact import raise_redacted, redact, secrets
 from agentrun.activities.sizes import check_size
 from agentrun.lang.calls import RELEASE_AGENT, RUN_AGENT, AgentCall, AgentReply
 from agentrun.lang.drivers import AgentUri
@@ -78,8 +78,10 @@ def _worker_identity() -> str:
 def _outgoing(reply: AgentReply, call: AgentCall) -> AgentReply:
     """The reply as history may keep it: no secret in it, and not too big to keep (then the step
     fails without asking the agent again)."""
-    calls = [tc.model_copy(update={"arguments": redact(tc.arguments)}) for tc in reply.tool_calls]
-    reply = reply.model_copy(update={"text": redact(reply.text), "tool_calls": calls, "stderr": redact(reply.stderr)})
+    found = secrets()
+    calls = [tc.model_copy(update={"arguments": redact(tc.arguments, found)}) for tc in reply.tool_calls]
+    update = {"text": redact(reply.text, found), "tool_calls": calls, "stderr": redact(reply.stderr, found)}
+    reply = reply.model_copy(update=update)
     check_size(f"the reply of agent '{call.agent_id}' to task '{call.task_id}'", len(reply.model_dump_json().encode()))
     return reply
 
