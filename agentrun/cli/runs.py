@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, get_args
 
 from rich.console import Console
 
+from agentrun import startup
 from agentrun.cli.args import EXIT_OK, command, on_temporal, positive, prompter, spec_and_inputs
 from agentrun.names import TASK_QUEUE, RunStatus
 
@@ -125,11 +126,12 @@ def _serving_models() -> None:
 
 
 def _start_command(args: argparse.Namespace, console: Console) -> int:
-    _serving_models()
-    from agentrun.client.prepare import prepare, say_warnings
-    from agentrun.client.start import start
+    with startup.loading():
+        _serving_models()
+        from agentrun.client.prepare import prepare, say_warnings
+        from agentrun.client.start import start
 
-    inp = prepare(args)  # a bad spec is refused before Temporal is reached
+        inp = prepare(args)  # a bad spec is refused before Temporal is reached
     say_warnings(inp.plan)
 
     async def started(client: Client, args: argparse.Namespace, console: Console) -> int:
@@ -139,7 +141,8 @@ def _start_command(args: argparse.Namespace, console: Console) -> int:
 
 
 def _fork_command(args: argparse.Namespace, console: Console) -> int:
-    _serving_models()
+    with startup.loading():
+        _serving_models()
 
     async def forked(client: Client, args: argparse.Namespace, console: Console) -> int:
         from agentrun.client import fork

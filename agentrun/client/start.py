@@ -17,7 +17,7 @@ from temporalio.common import SearchAttributePair, TypedSearchAttributes, Workfl
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
-from agentrun import contract
+from agentrun import contract, startup
 from agentrun.client import outputs, report, retries, telemetry
 from agentrun.client.follow import follow
 from agentrun.client.humans import Prompter
@@ -152,9 +152,10 @@ async def local_worker(client: Client, task_queue: str, needed: bool, run_id: st
     if not needed:
         yield None
         return
-    from agentrun.activities.agents.agentapi import release_all
-    from agentrun.worker import terminal_log
-    from agentrun.worker.build import build_worker
+    with startup.loading():
+        from agentrun.activities.agents.agentapi import release_all
+        from agentrun.worker import terminal_log
+        from agentrun.worker.build import build_worker
 
     log = state_dir() / "logs" / f"{run_id}.log"
     terminal_log.to_file(log)

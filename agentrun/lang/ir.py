@@ -10,6 +10,7 @@ The Plan is the workflow input and never changes during a run, so everything her
 # pyright: reportIncompatibleVariableOverride=false
 from __future__ import annotations
 
+import functools
 import json
 from typing import Annotated, Any, Literal
 
@@ -567,6 +568,7 @@ def _own_children(node: NodeBase) -> list[Any]:
     return []
 
 
+@functools.cache  # once a process: `start` builds them before the contract, the interpreter again on import
 def build_models() -> None:
     """Build every IR model's validator and serializer now. The workflows' interpreter calls it: pydantic-core,
     serialising a model it finds where the type is not declared (an `Any` field, an update's result),
