@@ -245,7 +245,7 @@ class TaskState(BaseModel):
     duration_s: float = 0.0
     output_size: int = 0
     error: str = ""
-    usage: Usage = Usage()
+    usage: Usage = Field(default_factory=Usage)
     cost_usd: float = 0.0
     reused_from: str = ""  # the run whose recorded output a fork took over: nothing was spent here
     worker: str = ""  # the identity (pid@host) of the worker whose agent call answered last
@@ -365,7 +365,7 @@ class SpawnedAgent(BaseModel):
     task: str
     status: Literal["running", "completed", "failed", "refused"] = "running"
     output: str = ""  # its reply (cut like a post-checkpoint's), or why it failed or was refused
-    usage: Usage = Usage()
+    usage: Usage = Field(default_factory=Usage)
 
 
 class TraceEntry(BaseModel):
@@ -501,7 +501,7 @@ class RunState(BaseModel):
     warnings: list[str] = []
     queued_refusals: list[QueuedRefusal] = []
     errors: list[str] = []
-    usage: Usage = Usage()
+    usage: Usage = Field(default_factory=Usage)
     # Every finished run of a step, in the order they finished. It grows with the run, and only a
     # fork reads it: the state query, the memo's state and the run's result leave it out (`shown`).
     step_log: list[StepRecord] = []

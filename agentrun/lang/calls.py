@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 RUN_AGENT = "run_agent"
 RELEASE_AGENT = "release_agent"
@@ -65,7 +65,7 @@ class AgentCall(BaseModel):
 class AgentReply(BaseModel):
     text: str
     tool_calls: list[ToolCall] = []  # what the model asked for instead of, or beside, its text
-    usage: Usage = Usage()
+    usage: Usage = Field(default_factory=Usage)
     model: str = ""
     attempt: int = 1  # the activity attempt that answered: more than 1 after transport retries
     stderr: str = ""  # what a local agent printed besides its reply (its last 2000 characters), for `logs`

@@ -124,7 +124,7 @@ class NodeBase(Model):
     title: str = ""
     line: int = 0
     timeout_s: float | None = None
-    retry: Retry = Retry()
+    retry: Retry = Field(default_factory=Retry)
     on_failure: OnFailure = "abort"
     fallback: Node | None = None  # runs with the same input when this node fails for good
     # Undoes this node's effect, rendered with its output as `output`; pushed on the
@@ -469,7 +469,7 @@ class Plan(Model):
     name: str
     description: str = ""
     dialect: str  # the language's name, shown to people; code reads `traits`
-    traits: Traits = Traits()
+    traits: Traits = Field(default_factory=Traits)
     source: str
     spec_dir: str
     params: dict[str, Param] = {}
@@ -500,7 +500,7 @@ class Plan(Model):
     # read-only ($CONST, $GLOBAL); `running` paces the asks of a step the agent says is still running.
     memory: dict[str, Any] = {}
     constants: dict[str, Any] = {}
-    running: Running = Running()
+    running: Running = Field(default_factory=Running)
     # cyberian keys the engine shows but does not act on.
     requires_workdir: Any = None
     requirements: Any = None

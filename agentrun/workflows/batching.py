@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from agentrun.contract import ElementNote, ModelUsage, Note, RunInput, TaintMark, TaskState
 from agentrun.lang import expressions, ir
@@ -26,7 +26,7 @@ class Spent(BaseModel):
     """What a batch's elements spent, to be counted in the run's totals and budgets."""
 
     prompts: int = 0
-    usage: Usage = Usage()
+    usage: Usage = Field(default_factory=Usage)
     cost_usd: float = 0.0
     by_model: dict[str, ModelUsage] = {}
     by_step: dict[str, ModelUsage] = {}  # the budgeted steps the map runs under
@@ -58,7 +58,7 @@ class BatchInput(BaseModel):
     taint: dict[str, TaintMark] = {}
     budget: ir.Budget | None = None
     step_budgets: dict[str, ir.Budget] = {}
-    spent: ModelUsage = ModelUsage()  # the run's, so a budget counts what came before the batch
+    spent: ModelUsage = Field(default_factory=ModelUsage)  # the run's, so a budget counts what came before the batch
     step_usage: dict[str, ModelUsage] = {}
     transcripts: dict[str, list[ChatMessage]] = {}  # the body's agents' conversations (chat APIs, reuse)
     notes: list[Note] = []  # people's notes waiting when the batch started, for its elements' prompts
@@ -75,7 +75,7 @@ class BatchResult(BaseModel):
     deferred: list[int] = []  # element indexes left for the run: a budget it must pause on was reached
     failed: ElementNote | None = None  # the element whose failure failed the batch
     cancelled: bool = False
-    spent: Spent = Spent()
+    spent: Spent = Field(default_factory=Spent)
     warnings: list[str] = []
     errors: list[str] = []
     dropped: int = 0  # warnings and errors past MAX_NOTES
