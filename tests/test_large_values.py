@@ -273,3 +273,28 @@ async def test_a_maps_collected_results_and_a_providers_result_go_by_reference(c
     [dump] = results(await history(client, state.run_id))
     assert placeholder(dump)["driverName"] == "agentrun.folder"
     assert "row " * 80_000 in str((await client.data_converter.decode([dump]))[0])  # fetched back whole
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "plain",
+        'quotes " and \\ slashes / and\ncontrol\t\x01 characters',
+        "ünïcødé, 中文, emoji 🎉",
+        "x" * 300_000,  # a length that takes a longer varint
+        {"items": [1, 2.5, None, True], "nested": {"k": "v"}},
+        ["a", {"b": []}],
+    ],
+)
+def test_a_value_is_measured_at_the_size_the_converter_sends(value):
+    # The size checks decide which step fails for a value too big to keep: measured apart from the
+    # converter, they must still see the bytes it sends.
+    sent = blobs.data_converter().payload_converter.to_payloads([value])[0]
+    assert sizes.payload_bytes(value) == sent.ByteSize()
+
+
+def test_a_model_is_measured_at_the_size_the_converter_sends():
+    from agentrun.contract import TaskState
+
+    row = TaskState(id="write", title="write — round 2", kind="task", agent="writer", output="ünï " * 1000)
+    assert sizes.payload_bytes(row) == blobs.data_converter().payload_converter.to_payloads([row])[0].ByteSize()
