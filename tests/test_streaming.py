@@ -45,6 +45,13 @@ class Watched:
             await asyncio.sleep(0.05)
         return next(b for b in self.beats if b.tail == text)
 
+    async def showing(self, start: str) -> Partial:
+        """The first heartbeat whose reply so far begins with `start`."""
+        while not any(b.tail.startswith(start) for b in self.beats):
+            assert not self.task.done(), f"the call ended first; heartbeats: {[b.tail for b in self.beats]}"
+            await asyncio.sleep(0.05)
+        return next(b for b in self.beats if b.tail.startswith(start))
+
 
 async def let_out(drip: Drip, watched: Watched) -> AgentReply:
     """Let the reply out a word at a time, checking that each heartbeat after it shows it so far."""
@@ -150,3 +157,26 @@ async def test_heartbeats_carry_a_command_reply_line_by_line(tmp_path: Path) -> 
     go_on.touch()
     reply = await watched.task
     assert reply.text == "first line\nsecond line\n" and reply.first_token_s is not None
+
+
+async def test_a_secret_in_the_reply_so_far_is_redacted_in_heartbeats_and_the_reply(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A heartbeat's reply so far shows in Temporal Web and can reach history; the agent read the
+    # worker's token from somewhere else (children never see it in their environment).
+    monkeypatch.setenv("SERVICE_TOKEN", "tok-0123456789")
+    go_on = tmp_path / "go-on"
+    script = (
+        "import pathlib, time\n"
+        "print('using tok-0123456789', flush=True)\n"
+        f"while not pathlib.Path({str(go_on)!r}).exists(): time.sleep(0.02)\n"
+        "print('done')\n"
+    )
+    (tmp_path / "agent.py").write_text(script)
+    watched = Watched(call(f"command:{sys.executable} agent.py", workdir=tmp_path))
+    await asyncio.wait_for(watched.showing("using "), timeout=30)
+    go_on.touch()
+    reply = await watched.task
+    assert [beat.tail for beat in watched.beats if "using" in beat.tail][0] == "using [redacted SERVICE_TOKEN]\n"
+    assert all("tok-0123456789" not in beat.tail for beat in watched.beats)
+    assert reply.text == "using [redacted SERVICE_TOKEN]\ndone\n"

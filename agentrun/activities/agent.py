@@ -8,6 +8,7 @@ driver) and turning driver failures into ApplicationErrors the retry policy can 
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import time
 from collections.abc import Awaitable, Callable
@@ -45,17 +46,18 @@ RETRYABLE_STATUS = frozenset({408, 409, 429})
 
 @activity.defn(name=RUN_AGENT)
 async def run_agent(call: AgentCall) -> AgentReply:
+    found = secrets()  # the environment read once a call, not at every heartbeat and text
     try:
-        reply = await _ask(driver_for(call.uri), call)
+        reply = await _ask(driver_for(call.uri), call, functools.partial(redact, found=found))
     except ApplicationError as err:
         raise_redacted(err)
-    return _outgoing(reply, call)
+    return _outgoing(reply, call, found)
 
 
-async def _ask(driver: Driver, call: AgentCall) -> AgentReply:
+async def _ask(driver: Driver, call: AgentCall, clean: Callable[[str], str]) -> AgentReply:
     attempt = activity.info().attempt
     with progress.tracking(call, attempt) as seen:
-        beating = asyncio.create_task(_heartbeat_forever(seen, _keepalive_s()))
+        beating = asyncio.create_task(_heartbeat_forever(seen, _keepalive_s(), clean))
         try:
             reply = await driver(call)
             return reply.model_copy(update={"attempt": attempt, "worker": _worker_identity()})
@@ -75,10 +77,9 @@ def _worker_identity() -> str:
         return ""
 
 
-def _outgoing(reply: AgentReply, call: AgentCall) -> AgentReply:
-    """The reply as history may keep it: no secret in it, and not too big to keep (then the step
-    fails without asking the agent again)."""
-    found = secrets()
+def _outgoing(reply: AgentReply, call: AgentCall, found: list[tuple[str, str]]) -> AgentReply:
+    """The reply as history may keep it: no secret (of `found`) in it, and not too big to keep (then
+    the step fails without asking the agent again)."""
     calls = [tc.model_copy(update={"arguments": redact(tc.arguments, found)}) for tc in reply.tool_calls]
     update = {"text": redact(reply.text, found), "tool_calls": calls, "stderr": redact(reply.stderr, found)}
     reply = reply.model_copy(update=update)
@@ -107,7 +108,7 @@ def _keepalive_s() -> float:
     return max(0.05, min(KEEPALIVE_S, timeout.total_seconds() / 3))
 
 
-async def _heartbeat_forever(seen: progress.Progress, keepalive_s: float) -> None:
+async def _heartbeat_forever(seen: progress.Progress, keepalive_s: float, clean: Callable[[str], str]) -> None:
     """Beat at once, then with the reply so far whenever it changed (at most every
     PROGRESS_EVERY_S), and every keepalive_s regardless. Only the last beat's record may reach
     history (in a timed-out attempt's failure), so it stays small."""
@@ -115,7 +116,7 @@ async def _heartbeat_forever(seen: progress.Progress, keepalive_s: float) -> Non
     while True:
         now = time.monotonic()
         if (seen.version != sent and now - sent_at >= PROGRESS_EVERY_S) or now - sent_at >= keepalive_s:
-            activity.heartbeat(seen.record(redact))
+            activity.heartbeat(seen.record(clean))
             sent, sent_at = seen.version, now
         await asyncio.sleep(min(PROGRESS_EVERY_S, keepalive_s))
 
