@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -40,17 +40,14 @@ class Watched:
 
     async def shows(self, text: str) -> Partial:
         """The first heartbeat whose reply so far is `text` (waiting for it; the call must not end first)."""
-        while not any(b.tail == text for b in self.beats):
-            assert not self.task.done(), f"the call ended first; heartbeats: {[b.tail for b in self.beats]}"
-            await asyncio.sleep(0.05)
-        return next(b for b in self.beats if b.tail == text)
+        return await self.first(lambda tail: tail == text)
 
-    async def showing(self, start: str) -> Partial:
-        """The first heartbeat whose reply so far begins with `start`."""
-        while not any(b.tail.startswith(start) for b in self.beats):
+    async def first(self, wanted: Callable[[str], bool]) -> Partial:
+        """The first heartbeat whose reply so far is `wanted` (waiting for it; the call must not end first)."""
+        while not any(wanted(b.tail) for b in self.beats):
             assert not self.task.done(), f"the call ended first; heartbeats: {[b.tail for b in self.beats]}"
             await asyncio.sleep(0.05)
-        return next(b for b in self.beats if b.tail.startswith(start))
+        return next(b for b in self.beats if wanted(b.tail))
 
 
 async def let_out(drip: Drip, watched: Watched) -> AgentReply:
@@ -142,16 +139,22 @@ async def test_heartbeats_carry_an_agentapi_reply_as_it_grows(events: bool) -> N
     assert (server.subscribers_seen > 0) is events
 
 
-async def test_heartbeats_carry_a_command_reply_line_by_line(tmp_path: Path) -> None:
+def paused_agent(tmp_path: Path, first: str, then: str) -> tuple[Watched, Path]:
+    """A command agent that prints the line `first`, waits until the returned file exists, then
+    prints `then`; watched from the start."""
     go_on = tmp_path / "go-on"
     script = (
-        "import pathlib, sys, time\n"
-        "print('first line', flush=True)\n"
+        "import pathlib, time\n"
+        f"print({first!r}, flush=True)\n"
         f"while not pathlib.Path({str(go_on)!r}).exists(): time.sleep(0.02)\n"
-        "print('second line')\n"
+        f"print({then!r})\n"
     )
     (tmp_path / "agent.py").write_text(script)
-    watched = Watched(call(f"command:{sys.executable} agent.py", workdir=tmp_path))
+    return Watched(call(f"command:{sys.executable} agent.py", workdir=tmp_path)), go_on
+
+
+async def test_heartbeats_carry_a_command_reply_line_by_line(tmp_path: Path) -> None:
+    watched, go_on = paused_agent(tmp_path, "first line", "second line")
     beat = await watched.shows("first line\n")
     assert beat.chars == len("first line\n")
     go_on.touch()
@@ -165,18 +168,10 @@ async def test_a_secret_in_the_reply_so_far_is_redacted_in_heartbeats_and_the_re
     # A heartbeat's reply so far shows in Temporal Web and can reach history; the agent read the
     # worker's token from somewhere else (children never see it in their environment).
     monkeypatch.setenv("SERVICE_TOKEN", "tok-0123456789")
-    go_on = tmp_path / "go-on"
-    script = (
-        "import pathlib, time\n"
-        "print('using tok-0123456789', flush=True)\n"
-        f"while not pathlib.Path({str(go_on)!r}).exists(): time.sleep(0.02)\n"
-        "print('done')\n"
-    )
-    (tmp_path / "agent.py").write_text(script)
-    watched = Watched(call(f"command:{sys.executable} agent.py", workdir=tmp_path))
-    await asyncio.wait_for(watched.showing("using "), timeout=30)
+    watched, go_on = paused_agent(tmp_path, "using tok-0123456789", "done")
+    beat = await asyncio.wait_for(watched.first(lambda tail: tail.startswith("using ")), timeout=30)
+    assert beat.tail == "using [redacted SERVICE_TOKEN]\n"
     go_on.touch()
     reply = await watched.task
-    assert [beat.tail for beat in watched.beats if "using" in beat.tail][0] == "using [redacted SERVICE_TOKEN]\n"
     assert all("tok-0123456789" not in beat.tail for beat in watched.beats)
     assert reply.text == "using [redacted SERVICE_TOKEN]\ndone\n"
