@@ -2,7 +2,7 @@
 
 Loading Temporal's SDK, the workflows and the activities, and building the models' schemas,
 allocates a few hundred thousand objects that live as long as the process; the collector walks
-them again and again while they pile up (≈ 100 ms of `start` before its first prompt). Inside
+them again and again while they pile up (≈ 40 ms of `start` before its first prompt). Inside
 `loading()` nothing is collected; after it, what was loaded is frozen, so later collections skip
 it, and collecting goes on as before.
 """

@@ -8,7 +8,6 @@ driver) and turning driver failures into ApplicationErrors the retry policy can 
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
 import time
 from collections.abc import Awaitable, Callable
@@ -22,7 +21,7 @@ from temporalio.exceptions import ApplicationError
 from agentrun.activities import progress
 from agentrun.activities.agents import agentapi, anthropic, command, openai, scripted
 from agentrun.activities.agents._common import AGENT_ERROR, AGENT_UNAVAILABLE
-from agentrun.activities.redact import raise_redacted, redact, secrets
+from agentrun.activities.redact import raise_redacted, redactor
 from agentrun.activities.sizes import check_size
 from agentrun.lang.calls import RELEASE_AGENT, RUN_AGENT, AgentCall, AgentReply
 from agentrun.lang.drivers import AgentUri
@@ -46,12 +45,12 @@ RETRYABLE_STATUS = frozenset({408, 409, 429})
 
 @activity.defn(name=RUN_AGENT)
 async def run_agent(call: AgentCall) -> AgentReply:
-    found = secrets()  # the environment read once a call, not at every heartbeat and text
+    clean = redactor()  # the environment read once a call, not at every heartbeat and text
     try:
-        reply = await _ask(driver_for(call.uri), call, functools.partial(redact, found=found))
+        reply = await _ask(driver_for(call.uri), call, clean)
     except ApplicationError as err:
         raise_redacted(err)
-    return _outgoing(reply, call, found)
+    return _outgoing(reply, call, clean)
 
 
 async def _ask(driver: Driver, call: AgentCall, clean: Callable[[str], str]) -> AgentReply:
@@ -77,12 +76,11 @@ def _worker_identity() -> str:
         return ""
 
 
-def _outgoing(reply: AgentReply, call: AgentCall, found: list[tuple[str, str]]) -> AgentReply:
-    """The reply as history may keep it: no secret (of `found`) in it, and not too big to keep (then
+def _outgoing(reply: AgentReply, call: AgentCall, clean: Callable[[str], str]) -> AgentReply:
+    """The reply as history may keep it: no secret in it (`clean`), and not too big to keep (then
     the step fails without asking the agent again)."""
-    calls = [tc.model_copy(update={"arguments": redact(tc.arguments, found)}) for tc in reply.tool_calls]
-    update = {"text": redact(reply.text, found), "tool_calls": calls, "stderr": redact(reply.stderr, found)}
-    reply = reply.model_copy(update=update)
+    calls = [tc.model_copy(update={"arguments": clean(tc.arguments)}) for tc in reply.tool_calls]
+    reply = reply.model_copy(update={"text": clean(reply.text), "tool_calls": calls, "stderr": clean(reply.stderr)})
     check_size(f"the reply of agent '{call.agent_id}' to task '{call.task_id}'", len(reply.model_dump_json().encode()))
     return reply
 

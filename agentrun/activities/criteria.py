@@ -24,7 +24,7 @@ from temporalio.exceptions import ApplicationError
 
 from agentrun.activities import children
 from agentrun.activities.providers.process import Finished, describe_exit, run_process, tail
-from agentrun.activities.redact import redact
+from agentrun.activities.redact import redactor
 from agentrun.lang.calls import CHECK_CRITERIA, CheckResult, CriteriaCall
 
 HEARTBEAT_EVERY_S = 1.0
@@ -87,7 +87,8 @@ with open(result_path, "w", encoding="utf-8") as f:
 async def check_criteria(call: CriteriaCall) -> CheckResult:
     result = await _check(call)
     # What the check printed explains its failure; no secret it printed is kept in history.
-    return result.model_copy(update={"error": redact(result.error), "warnings": [redact(w) for w in result.warnings]})
+    clean = redactor()
+    return result.model_copy(update={"error": clean(result.error), "warnings": [clean(w) for w in result.warnings]})
 
 
 async def _check(call: CriteriaCall) -> CheckResult:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from typing import NoReturn
 
 from temporalio.exceptions import ApplicationError
@@ -26,13 +27,22 @@ def secrets() -> list[tuple[str, str]]:
     return sorted(found, key=lambda item: len(item[1]), reverse=True)
 
 
-def redact(text: str, found: list[tuple[str, str]] | None = None) -> str:
-    """`text` with each secret replaced; `found`: secrets() when the caller redacts several texts
-    (reading the environment is most of the cost)."""
-    for name, value in secrets() if found is None else found:
-        if value in text:
-            text = text.replace(value, f"[redacted {name}]")
-    return text
+def redactor() -> Callable[[str], str]:
+    """`redact` with the worker's secrets read once, for a caller with several texts (an agent call's
+    heartbeats and reply, an error's causes): reading the environment is most of the cost."""
+    found = secrets()
+
+    def clean(text: str) -> str:
+        for name, value in found:
+            if value in text:
+                text = text.replace(value, f"[redacted {name}]")
+        return text
+
+    return clean
+
+
+def redact(text: str) -> str:
+    return redactor()(text)
 
 
 def raise_redacted(err: ApplicationError) -> NoReturn:
@@ -43,10 +53,11 @@ def raise_redacted(err: ApplicationError) -> NoReturn:
     while cause is not None and len(causes) < 20:
         causes.append(cause)
         cause = cause.__cause__
-    if all(redact(t) == t for t in [err.message, *(str(c) for c in causes)]):
+    clean = redactor()
+    if all(clean(t) == t for t in [err.message, *(str(c) for c in causes)]):
         raise err
     raise ApplicationError(
-        redact(err.message),
+        clean(err.message),
         type=err.type,
         non_retryable=err.non_retryable,
         next_retry_delay=err.next_retry_delay,

@@ -118,8 +118,8 @@ def _list(command: argparse.ArgumentParser) -> None:
 
 def _serving_models() -> None:
     """Build the IR's models before the run contract is imported, in a command that may serve its run
-    (start, fork): the contract's models then reuse them, ≈ 80 ms of CPU less than
-    building the contract's first and the IR's again for the worker."""
+    (start, fork): the contract's models then reuse their schemas instead of building them inline
+    (≈ 80 ms of CPU); the worker's interpreter finds them built (`ir.build_models` runs once)."""
     from agentrun.lang import ir
 
     ir.build_models()

@@ -3,6 +3,8 @@ until the next prompt of their step (or of any step) carries them, marked as a p
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from agentrun.contract import TERMINAL, Note, NoteInput, RunState
 
 FINISHED = ("completed", "failed", "skipped", "cancelled")
@@ -44,7 +46,7 @@ def take(state: RunState, given: NoteInput) -> Note:
 
 def deliver(state: RunState, key: str, turn: int, text: str) -> str:
     """The prompt `text` of run key `key` with the notes waiting for it, which are delivered now."""
-    waiting = [n for n in state.notes if _waiting(n) and (not n.step or _is_of(key, n.step))]
+    waiting = _waiting_for(state, [key])
     if not text or not waiting:
         return text
     for note in waiting:
@@ -56,7 +58,7 @@ def deliver(state: RunState, key: str, turn: int, text: str) -> str:
 def hand(state: RunState, batch: str, steps: set[str]) -> list[Note]:
     """The notes waiting for a prompt of `steps` (a long map's and its body's) or of any step, now
     handed to `batch`: its elements' prompts may carry them, no other prompt does."""
-    handed = [n for n in state.notes if _waiting(n) and (not n.step or any(_is_of(s, n.step) for s in steps))]
+    handed = _waiting_for(state, steps)
     for note in handed:
         note.handed_to = batch
     return handed
@@ -79,8 +81,13 @@ def release(state: RunState, batches: str) -> None:
             note.handed_to = ""
 
 
-def _waiting(note: Note) -> bool:
-    return not note.delivered_to and not note.handed_to
+def _waiting_for(state: RunState, keys: Iterable[str]) -> list[Note]:
+    """The notes no prompt has carried, nor any batch holds, for a run of one of `keys` or for any step."""
+    return [
+        n
+        for n in state.notes
+        if not n.delivered_to and not n.handed_to and (not n.step or any(_is_of(k, n.step) for k in keys))
+    ]
 
 
 def _is_of(key: str, step: str) -> bool:

@@ -12,9 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from pydantic import BaseModel
-from pydantic_core import to_json
 from temporalio import workflow
-from temporalio.api.common.v1 import Payload
+from temporalio.contrib.pydantic import PydanticJSONPlainPayloadConverter
 
 from agentrun.lang.sizes import MAX_SENT_BYTES, MAX_STATE_BYTES, megabytes
 
@@ -35,12 +34,12 @@ def payload_bytes(value: Any) -> int:
     """How big `value` is as Temporal would carry it: the same bytes the run's converter sends. A
     text, model or collection is JSON from pydantic there; measured here without the converter's
     context set up for each value (twice a step: what an agent is sent, and its output)."""
-    if isinstance(value, (str, BaseModel, dict, list)):
-        return Payload(metadata=_JSON_PLAIN, data=to_json(value)).ByteSize()
+    if isinstance(value, (str, BaseModel, dict, list)) and (payload := _JSON.to_payload(value)) is not None:
+        return payload.ByteSize()
     return workflow.payload_converter().to_payloads([value])[0].ByteSize()
 
 
-_JSON_PLAIN = {"encoding": b"json/plain"}
+_JSON = PydanticJSONPlainPayloadConverter()  # the converter's own part for these values
 
 
 def state_limit(size: int) -> int | None:
