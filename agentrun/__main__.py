@@ -1,5 +1,11 @@
-"""`python -m agentrun`: the `agentrun` command."""
+"""`python -m agentrun` and the `agentrun` command."""
 
-from agentrun.cli import main
+from agentrun import handoff
 
-main()
+
+def main() -> None:
+    handoff.main("agentrun")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,5 +1,5 @@
 """`python -m client …` is `agentrun …` (AGENTRUN-SHIM)."""
 
-from agentrun.cli import client, exit_with
+from agentrun import handoff
 
-exit_with(client)
+handoff.main("client")

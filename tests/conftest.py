@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -18,7 +19,7 @@ import pytest_asyncio
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
-from agentrun import contract
+from agentrun import contract, handoff
 from agentrun.worker import blobs
 from agentrun.worker.blobs import data_converter
 from agentrun.worker.build import STICKY_ENV, build_worker
@@ -53,6 +54,23 @@ def quick_takeover():
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(STICKY_ENV, "1")
         yield
+
+
+@pytest.fixture(scope="session", autouse=True)
+def forkserver() -> Iterator[Path]:
+    """The fork server `start`, `fork` and `watch --worker` hand their command to, ready before the
+    first test as on a machine where agentrun has run before, and stopped after the last (a test
+    with AGENTRUN_FORKSERVER=off runs its command in its own process); its socket."""
+    path = handoff.socket_path()
+    deadline = time.monotonic() + 120
+    while not handoff.ready(path):
+        assert time.monotonic() < deadline, f"no fork server came up: {path.with_suffix('.log').read_text()}"
+        handoff.start_server()
+        time.sleep(0.1)
+    yield path
+    pid = handoff.server_pid(path)
+    if pid:
+        os.kill(pid, signal.SIGTERM)
 
 
 async def dev_server() -> WorkflowEnvironment:
@@ -153,6 +171,19 @@ def llm(monkeypatch):
         monkeypatch.setenv("OPENAI_BASE_URL", server.url)
         monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
         yield server
+
+
+ENDPOINT_KEY = "sk-isolation"
+
+
+@pytest.fixture
+def servers():
+    """Two users' OpenAI-compatible endpoints (key ENDPOINT_KEY), each answering for their own runs."""
+    from tests.fakes.openai_server import FakeOpenAI
+
+    done = "done\nCOMPLETION_STATUS: COMPLETE"
+    with FakeOpenAI(done, api_key=ENDPOINT_KEY) as alpha, FakeOpenAI(done, api_key=ENDPOINT_KEY) as beta:
+        yield alpha, beta
 
 
 @pytest.fixture

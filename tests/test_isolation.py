@@ -10,14 +10,11 @@ from __future__ import annotations
 
 import socket
 import subprocess
-from collections.abc import Iterator
 
-import pytest
-
+from tests.conftest import ENDPOINT_KEY as KEY
 from tests.conftest import run_id, sigkill, start_worker, wait_for, write_spec
 from tests.fakes.openai_server import FakeOpenAI
 
-KEY = "sk-isolation"
 DONE = "COMPLETION_STATUS: COMPLETE"
 STEPS = ("one", "two", "three")
 
@@ -34,13 +31,6 @@ def firsts(server: FakeOpenAI) -> list[str]:
 
 def said(name: str) -> list[str]:
     return [f"{name} step {step}." for step in STEPS]
-
-
-@pytest.fixture
-def servers() -> Iterator[tuple[FakeOpenAI, FakeOpenAI]]:
-    """Two users' endpoints, each answering for their own runs."""
-    with FakeOpenAI(f"done\n{DONE}", api_key=KEY) as alpha, FakeOpenAI(f"done\n{DONE}", api_key=KEY) as beta:
-        yield alpha, beta
 
 
 def endpoint(server: FakeOpenAI) -> dict[str, str]:

@@ -66,15 +66,24 @@ def agentrun(argv: list[str] | None = None) -> int:
 
 
 def main() -> None:
-    """The `agentrun` console script."""
+    """The `agentrun` command, in this process (agentrun.handoff.main may hand it off first)."""
     exit_with(agentrun)
 
 
 def exit_with(code_of: Callable[[], int]) -> None:
     """Run the CLI and leave without finalizing: the SDK's native threads can still be calling into
     Python while the interpreter finalizes, which aborts the process now and then."""
+    os._exit(finish(code_of))
+
+
+def finish(code_of: Callable[[], int]) -> int:
+    """Run the CLI and flush what it printed; the exit code, as Python would give it for a
+    `SystemExit` (argparse's usage errors) or a reader that went away."""
     try:
-        code = code_of()
+        try:
+            code = code_of()
+        except SystemExit as exc:
+            code = _exit_code(exc)
         sys.stdout.flush()
     except BrokenPipeError:
         code = EXIT_BROKEN_PIPE
@@ -82,4 +91,11 @@ def exit_with(code_of: Callable[[], int]) -> None:
         sys.stderr.flush()
     except BrokenPipeError:
         pass
-    os._exit(code)
+    return code
+
+
+def _exit_code(exc: SystemExit) -> int:
+    if exc.code is None or isinstance(exc.code, int):
+        return exc.code or 0
+    print(exc.code, file=sys.stderr)
+    return 1

@@ -1,6 +1,6 @@
 """`python -m agentrun.client …`: the client's commands (see agentrun.cli)."""
 
-from agentrun.cli import client, exit_with
+from agentrun import handoff
 
 if __name__ == "__main__":
-    exit_with(client)
+    handoff.main("client")

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import os
+import socket
 import time
 
 from temporalio.client import Client
 from temporalio.envconfig import ClientConfig
 
+from agentrun import forkserver
 from agentrun.errors import Unavailable
 from agentrun.worker import blobs, embedded, telemetry
 
@@ -26,6 +28,9 @@ async def connect() -> Client:
     """Raises Unreachable, and BadBlobSetting before any connection is tried."""
     converter = blobs.data_converter()
     config = settings()
+    # pid@host as Temporal names a process, with the pid of the command the user started, which is
+    # not ours when the fork server runs it
+    config["identity"] = config.get("identity") or f"{forkserver.caller_pid()}@{socket.gethostname()}"
     patience_s = 0.0
     if "target_host" not in config:
         try:
