@@ -146,9 +146,20 @@ def _pass_signals_to(pid: int) -> None:
         except ProcessLookupError:
             pass
 
+    def suspended(_signum: int, _frame: object) -> None:
+        # Ctrl-Z: the fork is outside the terminal's session, where SIGTSTP stops nothing, so it gets
+        # SIGSTOP; this process then stops as it would have, and on `fg` or `bg` both go on.
+        passed(signal.SIGSTOP, None)
+        signal.signal(signal.SIGTSTP, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTSTP)
+        signal.signal(signal.SIGTSTP, suspended)
+        passed(signal.SIGCONT, None)
+
     for signum in FORWARDED:
         if signal.getsignal(signum) != signal.SIG_IGN:
             signal.signal(signum, passed)
+    if signal.getsignal(signal.SIGTSTP) != signal.SIG_IGN:
+        signal.signal(signal.SIGTSTP, suspended)
 
 
 def start_server() -> subprocess.Popen | None:

@@ -9,8 +9,9 @@ in this process, alternately; the medians give ms per task and `ratio` (engine /
 
 Then `python -m client start` runs a 1-task spec against the same, warm server, with a `command:`
 agent that writes the time it was invoked to a file: start-to-first-prompt is the time from just
-before the CLI process starts to that moment. The bench worker polls its own queue, so the CLI
-finds no worker on the default queue and starts its own, as it does for a user.
+before the CLI process starts to that moment, handed to the fork server (agentrun.forkserver) and
+in a process of its own (AGENTRUN_FORKSERVER=off), alternating. The bench worker polls its own
+queue, so the CLI finds no worker on the default queue and starts its own, as it does for a user.
 
 Before all that, the everyday commands: `python -m client --help`, `validate`, `inspect` and
 `dry-run` on the quickstart, beside `python -c pass`, alternating, best and median wall time
@@ -53,8 +54,8 @@ from temporalio.worker import Worker
 with workflow.unsafe.imports_passed_through():
     from pydantic import BaseModel
 
-    from agentrun import contract
-    from agentrun.contract import TASK_QUEUE, RunInput, RunState
+    from agentrun import contract, handoff
+    from agentrun.contract import RunInput, RunState
     from agentrun.lang import ir
     from agentrun.lang.calls import RUN_AGENT, AgentCall, AgentReply
     from agentrun.lang.load import load
@@ -160,8 +161,9 @@ async def run_raw(client: Client, plan: ir.Plan, workdir: str, uri: str, queue: 
     return await measure(run, lambda reply: reply == REPLY)
 
 
-def start_to_first_prompt(folder: Path, address: str) -> float:
-    """Seconds from just before `python -m client start` is spawned to its agent's first prompt."""
+def start_to_first_prompt(folder: Path, address: str, forkserver: bool = True) -> float:
+    """Seconds from just before `python -m client start` is spawned to its agent's first prompt;
+    `forkserver`: handed to the fork server, else in a process of its own."""
     stamp = folder / "invoked-at"
     stamp.unlink(missing_ok=True)
     spec = folder / "one.yaml"
@@ -171,6 +173,7 @@ def start_to_first_prompt(folder: Path, address: str) -> float:
     agent = "command:sh -c " + shlex.quote(script)
     environ = {**os.environ, "TEMPORAL_ADDRESS": address, "AGENTRUN_STATE_DIR": str(folder / "state")}
     environ.pop("TEMPORAL_PROFILE", None)
+    environ[handoff.ENV] = "on" if forkserver else "off"
     started = time.time()
     done = subprocess.run(
         [sys.executable, "-m", "agentrun.client", "start", str(spec), "--agent", agent],
@@ -254,12 +257,7 @@ async def bench(tasks: int, repeat: int) -> None:
             print(f"engine: {per_task(engine, tasks)}")
             print(f"raw:    {per_task(raw, tasks)}")
             address = env.client.service_client.config.target_host
-            await asyncio.to_thread(start_to_first_prompt, folder, address)  # warm-up, not counted
-            firsts = [await asyncio.to_thread(start_to_first_prompt, folder, address) for _ in range(repeat)]
-            print(
-                f"start-to-first-prompt: {statistics.median(firsts) * 1000:.0f} ms "
-                f"(warm server; no worker polls '{TASK_QUEUE}', so the CLI runs its own on the run's own queue)"
-            )
+            print(await asyncio.to_thread(first_prompts, folder, address, repeat))
             engine_wall = statistics.median(s.wall_s for s in engine)
             raw_wall = statistics.median(s.wall_s for s in raw)
             print(f"ratio {engine_wall / raw_wall:.2f}")
@@ -454,10 +452,32 @@ async def first_prompt_only(repeat: int) -> None:
     async with env:
         address = env.client.service_client.config.target_host
         with tempfile.TemporaryDirectory(prefix="agentrun-bench-") as tmp:
-            await asyncio.to_thread(start_to_first_prompt, Path(tmp), address)  # warms the server up
-            firsts = [await asyncio.to_thread(start_to_first_prompt, Path(tmp), address) for _ in range(repeat)]
-    runs = ", ".join(f"{s * 1000:.0f}" for s in firsts)
-    print(f"start-to-first-prompt: {statistics.median(firsts) * 1000:.0f} ms (warm server; runs: {runs} ms)")
+            print(await asyncio.to_thread(first_prompts, Path(tmp), address, repeat))
+
+
+def first_prompts(folder: Path, address: str, repeat: int) -> str:
+    """start-to-first-prompt on a warm server, through the fork server and in a process of its own,
+    alternating after a warm-up of each. No worker polls the default queue, so each `start` runs its
+    own worker on the run's own queue, as it does for a user."""
+    path = handoff.socket_path()
+    deadline = time.monotonic() + 120
+    while not handoff.ready(path):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"no fork server came up; see {path.with_suffix('.log')}")
+        handoff.start_server()
+        time.sleep(0.1)
+    ways = {"fork server": True, "own process": False}
+    times: dict[str, list[float]] = {way: [] for way in ways}
+    for forked in ways.values():
+        start_to_first_prompt(folder, address, forked)  # warm-ups, not counted
+    for _ in range(repeat):
+        for way, forked in ways.items():
+            times[way].append(start_to_first_prompt(folder, address, forked))
+    lines = [f"start-to-first-prompt, warm server, {repeat} runs each:"]
+    for way, seconds in times.items():
+        runs = ", ".join(f"{s * 1000:.0f}" for s in seconds)
+        lines.append(f"  {way:<12} {statistics.median(seconds) * 1000:5.0f} ms median (runs: {runs} ms)")
+    return "\n".join(lines)
 
 
 def everyday_commands(repeat: int) -> None:

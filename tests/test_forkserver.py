@@ -9,16 +9,24 @@ Real processes as a user starts them (the session's fork server, from conftest),
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import agentrun
 from agentrun import handoff
-from tests.conftest import SHELL_AGENT, alive, run_id, sigkill, wait_for, write_spec
+from tests.conftest import ROOT, SHELL_AGENT, _cli_env, alive, run_id, sigkill, wait_for, write_spec
 from tests.test_isolation import endpoint, firsts, said, start
 
 OFF = {handoff.ENV: "off"}
 ONE_STEP = 'name: one\nsubtasks:\n  only:\n    instructions: "```sh\\necho done\\n```"\n'
+
+
+def state(pid: int) -> str:
+    """R, S, T (stopped), Z…, as `ps` shows it."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
 
 
 def forks_of(server: int) -> list[int]:
@@ -90,6 +98,38 @@ def test_a_start_killed_with_kill_9_takes_its_fork_with_it(cli_process, tmp_path
     assert alive(server)
 
 
+def test_ctrl_z_stops_the_fork_with_its_caller_and_both_go_on_together(address, tmp_path, forkserver, servers):
+    alpha, _ = servers
+    server = handoff.server_pid(forkserver)
+    assert server
+    gate = alpha.hold("writer")
+    spec = write_spec(tmp_path, "name: alpha\nsubtasks:\n  one:\n    instructions: alpha step one.\n")
+    args = ("start", str(spec), "--agent", "openai:writer", "--task-queue", run_id("fs-stop-q"))
+    started = subprocess.Popen(
+        [sys.executable, "-m", "agentrun.client", *args],
+        env=_cli_env(address, tmp_path, endpoint(alpha)),
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        process_group=0,  # a job of its own, as a shell starts it, so a stop signal stops it
+    )
+    try:
+        wait_for(lambda: alpha.in_flight("writer") == 1, timeout_s=60)
+        fork = fork_serving(server, started.pid)
+        os.kill(started.pid, signal.SIGTSTP)  # Ctrl-Z
+        wait_for(lambda: state(started.pid) == "T" and state(fork) == "T", timeout_s=10)
+        os.kill(started.pid, signal.SIGCONT)  # fg
+        wait_for(lambda: state(fork) != "T" and state(started.pid) != "T", timeout_s=10)
+        gate.set()
+        out, err = started.communicate(timeout=120)
+        assert started.returncode == 0 and "- Status: COMPLETE" in out, out + err
+    finally:
+        gate.set()
+        if started.poll() is None:
+            sigkill(started)
+
+
 def test_with_the_fork_server_off_start_runs_in_its_own_process(cli_process, tmp_path, forkserver, servers):
     alpha, _ = servers
     server = handoff.server_pid(forkserver)
@@ -97,7 +137,7 @@ def test_with_the_fork_server_off_start_runs_in_its_own_process(cli_process, tmp
     gate = alpha.hold("writer")
     rid = run_id("alpha")
     spec = write_spec(tmp_path, "name: alpha\nsubtasks:\n  one:\n    instructions: alpha step one.\n", "alpha.yaml")
-    args = ("start", str(spec), "--agent", "openai:writer", "--id", rid)
+    args = ("start", str(spec), "--agent", "openai:writer", "--id", rid, "--task-queue", run_id("fs-off-q"))
     started = cli_process(*args, extra_env={**endpoint(alpha), **OFF})
     wait_for(lambda: alpha.in_flight("writer") == 1, timeout_s=60)
     streams = os.readlink(f"/proc/{started.pid}/fd/1")
