@@ -22,6 +22,7 @@ import struct
 import sys
 import threading
 import time
+import traceback
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -180,15 +181,20 @@ def _run(conn: socket.socket, request: dict, fds: list[int], caller: int) -> Non
     """In the fork: become the caller's command, run it, send its exit code, and leave."""
     global _caller_pid
     _caller_pid = caller
-    code = 1
     try:
         _take_over(request, fds)
-        threading.Thread(target=_end_with_caller, args=(conn,), daemon=True).start()
-        conn.sendall(json.dumps({"pid": os.getpid()}).encode() + b"\n")
+    except Exception:
+        os._exit(1)  # before its pid is sent: the caller runs the command itself (a folder gone, …)
+    threading.Thread(target=_end_with_caller, args=(conn,), daemon=True).start()
+    conn.sendall(json.dumps({"pid": os.getpid()}).encode() + b"\n")
+    code = 1
+    try:
         from agentrun import cli
 
         argv = request["argv"]
         code = cli.finish(lambda: cli.agentrun(argv) if request["entry"] == "agentrun" else cli.client(argv))
+    except BaseException:
+        traceback.print_exc()  # as Python would print it in the caller's own process
     finally:
         with contextlib.suppress(OSError):
             conn.sendall(json.dumps({"exit": code}).encode() + b"\n")

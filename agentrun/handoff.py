@@ -82,7 +82,10 @@ def hand_off(entry: str, argv: list[str]) -> int | None:
         start_server()
         return None
     with conn:
-        _send_request(conn, entry, argv)
+        try:
+            _send_request(conn, entry, argv)
+        except OSError:  # this folder is gone, the server went away: nothing was forked
+            return None
         replies = conn.makefile("rb")
         pid = _reply(replies).get("pid")
         if pid is None:  # it stopped serving (its code changed on disk): run here, start a new one
@@ -191,7 +194,7 @@ def start_server() -> subprocess.Popen | None:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PACKAGE.parent), env.get("PYTHONPATH")]))
         with open(path.with_suffix(".log"), "ab") as log:
             return subprocess.Popen(
-                [sys.executable, "-m", "agentrun.forkserver"],
+                [sys.executable, "-P", "-m", "agentrun.forkserver"],  # -P: not "/" first on sys.path
                 env=env,
                 cwd="/",
                 stdin=subprocess.DEVNULL,
