@@ -84,7 +84,8 @@ def hand_off(entry: str, argv: list[str]) -> int | None:
     with conn:
         try:
             _send_request(conn, entry, argv)
-        except OSError:  # this folder is gone, the server went away: nothing was forked
+        except OSError:  # the server went away (its files changed), this folder is gone: nothing was forked
+            start_server()
             return None
         replies = conn.makefile("rb")
         pid = _reply(replies).get("pid")
