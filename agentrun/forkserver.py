@@ -166,13 +166,14 @@ def _read_request(conn: socket.socket) -> tuple[dict, list[int]]:
 
 
 def _fingerprint() -> tuple[int, ...]:
-    """Changes when a file of agentrun changes or a package is installed or removed."""
+    """Changes when a file of agentrun (code, templates, schemas) changes or a package is installed
+    or removed; bytecode caches are not its files."""
     newest, count = 0, 0
-    for folder, _dirs, files in os.walk(handoff.PACKAGE):
+    for folder, dirs, files in os.walk(handoff.PACKAGE):
+        dirs[:] = [d for d in dirs if d != "__pycache__"]
         for name in files:
-            if name.endswith(".py"):
-                newest = max(newest, os.stat(os.path.join(folder, name)).st_mtime_ns)
-                count += 1
+            newest = max(newest, os.stat(os.path.join(folder, name)).st_mtime_ns)
+            count += 1
     sites = {p for p in sys.path if p.endswith("-packages") and os.path.isdir(p)}
     return (newest, count, *sorted(os.stat(p).st_mtime_ns for p in sites))
 
