@@ -9,6 +9,8 @@ Real processes as a user starts them (the session's fork server, from conftest),
 from __future__ import annotations
 
 import os
+import pty
+import select
 import signal
 import subprocess
 import sys
@@ -21,6 +23,7 @@ from tests.conftest import ROOT, SHELL_AGENT, _cli_env, alive, run_id, sigkill, 
 from tests.test_isolation import endpoint, firsts, said, start
 
 OFF = {handoff.ENV: "off"}
+HELD = 'name: held\nsubtasks:\n  ship:\n    approval: {prompt: "Ship it?"}\n    instructions: "```sh\\necho shipped\\n```"\n'
 ONE_STEP = 'name: one\nsubtasks:\n  only:\n    instructions: "```sh\\necho done\\n```"\n'
 
 
@@ -51,6 +54,22 @@ def fork_serving(server: int, caller: int) -> int:
     found = [f for f in forks_of(server) if [os.readlink(f"/proc/{f}/fd/{fd}") for fd in (1, 2)] == streams]
     assert len(found) == 1, f"no fork of {server} writes to {streams}"
     return found[0]
+
+
+def read_until(fd: int, text: str, timeout_s: float = 60) -> str:
+    """What a terminal shows until `text` appears, or until the program on it has ended."""
+    shown, deadline = "", time.monotonic() + timeout_s
+    while text not in shown:
+        assert time.monotonic() < deadline, f"the terminal never showed {text!r}:\n{shown}"
+        if select.select([fd], [], [], 0.5)[0]:
+            try:
+                chunk = os.read(fd, 4096)
+            except OSError:  # EIO: every process on the terminal has closed it
+                return shown
+            if not chunk:
+                return shown
+            shown += chunk.decode(errors="replace")
+    return shown
 
 
 def environ(pid: int) -> dict[str, str]:
@@ -169,3 +188,41 @@ def test_a_server_whose_files_changed_hands_the_command_back_and_a_new_one_start
     new = handoff.server_pid(forkserver)
     assert new not in (None, old)
     assert "OPENAI_API_KEY" not in environ(new)  # it outlives the command, so it has no credentials
+
+
+def test_a_person_answers_a_gate_at_the_terminal_the_fork_took_over(address, tmp_path, forkserver):
+    server = handoff.server_pid(forkserver)
+    assert server
+    spec = write_spec(tmp_path, HELD)
+    terminal, side = pty.openpty()
+    started = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "agentrun.client",
+            "start",
+            str(spec),
+            "--agent",
+            SHELL_AGENT,
+            "--task-queue",
+            run_id("fs-tty-q"),
+        ],
+        stdin=side,
+        stdout=side,
+        stderr=side,
+        env=_cli_env(address, tmp_path),
+        cwd=ROOT,
+    )
+    os.close(side)
+    try:
+        asked = read_until(terminal, "Ship it?")
+        fork = fork_serving(server, started.pid)  # it asks on the caller's terminal
+        assert os.readlink(f"/proc/{fork}/fd/0") == os.readlink(f"/proc/{started.pid}/fd/0")
+        os.write(terminal, b"approve\n")
+        rest = read_until(terminal, "## Issues and Warnings")
+        assert started.wait(timeout=60) == 0, asked + rest
+        assert "- Status: COMPLETE" in rest and "shipped" in rest
+    finally:
+        if started.poll() is None:
+            sigkill(started)
+        os.close(terminal)
