@@ -1,10 +1,10 @@
 """`python -m agentrun` and the `agentrun` command."""
 
-from agentrun import handoff
+from agentrun import launcher
 
 
 def main() -> None:
-    handoff.main("agentrun")
+    launcher.main("agentrun")
 
 
 if __name__ == "__main__":

@@ -34,7 +34,6 @@ REQUEST_TIMEOUT_S = 5.0
 # line to the worker; each command imports anything else itself.
 PRELOADED = (
     "agentrun.cli",
-    "agentrun.cli.runs",
     "agentrun.client.prepare",
     "agentrun.client.start",
     "agentrun.client.fork",
@@ -64,7 +63,7 @@ def main() -> None:
             return
         with startup.loading():
             _preload()
-        if threading.active_count() > 1 or len(os.listdir("/proc/self/task")) > 1:
+        if len(os.listdir("/proc/self/task")) > 1:  # any thread, Python's or a library's
             raise RuntimeError("a thread started while loading: forking now would not be safe")
         signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps the forks
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
@@ -133,11 +132,12 @@ def _serve(listener: socket.socket, loaded: tuple[int, ...], lock: int) -> socke
         except TimeoutError:
             return None
         pid, uid = _peer(conn)
-        if uid == os.getuid() and _fingerprint() != loaded:
+        if uid != os.getuid():
+            conn.close()
+            continue
+        if _fingerprint() != loaded:
             return conn
         with conn:
-            if uid != os.getuid():
-                continue
             try:
                 request, fds = _read_request(conn)
             except (OSError, ValueError):
@@ -192,8 +192,7 @@ def _run(conn: socket.socket, request: dict, fds: list[int], caller: int) -> Non
     try:
         from agentrun import cli
 
-        argv = request["argv"]
-        code = cli.finish(lambda: cli.agentrun(argv) if request["entry"] == "agentrun" else cli.client(argv))
+        code = cli.finish(lambda: cli.run_as(request["entry"], request["argv"]))
     except BaseException:
         traceback.print_exc()  # as Python would print it in the caller's own process
     finally:

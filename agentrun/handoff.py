@@ -1,32 +1,30 @@
-"""Handing `start`, `fork` and `watch --worker` to the fork server (agentrun.forkserver).
+"""The caller's side of the fork server (agentrun.forkserver), for `start`, `fork` and `watch --worker`
+(agentrun.launcher decides which commands come here).
 
 Loading Temporal's SDK, the workflows, the activities and the IR's models is most of what `start`
 does before its agent's first prompt (≈ 600 ms here). The fork server loads them once and forks a
 process for each command handed to it. That process takes this one's terminal (its three standard
 streams), environment, working folder, umask and arguments, so it is this command in all but its
 pid: what it prints, reads and exits with are this command's, signals sent here are passed on, and
-it is killed when this process dies, even by `kill -9`.
-
-Where no fork server answers, the command runs in this process, as it always did, and a fork server
-is started in the background for the next one. `AGENTRUN_FORKSERVER=off` keeps every command here.
-This module is imported before anything else of every command, so it uses the standard library
-alone, and only os and sys until it hands a command off: the others start no slower for it.
+it is killed when this process dies, even by `kill -9`. Where no fork server takes the command, it
+runs in this process, as it always did, and a fork server is started in the background for the next.
 """
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
+import json
 import os
+import signal
+import socket
+import subprocess
 import sys
+import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import BinaryIO
 
-if TYPE_CHECKING:
-    import socket
-    import subprocess
-
-ENV = "AGENTRUN_FORKSERVER"
-HANDED = ("start", "fork")
-FORWARDED = ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2")
+FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
 # What the fork server is started with: enough to import the same packages, and no credentials,
 # since it outlives the command that started it. Each command it runs gets its caller's environment.
 KEPT = ("PATH", "HOME", "LANG", "TZ", "TMPDIR", "XDG_RUNTIME_DIR", "VIRTUAL_ENV")
@@ -34,32 +32,8 @@ KEPT_PREFIXES = ("PYTHON", "LC_")
 PACKAGE = Path(__file__).resolve().parent
 
 
-def main(entry: str) -> None:
-    """Run the command line `entry` ("client" for `python -m client`, "agentrun") with sys.argv:
-    in the fork server when it takes the command, else here."""
-    argv = sys.argv[1:]
-    code = hand_off(entry, argv) if wanted(argv) else None
-    if code is not None:
-        os._exit(code)
-    from agentrun import cli
-
-    cli.exit_with(lambda: cli.agentrun(argv) if entry == "agentrun" else cli.client(argv))
-
-
-def wanted(argv: list[str]) -> bool:
-    """Is this a command that loads what serves a run (start, fork, watch --worker), with the fork
-    server allowed and possible here (Linux)?"""
-    if os.environ.get(ENV, "").strip().lower() in ("0", "off", "false", "no") or sys.platform != "linux":
-        return False
-    if not argv or "-h" in argv or "--help" in argv:
-        return False
-    return argv[0] in HANDED or (argv[0] == "watch" and "--worker" in argv)
-
-
 def socket_path() -> Path:
     """One fork server per interpreter and agentrun install, in a folder only this user can open."""
-    import hashlib
-
     base = os.environ.get("XDG_RUNTIME_DIR") or os.environ.get("TMPDIR") or "/tmp"
     folder = Path(base) / f"agentrun-{os.getuid()}"
     folder.mkdir(mode=0o700, exist_ok=True)
@@ -71,26 +45,22 @@ def socket_path() -> Path:
 
 
 def hand_off(entry: str, argv: list[str]) -> int | None:
-    """The command's exit code once the fork server has run it; None if it did not take it."""
-    import socket
-
+    """The command's exit code once the fork server has run it; None if none took it: none serves,
+    or it found its files changed, or the request could not be sent (it went away, this folder is
+    gone). It forks nothing before it has the whole request, and it sends the fork's pid first."""
     try:
-        path = socket_path()
         conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        conn.connect(str(path))
+        conn.connect(str(socket_path()))
     except OSError:
-        start_server()
         return None
     with conn:
         try:
             _send_request(conn, entry, argv)
-        except OSError:  # the server went away (its files changed), this folder is gone: nothing was forked
-            start_server()
+        except OSError:
             return None
         replies = conn.makefile("rb")
         pid = _reply(replies).get("pid")
-        if pid is None:  # it stopped serving (its code changed on disk): run here, start a new one
-            start_server()
+        if pid is None:
             return None
         _pass_signals_to(pid)
         code = _reply(replies).get("exit")
@@ -101,10 +71,6 @@ def hand_off(entry: str, argv: list[str]) -> int | None:
 
 
 def _send_request(conn: socket.socket, entry: str, argv: list[str]) -> None:
-    import json
-    import signal
-    import socket
-
     umask = os.umask(0)
     os.umask(umask)
     request = {
@@ -114,7 +80,7 @@ def _send_request(conn: socket.socket, entry: str, argv: list[str]) -> None:
         "env": dict(os.environ),
         "umask": umask,
         "path": sys.path,
-        "ignored": [int(s) for s in _forwarded() if signal.getsignal(s) == signal.SIG_IGN],
+        "ignored": [int(s) for s in FORWARDED if signal.getsignal(s) == signal.SIG_IGN],
         "streams": [_stream(s) for s in (sys.stdin, sys.stdout, sys.stderr)],
     }
     socket.send_fds(conn, [b"R"], _standard_fds())
@@ -144,22 +110,12 @@ def _stream(stream: object) -> dict:
     }
 
 
-def _reply(replies) -> dict:
-    import json
-
+def _reply(replies: BinaryIO) -> dict:
     line = replies.readline()
     return json.loads(line) if line else {}
 
 
-def _forwarded() -> list[int]:
-    import signal
-
-    return [getattr(signal, name) for name in FORWARDED]
-
-
 def _pass_signals_to(pid: int) -> None:
-    import signal
-
     def passed(signum: int, _frame: object) -> None:
         try:
             os.kill(pid, signum)
@@ -175,26 +131,24 @@ def _pass_signals_to(pid: int) -> None:
         signal.signal(signal.SIGTSTP, suspended)
         passed(signal.SIGCONT, None)
 
-    for signum in _forwarded():
+    for signum in FORWARDED:
         if signal.getsignal(signum) != signal.SIG_IGN:
             signal.signal(signum, passed)
     if signal.getsignal(signal.SIGTSTP) != signal.SIG_IGN:
         signal.signal(signal.SIGTSTP, suspended)
 
 
-def start_server() -> subprocess.Popen | None:
+def start_server() -> None:
     """Start a fork server in the background unless one holds the lock (loading, or serving); a
     command must not fail for it. Its pid is in the lock file once it holds the lock."""
-    import subprocess
-
     try:
         path = socket_path()
         if server_pid(path) is not None:
-            return None
+            return
         env = {k: v for k, v in os.environ.items() if k in KEPT or k.startswith(KEPT_PREFIXES)}
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PACKAGE.parent), env.get("PYTHONPATH")]))
         with open(path.with_suffix(".log"), "ab") as log:
-            return subprocess.Popen(
+            subprocess.Popen(
                 [sys.executable, "-P", "-m", "agentrun.forkserver"],  # -P: not "/" first on sys.path
                 env=env,
                 cwd="/",
@@ -204,14 +158,25 @@ def start_server() -> subprocess.Popen | None:
                 start_new_session=True,
             )
     except OSError:
-        return None
+        pass
+
+
+def ensure_server(timeout_s: float = 120) -> Path:
+    """A fork server serving what is on disk now, started if need be (a bench, a test session); its
+    socket. Raises RuntimeError, naming its log, if none comes up within `timeout_s`."""
+    path = socket_path()
+    deadline = time.monotonic() + timeout_s
+    while not ready(path):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"no fork server came up; see {path.with_suffix('.log')}")
+        start_server()
+        time.sleep(0.1)
+    return path
 
 
 def ready(path: Path) -> bool:
     """Does a fork server serve at `path`, with what is on disk now? One that finds its files
     changed stops (start_server then starts another)."""
-    import socket
-
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
             conn.connect(str(path))
@@ -227,8 +192,6 @@ def lock_path(path: Path) -> Path:
 
 def server_pid(path: Path) -> int | None:
     """The pid of the fork server holding the lock beside `path` (loading, or serving), if one does."""
-    import fcntl
-
     with open(lock_path(path), "a+") as lock:
         try:
             fcntl.flock(lock, fcntl.LOCK_SH | fcntl.LOCK_NB)

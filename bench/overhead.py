@@ -54,7 +54,7 @@ from temporalio.worker import Worker
 with workflow.unsafe.imports_passed_through():
     from pydantic import BaseModel
 
-    from agentrun import contract, handoff
+    from agentrun import contract, handoff, launcher
     from agentrun.contract import RunInput, RunState
     from agentrun.lang import ir
     from agentrun.lang.calls import RUN_AGENT, AgentCall, AgentReply
@@ -173,7 +173,7 @@ def start_to_first_prompt(folder: Path, address: str, forkserver: bool = True) -
     agent = "command:sh -c " + shlex.quote(script)
     environ = {**os.environ, "TEMPORAL_ADDRESS": address, "AGENTRUN_STATE_DIR": str(folder / "state")}
     environ.pop("TEMPORAL_PROFILE", None)
-    environ[handoff.ENV] = "on" if forkserver else "off"
+    environ[launcher.ENV] = "on" if forkserver else "off"
     started = time.time()
     done = subprocess.run(
         [sys.executable, "-m", "agentrun.client", "start", str(spec), "--agent", agent],
@@ -459,13 +459,7 @@ def first_prompts(folder: Path, address: str, repeat: int) -> str:
     """start-to-first-prompt on a warm server, through the fork server and in a process of its own,
     alternating after a warm-up of each. No worker polls the default queue, so each `start` runs its
     own worker on the run's own queue, as it does for a user."""
-    path = handoff.socket_path()
-    deadline = time.monotonic() + 120
-    while not handoff.ready(path):
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"no fork server came up; see {path.with_suffix('.log')}")
-        handoff.start_server()
-        time.sleep(0.1)
+    handoff.ensure_server()
     ways = {"fork server": True, "own process": False}
     times: dict[str, list[float]] = {way: [] for way in ways}
     for forked in ways.values():

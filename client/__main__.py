@@ -1,5 +1,5 @@
 """`python -m client …` is `agentrun …` (AGENTRUN-SHIM)."""
 
-from agentrun import handoff
+from agentrun import launcher
 
-handoff.main("client")
+launcher.main("client")

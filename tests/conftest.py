@@ -61,12 +61,7 @@ def forkserver() -> Iterator[Path]:
     """The fork server `start`, `fork` and `watch --worker` hand their command to, ready before the
     first test as on a machine where agentrun has run before, and stopped after the last (a test
     with AGENTRUN_FORKSERVER=off runs its command in its own process); its socket."""
-    path = handoff.socket_path()
-    deadline = time.monotonic() + 120
-    while not handoff.ready(path):
-        assert time.monotonic() < deadline, f"no fork server came up: {path.with_suffix('.log').read_text()}"
-        handoff.start_server()
-        time.sleep(0.1)
+    path = handoff.ensure_server()
     yield path
     pid = handoff.server_pid(path)
     if pid:

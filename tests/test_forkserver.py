@@ -18,11 +18,11 @@ import time
 from pathlib import Path
 
 import agentrun
-from agentrun import handoff
+from agentrun import handoff, launcher
 from tests.conftest import ROOT, SHELL_AGENT, _cli_env, alive, run_id, sigkill, wait_for, write_spec
 from tests.test_isolation import endpoint, firsts, said, start
 
-OFF = {handoff.ENV: "off"}
+OFF = {launcher.ENV: "off"}
 HELD = 'name: held\nsubtasks:\n  ship:\n    approval: {prompt: "Ship it?"}\n    instructions: "```sh\\necho shipped\\n```"\n'
 ONE_STEP = 'name: one\nsubtasks:\n  only:\n    instructions: "```sh\\necho done\\n```"\n'
 

@@ -1,6 +1,6 @@
 """`python -m agentrun.client …`: the client's commands (see agentrun.cli)."""
 
-from agentrun import handoff
+from agentrun import launcher
 
 if __name__ == "__main__":
-    handoff.main("client")
+    launcher.main("client")
