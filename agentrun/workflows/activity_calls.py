@@ -7,7 +7,7 @@ from datetime import timedelta
 from typing import Any, TypeVar
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
+from temporalio.common import RawValue, RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, CancelledError, TimeoutError
 
 from agentrun.workflows import metrics, sizes, tracing
@@ -81,7 +81,8 @@ async def perform(
     timeout names its limit and, given `who` ("agent 'writer'"), what did not answer. An input Temporal
     could not carry (a conversation's transcript grown past the limit) fails the node instead of the
     run's workflow task."""
-    size = sizes.payload_bytes(arg)
+    payload = sizes.payload_of(arg)
+    size = payload.ByteSize()
     limit = sizes.sent_limit(size)
     if limit is not None:
         raise TaskFailed(
@@ -90,7 +91,9 @@ async def perform(
         )
     with tracing.activity(name, key):
         try:
-            return await call(name, arg, result_type, summary=summary, timeout_s=timeout_s, heartbeat_s=heartbeat_s)
+            # Sent as the payload just measured: the converter would serialise `arg` a second time.
+            sent = RawValue(payload)
+            return await call(name, sent, result_type, summary=summary, timeout_s=timeout_s, heartbeat_s=heartbeat_s)
         except ActivityError as exc:
             if isinstance(exc.cause, CancelledError):
                 raise asyncio.CancelledError() from None  # the run or this branch was cancelled

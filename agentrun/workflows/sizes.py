@@ -13,11 +13,20 @@ from typing import Any
 
 from pydantic import BaseModel
 from temporalio import workflow
+from temporalio.api.common.v1 import Payload
 from temporalio.contrib.pydantic import PydanticJSONPlainPayloadConverter
 
 from agentrun.lang.sizes import MAX_SENT_BYTES, MAX_STATE_BYTES, megabytes
 
-__all__ = ["StateBound", "limit_passed", "megabytes", "payload_bytes", "sent_limit", "state_limit"]
+__all__ = [
+    "StateBound",
+    "limit_passed",
+    "megabytes",
+    "payload_bytes",
+    "payload_of",
+    "sent_limit",
+    "state_limit",
+]
 
 BY_REFERENCE = "large-values-by-reference"
 INLINE_PAYLOAD_LIMIT = 2 * 1024 * 1024  # Temporal's error limit per payload (it warns from 512 KB)
@@ -31,12 +40,16 @@ NODE_BYTES = 64 * 1024
 
 
 def payload_bytes(value: Any) -> int:
-    """How big `value` is as Temporal would carry it: the same bytes the run's converter sends. A
-    text, model or collection is JSON from pydantic there; measured here without the converter's
-    context set up for each value (twice a step: what an agent is sent, and its output)."""
+    """How big `value` is as Temporal would carry it: the same bytes the run's converter sends."""
+    return payload_of(value).ByteSize()
+
+
+def payload_of(value: Any) -> Payload:
+    """`value` as the run's converter would send it. A text, model or collection is JSON from
+    pydantic there; converted here without the converter's context set up for each value."""
     if isinstance(value, (str, BaseModel, dict, list)) and (payload := _JSON.to_payload(value)) is not None:
-        return payload.ByteSize()
-    return workflow.payload_converter().to_payloads([value])[0].ByteSize()
+        return payload
+    return workflow.payload_converter().to_payloads([value])[0]
 
 
 _JSON = PydanticJSONPlainPayloadConverter()  # the converter's own part for these values
