@@ -5,7 +5,8 @@
 Engine: the AgentRun workflow runs a task-tree spec of N chained tasks whose agent answers at once
 (`scripted:` replies). Raw: RawChain, a hand-written workflow that calls the same `run_agent`
 activity N times in a row with the same AgentCall, and does nothing else. Both run on one worker
-in this process, alternately; the medians give ms per task and `ratio` (engine / raw).
+in this process, alternately; the medians give ms per task and `ratio` (engine / raw, for wall time
+and CPU, with the spread of the ratios run by run).
 
 Then `python -m client start` runs a 1-task spec against the same, warm server, with a `command:`
 agent that writes the time it was invoked to a file: start-to-first-prompt is the time from just
@@ -188,6 +189,19 @@ def start_to_first_prompt(folder: Path, address: str, forkserver: bool = True) -
     return float(stamp.read_text()) - started
 
 
+def ratios(engine: list[Sample], raw: list[Sample]) -> str:
+    """Engine / raw of the medians, for wall time and CPU, and the spread of the ratios of the runs
+    taken side by side (the i-th engine run against the i-th raw run)."""
+    wall = statistics.median(s.wall_s for s in engine) / statistics.median(s.wall_s for s in raw)
+    cpu = statistics.median(s.cpu_s for s in engine) / statistics.median(s.cpu_s for s in raw)
+    pairs_wall = sorted(e.wall_s / r.wall_s for e, r in zip(engine, raw))
+    pairs_cpu = sorted(e.cpu_s / r.cpu_s for e, r in zip(engine, raw))
+    return (
+        f"{wall:.2f} wall, {cpu:.2f} cpu (run by run: {pairs_wall[0]:.2f}–{pairs_wall[-1]:.2f} wall, "
+        f"{pairs_cpu[0]:.2f}–{pairs_cpu[-1]:.2f} cpu)"
+    )
+
+
 def per_task(samples: list[Sample], tasks: int) -> str:
     wall = statistics.median(s.wall_s for s in samples) / tasks * 1000
     cpu = statistics.median(s.cpu_s for s in samples) / tasks * 1000
@@ -258,9 +272,7 @@ async def bench(tasks: int, repeat: int) -> None:
             print(f"raw:    {per_task(raw, tasks)}")
             address = env.client.service_client.config.target_host
             print(await asyncio.to_thread(first_prompts, folder, address, repeat))
-            engine_wall = statistics.median(s.wall_s for s in engine)
-            raw_wall = statistics.median(s.wall_s for s in raw)
-            print(f"ratio {engine_wall / raw_wall:.2f}")
+            print(f"ratio {ratios(engine, raw)}")
             await tracing_overhead(env.client, warm_plan, plan, tmp, uri, repeat)
 
 
@@ -417,9 +429,7 @@ async def server_tuning(tasks: int, repeat: int) -> None:
         cpu = [statistics.median(s.cpu_s for s in samples[f"{n} {side}"]) for n in servers]
         print(f"  {side} tuned / untuned: {wall[1] / wall[0]:.2f} wall, {cpu[1] / cpu[0]:.2f} cpu")
     for name in servers:
-        wall = [statistics.median(s.wall_s for s in samples[f"{name} {side}"]) for side in ("engine", "raw")]
-        cpu = [statistics.median(s.cpu_s for s in samples[f"{name} {side}"]) for side in ("engine", "raw")]
-        print(f"  engine / raw on the {name} server: {wall[0] / wall[1]:.2f} wall, {cpu[0] / cpu[1]:.2f} cpu")
+        print(f"  engine / raw on the {name} server: {ratios(samples[f'{name} engine'], samples[f'{name} raw'])}")
 
 
 # ---- the everyday commands: wall time of `python -m client …` as a person types it ----------------

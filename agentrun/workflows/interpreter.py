@@ -154,15 +154,14 @@ class Interpreter:
     def _check_state_size(self, node: ir.NodeBase, key: str, value: Any) -> None:
         """Fail the node whose value makes the run's state too big to keep, keeping a
         note in its place so the state that reports the failure still fits."""
-        value_bytes = sizes.payload_bytes(value)
-        if not self.state_bound.may_pass(value_bytes):
+        if not self.state_bound.may_pass(sizes.value_bytes_bound(value)):
             return
         size = sizes.payload_bytes(self.state.shown())  # the step log is carried apart, by reference
         self.state_bound.measured(size)
         limit = sizes.state_limit(size)
         if limit is None:
             return
-        own = sizes.megabytes(value_bytes)
+        own = sizes.megabytes(sizes.payload_bytes(value))
         self.state.keep(node.id, f"({own} output dropped)", step=node.step, store_as=node.store_as)
         fields = node.outputs if isinstance(node, ir.Task) else []
         self.state.memory.update(dict.fromkeys(fields))

@@ -20,12 +20,17 @@ class RunKey:
 
     node: str
     elements: tuple[int, ...] = ()
+    text: str = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # Read a dozen times a step (rows, journal, taint, spans): written once.
+        object.__setattr__(self, "text", self.node + "".join(f"[{i}]" for i in self.elements))
 
     def element(self, index: int) -> RunKey:
         return RunKey(self.node, (*self.elements, index))
 
     def __str__(self) -> str:
-        return self.node + "".join(f"[{i}]" for i in self.elements)
+        return self.text
 
 
 @dataclass(frozen=True)
