@@ -152,10 +152,13 @@ class Reservations:
         if self.held:
             return False
         state = self.state
-        accounts = [(None, state.budget, state.run_usage())] + [
-            (s, state.step_budgets[s], state.step_usage.get(s, ModelUsage())) for s in steps
-        ]
-        return all(self._fits(limit, spent, self.in_flight.get(account, 0)) for account, limit, spent in accounts)
+        # What an account spent is read only where it has a limit: most runs have none.
+        if state.budget is not None and not self._fits(state.budget, state.run_usage(), self.in_flight.get(None, 0)):
+            return False
+        return all(
+            self._fits(state.step_budgets[s], state.step_usage.get(s, ModelUsage()), self.in_flight.get(s, 0))
+            for s in steps
+        )
 
     def _fits(self, limit: ir.Budget | None, spent: ModelUsage, flying: int) -> bool:
         if limit is None or flying == 0:

@@ -99,7 +99,7 @@ class Conversation:
                 self.reservations.settle(steps, usage, cost)
         self._retried(key, node, reply.attempt)
         task = self.state.tasks.get(key)
-        if task is not None and reply.worker:
+        if task is not None and reply.worker and task.worker != reply.worker:
             task.worker = reply.worker
         if task is not None and task.first_token_s is None:
             task.first_token_s = reply.first_token_s
@@ -187,7 +187,7 @@ class Conversation:
     def _count(self, key: str, scope: Scope, reply: calls.AgentReply, uri: str) -> float:
         """Tokens and cost of a reply, by task, model, run and budgeted step; the cost."""
         model = reply.model or model_of(uri)
-        prices = {**self.inp.prices, **self.inp.plan.prices}
+        prices = {**self.inp.prices, **self.inp.plan.prices} if self.inp.prices else self.inp.plan.prices
         cost = cost_usd(prices, model, reply.usage)
         if cost is None and (reply.usage.input_tokens or reply.usage.output_tokens) and model not in self.unpriced:
             self.unpriced.add(model)

@@ -72,7 +72,7 @@ class Reuse:
         """A step runs: its row no longer shows a run taken over (a loop's earlier round); the
         fork's memory changes are made before the first step it runs itself."""
         row = self.state.tasks.get(key)
-        if row is not None:
+        if row is not None and row.reused_from:
             row.reused_from = ""
         if self.went_on or self.fork is None:
             return
