@@ -88,7 +88,7 @@ def count(history_file: Path, out: Path) -> dict[str, int]:
         ],
         check=True,
         capture_output=True,
-        env={**os.environ, "PYTHONHASHSEED": "0"},
+        env={**os.environ, "PYTHONHASHSEED": "0"},  # the same dict and set orders, so the same count
     )
     totals = {"event loop": 0, "activations": 0}
     for dump in sorted(out.glob(f"{history_file.stem}-*")):
