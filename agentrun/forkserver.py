@@ -26,7 +26,7 @@ import traceback
 from collections.abc import Iterator
 from pathlib import Path
 
-from agentrun import handoff, startup
+from agentrun import handoff, launcher, startup
 
 IDLE_S = 30 * 60
 REQUEST_TIMEOUT_S = 5.0
@@ -46,13 +46,6 @@ PRELOADED = (
     "agentrun.worker.terminal_log",
     "agentrun.lang.load",
 )
-
-_caller_pid: int | None = None
-
-
-def caller_pid() -> int:
-    """The pid of the process the user started: the caller's in a fork of this server, else ours."""
-    return _caller_pid or os.getpid()
 
 
 def main() -> None:
@@ -180,8 +173,7 @@ def _fingerprint() -> tuple[int, ...]:
 
 def _run(conn: socket.socket, request: dict, fds: list[int], caller: int) -> None:
     """In the fork: become the caller's command, run it, send its exit code, and leave."""
-    global _caller_pid
-    _caller_pid = caller
+    launcher.caller = caller
     try:
         _take_over(request, fds)
     except Exception:
@@ -243,7 +235,4 @@ def _end_with_caller(conn: socket.socket) -> None:
 
 
 if __name__ == "__main__":
-    # Run as agentrun.forkserver, not as __main__: the forks' modules ask that module for caller_pid.
-    from agentrun import forkserver
-
-    forkserver.main()
+    main()

@@ -65,11 +65,6 @@ def agentrun(argv: list[str] | None = None) -> int:
     return run(p.parse_args(argv))
 
 
-def main() -> None:
-    """The `agentrun` command, in this process (agentrun.launcher.main may hand it off first)."""
-    exit_with(agentrun)
-
-
 def run_as(entry: str, argv: list[str]) -> int:
     """Command line `entry` ("agentrun", else `python -m client`'s) with `argv`: the exit code."""
     return agentrun(argv) if entry == "agentrun" else client(argv)
