@@ -20,7 +20,7 @@ import os
 from pathlib import Path
 from urllib.parse import urlparse
 
-from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.contrib.pydantic import PydanticPayloadConverter, pydantic_data_converter
 from temporalio.converter import DataConverter, ExternalStorage, StorageDriver
 
 from agentrun.worker import embedded
@@ -43,7 +43,22 @@ def data_converter() -> DataConverter:
     storage = ExternalStorage(
         drivers=stores, driver_selector=lambda _context, _payload: stores[0], payload_size_threshold=threshold()
     )
-    return dataclasses.replace(pydantic_data_converter, external_storage=storage)
+    return dataclasses.replace(
+        pydantic_data_converter, payload_converter_class=SharedPayloadConverter, external_storage=storage
+    )
+
+
+class SharedPayloadConverter(PydanticPayloadConverter):
+    """Pydantic's payload converter, every instance with the same encoders and type-adapter cache.
+    With external storage set, the SDK copies the data converter for each payload a workflow task
+    sends or receives, and each copy builds its payload converter: this makes building one cheap
+    (≈ 50 K instructions a payload less, measured with bench/instructions.py)."""
+
+    def __init__(self) -> None:
+        self.converters = _ENCODERS
+
+
+_ENCODERS = PydanticPayloadConverter().converters
 
 
 def drivers() -> list[StorageDriver]:
