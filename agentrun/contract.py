@@ -562,7 +562,9 @@ class RunState(BaseModel):
         self.settle()
 
     def begin(self, task_id: str, now: datetime) -> TaskState:
-        task = self.tasks.setdefault(task_id, TaskState(id=task_id))
+        task = self.tasks.get(task_id)
+        if task is None:  # not built for setdefault's sake: this runs every step
+            task = self.tasks[task_id] = TaskState(id=task_id)
         task.status, task.started_at, self.current_task = "running", now, task_id
         return task
 
@@ -589,8 +591,7 @@ class RunState(BaseModel):
 
     def add_usage(self, task_id: str, usage: Usage, model: str, cost_usd: float, steps: list[str]) -> None:
         """Count a reply's tokens and cost for its task, its model, the run and each budgeted step."""
-        by_model = self.usage_by_model.setdefault(model or "unknown", ModelUsage())
-        accounts = [by_model] + [self.step_usage.setdefault(s, ModelUsage()) for s in steps]
+        accounts = [_account(self.usage_by_model, model or "unknown")] + [_account(self.step_usage, s) for s in steps]
         for target in (self.tasks[task_id].usage, self.usage, *accounts):
             target.input_tokens += usage.input_tokens
             target.output_tokens += usage.output_tokens
@@ -625,6 +626,13 @@ class RunState(BaseModel):
             else:
                 tasks[key] = task
         self.tasks = tasks
+
+
+def _account(accounts: dict[str, ModelUsage], name: str) -> ModelUsage:
+    account = accounts.get(name)
+    if account is None:
+        account = accounts[name] = ModelUsage()
+    return account
 
 
 def open_gates(state: RunState) -> list[Gate]:

@@ -8,12 +8,15 @@ import os
 import signal
 import sys
 
-from agentrun.activities.agents.agentapi import release_all
-from agentrun.cli import worker as worker_cli
-from agentrun.errors import UserError
-from agentrun.worker import logs, telemetry, terminal_log
-from agentrun.worker.build import build_worker
-from agentrun.worker.connection import connect
+from agentrun import startup
+
+with startup.loading():  # what a worker loads lives as long as it: later collections skip it
+    from agentrun.activities.agents.agentapi import release_all
+    from agentrun.cli import worker as worker_cli
+    from agentrun.errors import UserError
+    from agentrun.worker import logs, telemetry, terminal_log
+    from agentrun.worker.build import build_worker
+    from agentrun.worker.connection import connect
 
 
 async def main(args: argparse.Namespace) -> None:
