@@ -592,14 +592,18 @@ class RunState(BaseModel):
     def add_usage(self, task_id: str, usage: Usage, model: str, cost_usd: float, steps: list[str]) -> None:
         """Count a reply's tokens and cost for its task, its model, the run and each budgeted step."""
         accounts = [_account(self.usage_by_model, model or "unknown")] + [_account(self.step_usage, s) for s in steps]
-        for target in (self.tasks[task_id].usage, self.usage, *accounts):
-            target.input_tokens += usage.input_tokens
-            target.output_tokens += usage.output_tokens
-        for target in (self.tasks[task_id], *accounts):
-            target.cost_usd += cost_usd
         for account in accounts:
             account.calls += 1
-        self.total_cost_usd += cost_usd
+        # A command-line agent reports no tokens and no cost: each model field written costs a step
+        # a pydantic __setattr__, for a sum that stays as it was.
+        if usage.input_tokens or usage.output_tokens:
+            for target in (self.tasks[task_id].usage, self.usage, *accounts):
+                target.input_tokens += usage.input_tokens
+                target.output_tokens += usage.output_tokens
+        if cost_usd:
+            for target in (self.tasks[task_id], *accounts):
+                target.cost_usd += cost_usd
+            self.total_cost_usd += cost_usd
 
     def shown(self) -> RunState:
         """The state as people read it: without the step log, which a fork reads apart (STEP_LOG)."""

@@ -14,6 +14,8 @@ from bisect import bisect_left, insort
 from typing import Any
 
 _INSIDE = "#/@"  # what follows a path in the keys under it: a mark, a child, a loop round
+# Each separator and the character after it: the keys under `path` + separator sort below path + next.
+_RANGES = tuple((separator, chr(ord(separator) + 1)) for separator in _INSIDE)
 
 
 class Journal:
@@ -40,19 +42,17 @@ class Journal:
     def resuming(self, path: str) -> bool:
         """Whether the node at `path` was under way when the run continued as new: something it ran,
         or a mark of where it was, is kept under it."""
-        for separator in _INSIDE:
-            lo, hi = self._under(separator, path)
-            if lo < hi:
+        keys = self._keys
+        for separator, after in _RANGES:
+            if bisect_left(keys, path + separator) < bisect_left(keys, path + after):
                 return True
         return False
 
     def forget_under(self, path: str) -> None:
-        for separator in _INSIDE:
-            lo, hi = self._under(separator, path)
-            for key in self._keys[lo:hi]:
-                del self.entries[key]
-            del self._keys[lo:hi]
-
-    def _under(self, separator: str, path: str) -> tuple[int, int]:
-        """The index range of the keys that start with `path` + `separator`."""
-        return bisect_left(self._keys, path + separator), bisect_left(self._keys, path + chr(ord(separator) + 1))
+        keys = self._keys
+        for separator, after in _RANGES:
+            lo, hi = bisect_left(keys, path + separator), bisect_left(keys, path + after)
+            if lo < hi:
+                for key in keys[lo:hi]:
+                    del self.entries[key]
+                del keys[lo:hi]

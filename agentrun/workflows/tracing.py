@@ -102,15 +102,16 @@ class AgentCall:
     def replied(self, reply: calls.AgentReply, cost_usd: float) -> None:
         model = reply.model or model_of(self.call.uri)
         metrics.replied(model, reply.usage, cost_usd)
-        fields = {
-            "agent": self.call.agent_id,
-            "model": model,
-            "input_tokens": reply.usage.input_tokens,
-            "output_tokens": reply.usage.output_tokens,
-            "cost_usd": cost_usd,
-            "attempt": reply.attempt,
-        }
-        _event("agent.replied", self.call.task_id, **fields)
+        if EVENTS.isEnabledFor(logging.INFO):
+            fields = {
+                "agent": self.call.agent_id,
+                "model": model,
+                "input_tokens": reply.usage.input_tokens,
+                "output_tokens": reply.usage.output_tokens,
+                "cost_usd": cost_usd,
+                "attempt": reply.attempt,
+            }
+            _event("agent.replied", self.call.task_id, **fields)
         if self.span is None:
             return
         self.span.set_attributes(
@@ -126,13 +127,16 @@ class AgentCall:
         )
 
 
-@contextlib.contextmanager
-def agent_call(call: calls.AgentCall) -> Iterator[AgentCall]:
+def agent_call(call: calls.AgentCall) -> contextlib.AbstractContextManager[AgentCall]:
     """The span of one prompt, named and described as OpenTelemetry's GenAI conventions say."""
     metrics.prompt_sent(call.agent_id, call.uri)
     if not trace.get_current_span().is_recording():
-        yield AgentCall(call, None)
-        return
+        return contextlib.nullcontext(AgentCall(call, None))  # every prompt: no generator to drive
+    return _agent_call_span(call)
+
+
+@contextlib.contextmanager
+def _agent_call_span(call: calls.AgentCall) -> Iterator[AgentCall]:
     operation, chat = names.operation(call.uri), driver_of(call.uri).chat
     attributes: dict[str, Any] = {
         names.OPERATION: operation,
@@ -161,12 +165,18 @@ ACTIVITY_SPANS = {
 }
 
 
-@contextlib.contextmanager
-def activity(name: str, key: str) -> Iterator[None]:
+def activity(name: str, key: str) -> contextlib.AbstractContextManager[None]:
     what = ACTIVITY_SPANS.get(name)
     if what is None or not trace.get_current_span().is_recording():
-        yield
-        return
+        return _UNTRACED  # every prompt: no generator to drive
+    return _activity_span(what, name, key)
+
+
+_UNTRACED = contextlib.nullcontext()
+
+
+@contextlib.contextmanager
+def _activity_span(what: str, name: str, key: str) -> Iterator[None]:
     attributes = {names.RUN_ID: workflow.info().workflow_id, names.NODE_KEY: key, "agentrun.activity": name}
     with _span(f"{what} {key}", attributes) as span:
         yield

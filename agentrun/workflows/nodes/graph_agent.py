@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from agentrun.contract import TaskState
 from agentrun.lang import ir
 from agentrun.lang.rules import extract_json
-from agentrun.workflows.nodes.leaf import row
+from agentrun.workflows.nodes.leaf import Row
 
 if TYPE_CHECKING:
     from contextlib import AbstractAsyncContextManager
@@ -28,7 +28,7 @@ def node_row(
     """The node's row while its agent works, titled and typed as people should see it."""
     key = str(scope.key)
     engine.state.tasks.setdefault(key, TaskState(id=key, title=node.label, kind=node.kind, agent=node.agent))
-    return row(engine, key)
+    return Row(engine, key)
 
 
 def context(engine: Interpreter, system: str | None, scope: Scope) -> str:

@@ -22,7 +22,7 @@ KIND = ir.Human
 
 async def execute(engine: Interpreter, node: ir.Human, scope: Scope) -> Any:
     key = str(scope.key)
-    async with leaf.row(engine, key) as task:
+    async with leaf.Row(engine, key) as task:
         task.status, task.agent = "waiting", "human"
         answer = await engine.ask(node, scope)
         if node.approval and answer.value == ir.REJECT and node.on_reject == "fail":

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from temporalio import workflow
@@ -26,7 +26,7 @@ async def perform(
     """Run `work` as the node's row: running, then completed with its output, failed or cancelled."""
     key = str(scope.key)
     workflow.set_current_details(f"Running **{node.label}** ({node.kind})")
-    async with row(engine, key) as task:
+    async with Row(engine, key) as task:
         if node.preconditions:
             await check_preconditions(engine, node, scope)
         output = await work(task)
@@ -35,22 +35,27 @@ async def perform(
     return output
 
 
-@contextlib.asynccontextmanager
-async def row(engine: Interpreter, key: str) -> AsyncIterator[TaskState]:
+class Row(contextlib.AbstractAsyncContextManager[TaskState]):
     """A node's row in the run state while it works: running, then failed or cancelled if it ends
-    so; the caller finishes it as completed, with the output it shows."""
-    task = engine.state.begin(key, workflow.now())
-    try:
-        yield task
-    except TaskFailed as exc:
-        engine.state.finish(key, "failed", workflow.now(), error=exc.message)
-        raise
-    except asyncio.CancelledError:
-        engine.state.finish(key, "cancelled", workflow.now(), error="cancelled")
-        raise
-    except Exception as exc:  # a template that cannot be filled in: the node fails with the reason
-        engine.state.finish(key, "failed", workflow.now(), error=unexpected(exc))
-        raise TaskFailed(key, unexpected(exc)) from None
+    so; the caller finishes it as completed, with the output it shows. A class, not a generator:
+    every step enters one."""
+
+    def __init__(self, engine: Interpreter, key: str) -> None:
+        self.state, self.key = engine.state, key
+
+    async def __aenter__(self) -> TaskState:
+        return self.state.begin(self.key, workflow.now())
+
+    async def __aexit__(self, kind: type[BaseException] | None, exc: BaseException | None, _tb: object) -> None:
+        if exc is None:
+            return
+        if isinstance(exc, TaskFailed):
+            self.state.finish(self.key, "failed", workflow.now(), error=exc.message)
+        elif isinstance(exc, asyncio.CancelledError):
+            self.state.finish(self.key, "cancelled", workflow.now(), error="cancelled")
+        elif isinstance(exc, Exception):  # a template that cannot be filled in: the node fails with the reason
+            self.state.finish(self.key, "failed", workflow.now(), error=unexpected(exc))
+            raise TaskFailed(self.key, unexpected(exc)) from None
 
 
 async def checked(

@@ -58,7 +58,7 @@ async def execute(engine: Interpreter, node: ir.Subflow, scope: Scope) -> dict[s
     child_id += f".{row.retries + 1}" if row.retries else ""
     record = SubgraphRun(graph=node.graph, run_id=child_id)
     engine.state.subgraph_runs.setdefault(key, []).append(record)
-    async with leaf.row(engine, key) as task:
+    async with leaf.Row(engine, key) as task:
         task.agent = f"graph {node.graph}"
         async with _holding(engine):
             result = await _child(engine, node, graph, key, record, lambda child: _count(engine, scope, task, child))
