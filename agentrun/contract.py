@@ -570,7 +570,9 @@ class RunState(BaseModel):
 
     def finish(self, task_id: str, status: TaskStatus, now: datetime, output: str = "", error: str = "") -> None:
         task = self.tasks[task_id]
-        task.status, task.ended_at, task.error = status, now, error
+        task.status, task.ended_at = status, now
+        if error or task.error:
+            task.error = error
         task.duration_s = (now - task.started_at).total_seconds() if task.started_at else 0.0
         if status == "completed":
             task.output_size = len(output.encode())

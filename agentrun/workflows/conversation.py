@@ -101,7 +101,7 @@ class Conversation:
         task = self.state.tasks.get(key)
         if task is not None and reply.worker and task.worker != reply.worker:
             task.worker = reply.worker
-        if task is not None and task.first_token_s is None:
+        if task is not None and task.first_token_s is None and reply.first_token_s is not None:
             task.first_token_s = reply.first_token_s
         return reply
 

@@ -102,7 +102,7 @@ class AgentCall:
     def replied(self, reply: calls.AgentReply, cost_usd: float) -> None:
         model = reply.model or model_of(self.call.uri)
         metrics.replied(model, reply.usage, cost_usd)
-        if EVENTS.isEnabledFor(logging.INFO):
+        if _logged(logging.INFO):
             fields = {
                 "agent": self.call.agent_id,
                 "model": model,
@@ -264,12 +264,18 @@ def _failed(span: Span, reason: str) -> None:
 
 
 def _observed() -> bool:
-    return trace.get_current_span().is_recording() or EVENTS.isEnabledFor(logging.INFO)
+    return trace.get_current_span().is_recording() or _logged(logging.INFO)
+
+
+def _logged(level: int) -> bool:
+    """Whether the worker logs events of `level`. The logger's own level is read first: the
+    adapter's check asks the SDK whether history is replaying, which costs more, on every node."""
+    return EVENTS.logger.isEnabledFor(level) and EVENTS.isEnabledFor(level)
 
 
 def _event(event: str, node: str | None = None, level: int = logging.INFO, **fields: Any) -> None:
     """A log line for log shippers (`python -m worker --log-format json`); none during replay."""
-    if not EVENTS.isEnabledFor(level):
+    if not _logged(level):
         return
     detail = {"event": event, **({"node_id": node} if node else {}), **fields}
     text = " ".join([event, *([node] if node else []), *(f"{k}={v}" for k, v in fields.items())])

@@ -32,7 +32,8 @@ async def execute(engine: Interpreter, node: ir.Task, scope: Scope) -> Any:
 
 async def _attempts(engine: Interpreter, node: ir.Task, scope: Scope, task: TaskState) -> Any:
     """The protocol's reply, sent again with the check's error while the success criteria fail."""
-    task.agent = node.agent
+    if task.agent != node.agent:  # its row names the agent from the start; a pydantic write costs
+        task.agent = node.agent
     protocol = PROTOCOLS[node.protocol]
     return await leaf.checked(
         engine, node, scope, task, lambda error: protocol.perform(engine, node, scope, task, error)

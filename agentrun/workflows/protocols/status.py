@@ -14,7 +14,7 @@ from temporalio import workflow
 from agentrun.contract import DEFAULT_MAX_ITERATIONS
 from agentrun.lang import ir
 from agentrun.workflows.failures import TaskFailed
-from agentrun.workflows.protocols.status_text import prompt
+from agentrun.workflows.protocols.status_text import prompt, templated
 
 if TYPE_CHECKING:
     from agentrun.contract import TaskState
@@ -47,8 +47,8 @@ class StatusProtocol:
                 await engine.between_rounds()
             task.iterations += 1
             workflow.set_current_details(f"Running **{node.label}**: attempt {task.attempts}, iteration {iteration}")
-            values = engine.values(scope, iteration=iteration)
             retry = retry_error if iteration == first else None
+            values = engine.values(scope, iteration=iteration) if retry is not None or templated(node) else {}
             text = prompt(node, values, retry, engine.inp.plan.undefined, older_retry=_older_retry(node, retry))
             reply = await _reply_with_status(engine, node, scope, text)
             if not node.loop_until or _loop_ended(node, reply):

@@ -33,6 +33,13 @@ def prompt(
     return "\n\n".join(p.strip() for p in parts if p.strip())
 
 
+def templated(task: ir.Task) -> bool:
+    """Whether any text of the prompt (a retry's message aside) is a template to fill in: a prompt of
+    plain text needs none of the run's values, which are built afresh for each."""
+    texts = (task.system, task.prompt, task.loop_until.message if task.loop_until else None)
+    return any(text and "{" in text for text in texts)
+
+
 def instruction(task: ir.Task) -> str:
     if task.loop_until:
         return (
