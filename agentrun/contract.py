@@ -5,9 +5,9 @@ task queue. Both sides import this module and nothing else of each other.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, Field, PrivateAttr, computed_field, model_validator
 from temporalio.common import SearchAttributeKey
@@ -562,16 +562,14 @@ class RunState(BaseModel):
         self.settle()
 
     def begin(self, task_id: str, now: datetime) -> TaskState:
-        task = self.tasks.get(task_id)
-        if task is None:  # not built for setdefault's sake: this runs every step
-            task = self.tasks[task_id] = TaskState(id=task_id)
+        task = _entry(self.tasks, task_id, lambda: TaskState(id=task_id))
         task.status, task.started_at, self.current_task = "running", now, task_id
         return task
 
     def finish(self, task_id: str, status: TaskStatus, now: datetime, output: str = "", error: str = "") -> None:
         task = self.tasks[task_id]
         task.status, task.ended_at = status, now
-        if error or task.error:
+        if error or task.error:  # a new error, or an earlier attempt's to clear
             task.error = error
         task.duration_s = (now - task.started_at).total_seconds() if task.started_at else 0.0
         if status == "completed":
@@ -593,7 +591,8 @@ class RunState(BaseModel):
 
     def add_usage(self, task_id: str, usage: Usage, model: str, cost_usd: float, steps: list[str]) -> None:
         """Count a reply's tokens and cost for its task, its model, the run and each budgeted step."""
-        accounts = [_account(self.usage_by_model, model or "unknown")] + [_account(self.step_usage, s) for s in steps]
+        accounts = [_entry(self.usage_by_model, model or "unknown", ModelUsage)]
+        accounts += [_entry(self.step_usage, s, ModelUsage) for s in steps]
         for account in accounts:
             account.calls += 1
         # A command-line agent reports no tokens and no cost: each model field written costs a step
@@ -634,11 +633,16 @@ class RunState(BaseModel):
         self.tasks = tasks
 
 
-def _account(accounts: dict[str, ModelUsage], name: str) -> ModelUsage:
-    account = accounts.get(name)
-    if account is None:
-        account = accounts[name] = ModelUsage()
-    return account
+_Entry = TypeVar("_Entry", bound=BaseModel)
+
+
+def _entry(entries: dict[str, _Entry], key: str, make: Callable[[], _Entry]) -> _Entry:
+    """`entries[key]`, made and added if missing. Not setdefault, which would build a model on every
+    step only to drop it."""
+    entry = entries.get(key)
+    if entry is None:
+        entry = entries[key] = make()
+    return entry
 
 
 def open_gates(state: RunState) -> list[Gate]:

@@ -122,8 +122,13 @@ def _compile(source: str, undefined: UndefinedNames):
         return _ENVS[undefined].from_string(source)
 
 
+def is_template(source: str) -> bool:
+    """Whether `source` has anything to fill in: every Jinja delimiter ({{ }}, {% %}, {# #}) opens with "{"."""
+    return "{" in source
+
+
 def render(source: str, context: dict[str, Any], undefined: UndefinedNames = "error") -> str:
-    if "{" not in source:
+    if not is_template(source):
         return source
     pieces, size = [], 0
     try:
@@ -157,7 +162,16 @@ def names_used(source: str) -> frozenset[str]:
         return frozenset(meta.find_undeclared_variables(_ENV.parse(source)))
 
 
-__all__ = ["clip", "render", "render_value", "names_used", "to_text", "TemplateSyntaxError", "UndefinedNames"]
+__all__ = [
+    "clip",
+    "is_template",
+    "render",
+    "render_value",
+    "names_used",
+    "to_text",
+    "TemplateSyntaxError",
+    "UndefinedNames",
+]
 
 
 def untrusted(text: str) -> str:

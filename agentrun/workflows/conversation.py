@@ -23,6 +23,7 @@ class Conversation:
         self.unpriced: set[str] = set()
         self.rolling_back = False  # compensations run whatever the budget says
         self.reservations = Reservations(state)
+        self.prices = {**inp.prices, **inp.plan.prices}  # the run's own, then the spec's; fixed for the run
 
     async def ask(
         self,
@@ -187,11 +188,10 @@ class Conversation:
     def _count(self, key: str, scope: Scope, reply: calls.AgentReply, uri: str) -> float:
         """Tokens and cost of a reply, by task, model, run and budgeted step; the cost."""
         model = reply.model or model_of(uri)
-        prices = {**self.inp.prices, **self.inp.plan.prices} if self.inp.prices else self.inp.plan.prices
-        cost = cost_usd(prices, model, reply.usage)
+        cost = cost_usd(self.prices, model, reply.usage)
         if cost is None and (reply.usage.input_tokens or reply.usage.output_tokens) and model not in self.unpriced:
             self.unpriced.add(model)
-            if prices or self._usd_budget():
+            if self.prices or self._usd_budget():
                 self.state.warnings.append(f"{key}: no price for model '{model}'; its cost is not counted")
         self.state.add_usage(key, reply.usage, model, cost or 0.0, list(scope.budgets))
         return cost or 0.0

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from agentrun.lang import ir
-from agentrun.lang.render import UndefinedNames, render
+from agentrun.lang.render import UndefinedNames, is_template, render
 
 
 def prompt(
@@ -37,7 +37,7 @@ def templated(task: ir.Task) -> bool:
     """Whether any text of the prompt (a retry's message aside) is a template to fill in: a prompt of
     plain text needs none of the run's values, which are built afresh for each."""
     texts = (task.system, task.prompt, task.loop_until.message if task.loop_until else None)
-    return any(text and "{" in text for text in texts)
+    return any(text and is_template(text) for text in texts)
 
 
 def instruction(task: ir.Task) -> str:
