@@ -5,8 +5,8 @@
 Engine: the AgentRun workflow runs a task-tree spec of N chained tasks whose agent answers at once
 (`scripted:` replies). Raw: RawChain, a hand-written workflow that calls the same `run_agent`
 activity N times in a row with the same AgentCall, and does nothing else. Both run on one worker
-in this process, alternately; the medians give ms per task and `ratio` (engine / raw, for wall time
-and CPU, with the spread of the ratios run by run).
+in this process, alternately (engine first in one pair, raw first in the next); the medians give ms
+per task and `ratio` (engine / raw, for wall time and CPU, with the spread of the ratios run by run).
 
 Then `python -m client start` runs a 1-task spec against the same, warm server, with a `command:`
 agent that writes the time it was invoked to a file: start-to-first-prompt is the time from just
@@ -162,6 +162,16 @@ async def run_raw(client: Client, plan: ir.Plan, workdir: str, uri: str, queue: 
     return await measure(run, lambda reply: reply == REPLY)
 
 
+async def side_by_side(client: Client, plan: ir.Plan, workdir: str, uri: str, i: int) -> tuple[Sample, Sample]:
+    """The i-th pair of runs, engine and raw. Which one goes first alternates with `i`, so neither
+    side always runs just after the other and meets what the server still does for it."""
+    if i % 2:
+        raw = await run_raw(client, plan, workdir, uri)
+        return await run_engine(client, plan, workdir, uri), raw
+    engine = await run_engine(client, plan, workdir, uri)
+    return engine, await run_raw(client, plan, workdir, uri)
+
+
 def start_to_first_prompt(folder: Path, address: str, forkserver: bool = True) -> float:
     """Seconds from just before `python -m client start` is spawned to its agent's first prompt;
     `forkserver`: handed to the fork server, else in a process of its own."""
@@ -261,9 +271,10 @@ async def bench(tasks: int, repeat: int) -> None:
             async with worker:
                 await run_engine(env.client, warm_plan, tmp, uri)  # warm-ups, not counted
                 await run_raw(env.client, warm_plan, tmp, uri)
-                for _ in range(repeat):
-                    engine.append(await run_engine(env.client, plan, tmp, uri))
-                    raw.append(await run_raw(env.client, plan, tmp, uri))
+                for i in range(repeat):
+                    pair = await side_by_side(env.client, plan, tmp, uri, i)
+                    engine.append(pair[0])
+                    raw.append(pair[1])
             print(
                 f"{tasks} tasks, {repeat} runs each (medians), {os.cpu_count()} cores; "
                 f"bench worker on queue '{BENCH_QUEUE}'"
@@ -412,10 +423,11 @@ async def server_tuning(tasks: int, repeat: int) -> None:
                 for env in servers.values():
                     await run_engine(env.client, warm_plan, tmp, uri)  # warm-ups, not counted
                     await run_raw(env.client, warm_plan, tmp, uri)
-                for _ in range(repeat):
+                for i in range(repeat):
                     for name, env in servers.items():
-                        samples[f"{name} engine"].append(await run_engine(env.client, plan, tmp, uri))
-                        samples[f"{name} raw"].append(await run_raw(env.client, plan, tmp, uri))
+                        pair = await side_by_side(env.client, plan, tmp, uri, i)
+                        samples[f"{name} engine"].append(pair[0])
+                        samples[f"{name} raw"].append(pair[1])
         finally:
             for env in servers.values():
                 await env.shutdown()
