@@ -272,9 +272,9 @@ async def bench(tasks: int, repeat: int) -> None:
                 await run_engine(env.client, warm_plan, tmp, uri)  # warm-ups, not counted
                 await run_raw(env.client, warm_plan, tmp, uri)
                 for i in range(repeat):
-                    pair = await side_by_side(env.client, plan, tmp, uri, i)
-                    engine.append(pair[0])
-                    raw.append(pair[1])
+                    ours, theirs = await side_by_side(env.client, plan, tmp, uri, i)
+                    engine.append(ours)
+                    raw.append(theirs)
             print(
                 f"{tasks} tasks, {repeat} runs each (medians), {os.cpu_count()} cores; "
                 f"bench worker on queue '{BENCH_QUEUE}'"
@@ -425,9 +425,9 @@ async def server_tuning(tasks: int, repeat: int) -> None:
                     await run_raw(env.client, warm_plan, tmp, uri)
                 for i in range(repeat):
                     for name, env in servers.items():
-                        pair = await side_by_side(env.client, plan, tmp, uri, i)
-                        samples[f"{name} engine"].append(pair[0])
-                        samples[f"{name} raw"].append(pair[1])
+                        ours, theirs = await side_by_side(env.client, plan, tmp, uri, i)
+                        samples[f"{name} engine"].append(ours)
+                        samples[f"{name} raw"].append(theirs)
         finally:
             for env in servers.values():
                 await env.shutdown()

@@ -32,7 +32,7 @@ from typing import Annotated, Any, TypedDict
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from overhead import REPLY, Sample, bench_worker, dev_server, run_engine, run_raw, write_chain  # noqa: E402
+from overhead import REPLY, Sample, bench_worker, dev_server, run_engine, run_raw, side_by_side, write_chain  # noqa: E402
 
 from agentrun.lang.load import load  # noqa: E402
 
@@ -109,8 +109,9 @@ async def bench(steps: int, repeat: int, postgres_url: str | None) -> None:
             for side, run in peers.items():
                 run(WARM_UP_STEPS, f"{side}-warm")
             for r in range(repeat):
-                samples["agentrun"].append(await run_engine(env.client, plan, tmp, uri))
-                samples["raw temporal"].append(await run_raw(env.client, plan, tmp, uri))
+                ours, theirs = await side_by_side(env.client, plan, tmp, uri, r)
+                samples["agentrun"].append(ours)
+                samples["raw temporal"].append(theirs)
                 for side, run in peers.items():
                     samples[side].append(run(steps, f"{side}-{r}"))
     report(samples, steps, repeat, postgres_url)
