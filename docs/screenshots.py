@@ -76,7 +76,9 @@ def release(env: dict[str, str], workdir: Path) -> None:
     """examples/release.yaml started on the standalone worker, its notes answered: it waits on publish."""
     workdir.mkdir()
     agent = f"command:{sys.executable} {ROOT / 'examples' / 'agents' / 'shell_agent.py'}"
-    client(env, "start", "examples/release.yaml", "--id", RELEASE, "--workdir", str(workdir), "--agent", agent, "--detach")
+    client(
+        env, "start", "examples/release.yaml", "--id", RELEASE, "--workdir", str(workdir), "--agent", agent, "--detach"
+    )
     wait_for(lambda: waiting_on(env, "notes"))
     client(env, "answer", RELEASE, "--gate", "notes", "First stable release", "--as", "ada")
     wait_for(lambda: waiting_on(env, "publish"))
@@ -94,16 +96,20 @@ def photograph(chromium: str, inbox_url: str, web_url: str) -> None:
         card.locator("input[name=by]").fill("ada")
         card.locator("input[name=comment]").fill("looks good")
         box = page.locator("#questions").bounding_box() or {"y": 0, "height": 600}
-        clip = {"x": 0, "y": 0, "width": WIDTH, "height": box["y"] + box["height"] + 16}
-        page.screenshot(path=str(IMAGES / "inbox.png"), clip=clip)
+        page.screenshot(
+            path=str(IMAGES / "inbox.png"),
+            clip={"x": 0, "y": 0, "width": WIDTH, "height": box["y"] + box["height"] + 16},
+        )
 
         page.set_viewport_size({"width": 1400, "height": 1400})  # the page scrolls inside itself: tall enough
         page.goto(f"{web_url}/namespaces/default/workflows/{QUICKSTART}")
         page.get_by_text("Completed", exact=True).first.wait_for(timeout=30_000)
         page.wait_for_load_state("networkidle")
         timeline = page.get_by_role("heading", name="Timeline").bounding_box() or {"y": 700}
-        clip = {"x": 0, "y": 0, "width": 1400, "height": min(1400, timeline["y"] + 520)}
-        page.screenshot(path=str(IMAGES / "temporal-web-run.png"), clip=clip)
+        page.screenshot(
+            path=str(IMAGES / "temporal-web-run.png"),
+            clip={"x": 0, "y": 0, "width": 1400, "height": min(1400, timeline["y"] + 520)},
+        )
         browser.close()
 
 

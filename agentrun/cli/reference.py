@@ -17,7 +17,9 @@ def markdown() -> str:
     client = subcommands(client_parser())
     sections = [_command(name, sub, summary) for name, (sub, summary) in client.items()]
     agentrun = subcommands(client_parser("agentrun"))
-    own = [_command(f"agentrun {name}", sub, summary) for name, (sub, summary) in agentrun.items() if name not in client]
+    own = [
+        _command(f"agentrun {name}", sub, summary) for name, (sub, summary) in agentrun.items() if name not in client
+    ]
     return "\n".join([*sections, *own, _worker()])
 
 
