@@ -20,7 +20,8 @@ from types import SimpleNamespace
 import pytest
 
 from agentrun import cli
-from agentrun.cli import reference, worker
+from agentrun.cli import reference
+from agentrun.worker import args as worker_args
 from tests.conftest import ROOT
 
 PAGES = sorted((ROOT / "docs").rglob("*.md")) + [ROOT / "README.md"]
@@ -100,7 +101,7 @@ def parser_of(words: list[str]) -> tuple[argparse.ArgumentParser, list[str]]:
     if words[:3] == ["python", "-m", "client"]:
         return cli.parser(), words[3:]
     if words[:3] == ["python", "-m", "worker"]:
-        return worker.parser(), words[3:]
+        return worker_args.parser(), words[3:]
     return cli.parser("agentrun"), words[1:]
 
 

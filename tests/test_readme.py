@@ -37,7 +37,7 @@ def test_readme_has_the_two_commands_and_how_to_serve_the_docs():
 
 
 def test_docs_pipeline_page_matches_the_example_and_its_graph():
-    from agentrun.client.graph import draw
+    from agentrun.explain.graph import draw
 
     section = page("languages/pipelines.md")
     example = ROOT / "examples" / "pipelines" / "lead-scoring.yaml"
@@ -96,8 +96,8 @@ def state_graphs_section() -> str:
 
 
 def test_docs_state_graphs_page_shows_the_example_and_inspect_as_printed():
-    from agentrun.client.explain import inspect_text
-    from agentrun.client.views.graph import mermaid
+    from agentrun.explain.describe import inspect_text
+    from agentrun.explain.views.graph import mermaid
 
     section = state_graphs_section()
     example = ROOT / "examples" / "graphs" / "hub_and_spoke.yaml"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 
 from agentrun.cli import parser as client_parser
-from agentrun.cli import worker
+from agentrun.worker import args as worker_args
 
 WIDTH = 100  # usage lines wrapped at a fixed width, not the terminal's, so every build is the same
 
@@ -49,7 +49,7 @@ def _command(name: str, parser: argparse.ArgumentParser, summary: str) -> str:
 
 
 def _worker() -> str:
-    parser = worker.parser()
+    parser = worker_args.parser()
     lines = ["### python -m worker", "", "The same as `agentrun worker`.", ""]
     lines += ["```text", usage(parser), "```", "", *_arguments(parser)]
     return "\n".join(lines) + "\n"
