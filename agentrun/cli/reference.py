@@ -68,7 +68,6 @@ def _row(action: argparse.Action) -> str:
         names = ", ".join(f"`{flag}{' ' + metavar if metavar else ''}`" for flag in action.option_strings)
     else:
         names = f"`{_metavar(action) or action.dest}`"
-    names = names.replace("|", "\\|")  # a table cell, even inside code
     meaning = (action.help or "").replace("|", "\\|")
     if action.choices is not None and not isinstance(action, argparse._SubParsersAction):
         meaning = _join(meaning, "one of " + ", ".join(f"`{choice}`" for choice in action.choices))
