@@ -161,7 +161,7 @@ async def answer_command(client: Client, args: argparse.Namespace, console: Cons
     handle, queue = await running(client, args.run_id)
 
     def given(state: RunState | None) -> AnswerInput:
-        gate_id = args.gate or _only_open_gate(handle.id, _readable(handle.id, state), value)
+        gate_id = args.gate or only_open_gate(handle.id, _readable(handle.id, state), value)
         return AnswerInput(gate=GateId(gate_id), value=value, comment=args.comment or "", by=_who(args))
 
     if args.no_wait:
@@ -275,7 +275,7 @@ async def running_handle(client: Client, run_id: str) -> WorkflowHandle:
     return (await running(client, run_id))[0]
 
 
-def _only_open_gate(run_id: str, state: RunState, value: str) -> str:
+def only_open_gate(run_id: str, state: RunState, value: str) -> str:
     """The gate meant when --gate is left out: the run's one open gate."""
     waiting = open_gates(state)
     if len(waiting) != 1:
