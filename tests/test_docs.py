@@ -11,8 +11,12 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import os
 import re
 import shlex
+import shutil
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
@@ -164,3 +168,21 @@ def test_the_docs_build_fills_the_command_line_page_from_the_parser():
     assert hook.MARK not in built and reference.markdown() in built
     with pytest.raises(ValueError, match="cli-reference"):
         hook.on_page_markdown(text.replace(hook.MARK, ""), page=page)
+
+
+def test_the_python_api_example_runs_as_written(address, tmp_path):
+    """The Python API page's example, run as a program in a project folder, against the session's
+    server (its agents' `python` made this interpreter, as PATH may name another)."""
+    [example] = [block.code for block in blocks(ROOT / "docs" / "python-api.md") if block.lang == "python"]
+    shutil.copytree(ROOT / "examples", tmp_path / "examples", ignore=shutil.ignore_patterns("*-work"))
+    config = tmp_path / "examples" / "agentrun.yaml"
+    config.write_text(config.read_text().replace('"command:python ', f'"command:{sys.executable} '))
+    (tmp_path / "example.py").write_text(example)
+    env = {**os.environ, "TEMPORAL_ADDRESS": address, "PYTHONPATH": str(ROOT), "AGENTRUN_STATE_DIR": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "example.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "step.started scaffold" and "step.finished package" in lines
+    assert lines[-2:] == ["run.ended ", "completed"]
