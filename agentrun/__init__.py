@@ -36,7 +36,27 @@ _EXPORTS = {
     "UserError": "agentrun.errors",
     "SpecError": "agentrun.lang.errors",
 }
-__all__ = [*_EXPORTS, "__version__"]
+__all__ = [
+    "connect",
+    "Engine",
+    "Run",
+    "RunEvent",
+    "RunResult",
+    "RunSummary",
+    "StepStarted",
+    "StepFinished",
+    "PartialOutput",
+    "QuestionOpened",
+    "QuestionAnswered",
+    "NoteDelivered",
+    "RunEnded",
+    "RunState",
+    "Answer",
+    "Note",
+    "UserError",
+    "SpecError",
+    "__version__",
+]
 
 if TYPE_CHECKING:  # what pyright and editors see of the names __getattr__ loads
     from agentrun.client.engine import Engine, connect

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, Mapping
 from typing import Any
 
 from temporalio.client import Client
@@ -82,7 +82,7 @@ class Engine:
             raise UsageError(f"Temporal cannot list runs with this filter: {exc.message}") from None
 
     @contextlib.asynccontextmanager
-    async def worker(self, task_queue: str | None = None, max_concurrent_activities: int = 100) -> AsyncIterator[None]:
+    async def worker(self, task_queue: str | None = None, max_concurrent_activities: int = 100) -> AsyncGenerator[None]:
         """A worker in this program while the block runs: it takes the runs on `task_queue` (this
         engine's), whoever started them, and finishes the activities it runs before the block ends."""
         from agentrun.activities.agents.agentapi import release_all

@@ -118,7 +118,9 @@ async def watch(
     return 0 if final.status == "completed" else 1
 
 
-async def start_run(client: Client, inp: RunInput, run_id: str, task_queue: str, eager: bool = False) -> WorkflowHandle:
+async def start_run(
+    client: Client, inp: RunInput, run_id: str, task_queue: str, eager: bool = False
+) -> WorkflowHandle[Any, Any]:
     """Start the AgentRun workflow of `inp` as `run_id` on `task_queue`; UsageError if the id is taken."""
     try:
         return await client.start_workflow(
