@@ -85,3 +85,20 @@ async def test_a_spec_given_as_text_and_its_mistakes(client, tmp_path: Path, mon
     with pytest.raises(agentrun.SpecError) as refused:
         await engine.start("name: broken\nsubtasks:\n  a:\n    instructionz: x\n", agents=SHELL_AGENT)
     assert "<spec>.yaml:4" in str(refused.value)
+
+
+def test_the_python_example_runs_as_written(address, tmp_path):
+    """examples/python/follow_release.py, the docs' "Use it from Python", run as a user runs it."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "TEMPORAL_ADDRESS": address, "AGENTRUN_STATE_DIR": str(tmp_path / "state")}
+    example = ROOT / "examples" / "python" / "follow_release.py"
+    done = subprocess.run([sys.executable, str(example)], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("started release-")
+    assert "  ? One line for the release notes of 1.0.0? -> First stable release" in lines
+    assert "  publish: completed" in lines
+    assert lines[-1].endswith(" completed")
