@@ -170,10 +170,12 @@ def test_the_docs_build_fills_the_command_line_page_from_the_parser():
         hook.on_page_markdown(text.replace(hook.MARK, ""), page=page)
 
 
-def test_the_python_api_example_runs_as_written(address, tmp_path):
-    """The Python API page's example, run as a program in a project folder, against the session's
-    server (its agents' `python` made this interpreter, as PATH may name another)."""
-    [example] = [block.code for block in blocks(ROOT / "docs" / "python-api.md") if block.lang == "python"]
+@pytest.mark.parametrize("page", ["README.md", "docs/python-api.md"])
+def test_the_python_api_example_runs_as_written(page, address, tmp_path):
+    """The README's "Use it from Python" and the Python API page's example, each run as a program in
+    a project folder, against the session's server (its agents' `python` made this interpreter, as
+    PATH may name another)."""
+    [example] = [block.code for block in blocks(ROOT / page) if block.lang == "python"]
     shutil.copytree(ROOT / "examples", tmp_path / "examples", ignore=shutil.ignore_patterns("*-work"))
     config = tmp_path / "examples" / "agentrun.yaml"
     config.write_text(config.read_text().replace('"command:python ', f'"command:{sys.executable} '))
