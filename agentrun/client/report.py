@@ -18,6 +18,7 @@ from agentrun.contract import (
     dollars,
     limits_text,
 )
+from agentrun.models import run_words
 
 MEMORY_CHARS = 200  # of each memory value in the report; `report --format json` has them whole
 
@@ -32,20 +33,14 @@ _STEP_STATUS = {
 
 
 def verdict(state: RunState) -> str:
+    """The run's word (models.run_words), as `status`, `list` and the page say it."""
+    return run_words.word(state.status)
+
+
+def partial(state: RunState) -> str:
+    """What an ended run is missing (skipped steps, steps not completed), '' when nothing is."""
     counts = step_counts(state)
-    done = counts["completed"]
-    if state.status == "completed":
-        # Failed rows in a finished run were recovered (fallback, selector); a skip left a null output.
-        return "PARTIAL" if counts["skipped"] else "COMPLETE"
-    if state.status in ("running", "pending"):
-        return "RUNNING"
-    if state.status == "timeout":
-        return "PARTIAL"
-    if state.status == "compensated":
-        return "ROLLED BACK"
-    if state.status == "cancelled":
-        return "CANCELLED"
-    return "PARTIAL" if done else "FAILED"
+    return run_words.partial(state.status, counts.total(), counts["completed"], counts["skipped"])
 
 
 def step_counts(state: RunState) -> Counter[str]:
@@ -68,6 +63,7 @@ def summary(state: RunState) -> dict:
     )
     return {
         "status": verdict(state),
+        "partial": partial(state),
         "run_status": state.status,
         "total_steps": counts.total(),
         "completed": counts["completed"],
@@ -125,7 +121,7 @@ def to_markdown(state: RunState, lost: list[str] | None = None) -> str:
         f"# Workflow Execution Report: {state.spec}",
         "",
         "## Execution Summary",
-        f"- Status: {s['status']}",
+        f"- Status: {s['status']}" + (f" (partial: {s['partial']})" if s["partial"] else ""),
         f"- Total steps: {s['total_steps']}",
         f"- Steps completed: {s['completed']}",
         f"- Steps failed: {s['failed']}",
@@ -264,7 +260,7 @@ def _graph(state: RunState) -> list[str]:
     for node, children in state.subgraph_runs.items():
         for child in children:
             ended = f": {_cell(child.error)}" if child.error else ""
-            lines.append(f"- Subgraph {node} ran graph {child.graph} as run {child.run_id}: {child.status}{ended}")
+            lines.append(f"- Subgraph {node} ran graph {child.graph} as run {child.run_id}: {run_words.word(child.status)}{ended}")
     if state.supervisor_history:
         lines += ["", "| # | Supervisor | Chose | Reasoning |", "|---|---|---|---|"]
         lines += [

@@ -13,6 +13,7 @@ from agentrun.client.partial import partials
 from agentrun.client.runs import describe, fetch_state
 from agentrun.contract import RunState, dollars, open_gates, unsettled_refusals
 from agentrun.lang.calls import Partial
+from agentrun.models import run_words
 
 SO_FAR_CHARS = 60  # of a running step's reply, on its line
 
@@ -53,7 +54,7 @@ def lines(state: RunState, so_far: dict[str, Partial] | None = None) -> list[str
     """The run's line, then one per step, map, open gate, refusal and note, then what it spent."""
     waiting = f" for {state.waiting_for}" if state.status == "waiting" and state.waiting_for else ""
     running = f" (running {state.current_task})" if state.current_task else ""
-    out = [f"{state.run_id}: {state.status}{waiting}{running}"]
+    out = [f"{state.run_id}: {run_words.word(state.status)}{waiting}{running}"]
     out += [f"  {line.removeprefix('- ')}" for line in report.forked(state)]
     for t in state.tasks.values():
         reused = f" reused from {t.reused_from}" if t.reused_from else ""
