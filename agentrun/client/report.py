@@ -22,15 +22,6 @@ from agentrun.models import run_words
 
 MEMORY_CHARS = 200  # of each memory value in the report; `report --format json` has them whole
 
-_STEP_STATUS = {
-    "completed": "SUCCESS",
-    "failed": "FAILED",
-    "skipped": "SKIPPED",
-    "cancelled": "CANCELLED",
-    "running": "RUNNING",
-    "pending": "NOT RUN",
-}
-
 
 def verdict(state: RunState) -> str:
     """The run's word (models.run_words), as `status`, `list` and the page say it."""
@@ -186,7 +177,7 @@ def _map_elements(state: RunState) -> list[str]:
         if m.slowest:
             lines.append("  - slowest: " + ", ".join(f"{n.key} {_duration(n.duration_s)}" for n in m.slowest))
         for note in m.failures:
-            lines.append(f"  - {note.key} ({_STEP_STATUS.get(note.status, note.status.upper())}): {_cell(note.error)}")
+            lines.append(f"  - {note.key} ({run_words.step_word(note.status)}): {_cell(note.error)}")
         if m.more_failures:
             lines.append(f"  - and {m.more_failures} more failed or skipped")
         lines.append(f"  - each element's row and output: `agentrun report {state.run_id} --elements {m.key} --page N`")
@@ -204,7 +195,7 @@ def elements_markdown(page: Page) -> str:
         "|---|---|---|---|---|---|",
     ]
     for e in page.elements:
-        status = _STEP_STATUS.get(e.status, e.status.upper())
+        status = run_words.step_word(e.status)
         lines.append(
             f"| {e.key} | {status} | {_duration(e.duration_s)} | {e.retries} | {_size(e.output_size)} | {_cell(e.error)} |"
         )
@@ -246,7 +237,7 @@ def forked(state: RunState) -> list[str]:
 
 
 def _status(task: TaskState) -> str:
-    status = _STEP_STATUS.get(task.status, task.status.upper())
+    status = run_words.step_word(task.status)
     return f"{status} (reused from {task.reused_from})" if task.reused_from else status
 
 
@@ -260,7 +251,9 @@ def _graph(state: RunState) -> list[str]:
     for node, children in state.subgraph_runs.items():
         for child in children:
             ended = f": {_cell(child.error)}" if child.error else ""
-            lines.append(f"- Subgraph {node} ran graph {child.graph} as run {child.run_id}: {run_words.word(child.status)}{ended}")
+            lines.append(
+                f"- Subgraph {node} ran graph {child.graph} as run {child.run_id}: {run_words.word(child.status)}{ended}"
+            )
     if state.supervisor_history:
         lines += ["", "| # | Supervisor | Chose | Reasoning |", "|---|---|---|---|"]
         lines += [

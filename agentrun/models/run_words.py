@@ -26,6 +26,21 @@ WORDS: dict[str, str] = {
 assert set(WORDS) == set(get_args(RunStatus)), "every status has its word"
 
 
+# A step's word, as the report's table and the run page's give it.
+STEP_WORDS = {
+    "completed": "SUCCESS",
+    "failed": "FAILED",
+    "skipped": "SKIPPED",
+    "cancelled": "CANCELLED",
+    "running": "RUNNING",
+    "pending": "NOT RUN",
+}
+
+
+def step_word(status: str) -> str:
+    return STEP_WORDS.get(status, status.upper())
+
+
 def word(status: str) -> str:
     """The status's word; a status this version does not know (a newer worker's) as it is, in capitals."""
     return WORDS.get(status, status.upper())
