@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from temporalio.api.enums.v1 import EventType
 
-from agentrun.client import report
-from agentrun.contract import RunState
+from agentrun.explain import report
+from agentrun.models.contract import RunState
 from tests.conftest import until, write_spec
 from tests.fakes.openai_server import FakeOpenAI
 from tests.runs import run_spec
@@ -395,7 +395,11 @@ async def test_skip_stores_null_and_continues(client, tmp_path, llm):
     assert len(llm.prompts_for("first")) == 2  # max_attempts: 2, both empty
     assert state.steps["one"]["output"] is None and llm.prompts_for("next") == ["Next got ."]
     text = report.to_markdown(state)
-    assert "- Status: COMPLETE (partial: 1 of 2 steps skipped)" in text and "| one | first | SKIPPED |" in text and "| 1 | 0B |" in text
+    assert (
+        "- Status: COMPLETE (partial: 1 of 2 steps skipped)" in text
+        and "| one | first | SKIPPED |" in text
+        and "| 1 | 0B |" in text
+    )
 
 
 async def test_abort_stops_and_reports_partial_results(client, tmp_path, llm):

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from agentrun.client.views.graph import mermaid, mermaid_id, mermaid_label
-from agentrun.contract import RunState, TaskState, open_gates
+from agentrun.explain.views.graph import mermaid, mermaid_id, mermaid_label
 from agentrun.lang import ir
+from agentrun.models.contract import RunState, TaskState, open_gates
 
 # A step's state as a class on its node, and how it is drawn; `pending` is Mermaid's default look.
 STYLES = {

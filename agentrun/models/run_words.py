@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import get_args
 
-from agentrun.names import RunStatus
+from agentrun.models.names import RunStatus
 
 WORDS: dict[str, str] = {
     "pending": "PENDING",

@@ -9,18 +9,18 @@ from typing import Any
 from temporalio.client import Client
 from temporalio.service import RPCError
 
-from agentrun.client import graph, humans, listing, report, status
+from agentrun.client import humans, listing, status
 from agentrun.client.no_worker import start_input
 from agentrun.client.partial import partials
 from agentrun.client.runs import describe, fetch_state
-from agentrun.contract import TERMINAL, Gate, RunState, TaskState, dollars, open_gates
-from agentrun.explain import flowchart
+from agentrun.explain import flowchart, graph, report
 from agentrun.lang import ir
-from agentrun.lang.calls import Partial
 from agentrun.models import run_words
+from agentrun.models.calls import Partial
+from agentrun.models.contract import TERMINAL, Gate, RunState, TaskState, dollars, open_gates
+from agentrun.models.texts.checkpoint_text import SUPERVISE_GATE
 from agentrun.ui import markdown
 from agentrun.worker.connection import web_url
-from agentrun.workflows.protocols.checkpoint_text import SUPERVISE_GATE
 
 
 @dataclass
@@ -124,8 +124,7 @@ class RunPage:
 
 
 async def run_page(client: Client, run_id: str) -> RunPage:
-    inp = await start_input(client, run_id)
-    plan = inp.plan if inp else None
+    plan = await plan_of(client, run_id)
     live = await live_view(client, run_id, plan)
     return RunPage(
         live=live,
