@@ -11,7 +11,7 @@ import yaml
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHandle
 
-from tests.conftest import SHELL_AGENT, run_id, write_spec
+from tests.conftest import ROOT, SHELL_AGENT, run_id, write_spec
 from tests.runs import run_spec
 
 pytestmark = pytest.mark.usefixtures("worker")
@@ -176,3 +176,35 @@ async def test_the_runs_params_are_in_its_memo(cli, client, tmp_path):
     # Temporal Web shows the memo above the input (the whole compiled plan): the params a person gave, with
     # the graph's own goal and constraints that its steps read.
     assert memo == {"topic": "tides", "goal": "Answer a topic question by question", "constraints": []}
+
+
+async def _patches(handle: WorkflowHandle) -> list[str]:
+    """The ids of the run's `core_patch` markers: Temporal's record of each `workflow.patched` it asked."""
+    found = []
+    async for event in handle.fetch_history_events():
+        if event.event_type == EventType.EVENT_TYPE_MARKER_RECORDED:
+            attributes = event.marker_recorded_event_attributes
+            assert attributes.marker_name == "core_patch"
+            found.append(json.loads(attributes.details["patch-data"].payloads[0].data)["id"])
+    return found
+
+
+async def test_every_core_patch_marker_a_run_records_is_explained_in_the_docs(client, tmp_path):
+    agent = _replies(
+        tmp_path,
+        {
+            "split": '["Why?", "How?", "When?"]',
+            **{f"research[{i}]": f"Answer {i}." for i in range(3)},
+            "combine": "All of it.",
+            "research": ["Found a lead. COMPLETION_STATUS: CONTINUE", "COMPLETION_STATUS: DONE"],
+            "build": "COMPLETION_STATUS: COMPLETE",
+        },
+    )
+    docs = (ROOT / "docs" / "observability.md").read_text()
+    seen: set[str] = set()
+    for text, name, params in ((FANNED, "fanned.yaml", {"topic": "tides"}), (LOOPED, "rounds.yaml", None)):
+        state = await run_spec(client, write_spec(tmp_path, text, name), agent, params=params)
+        assert state.status == "completed", state.errors
+        seen |= set(await _patches(client.get_workflow_handle(state.run_id)))
+    assert seen and {"summaries-name-elements", "activity-ids-name-steps"} <= seen
+    assert [patch for patch in sorted(seen) if f"`{patch}`" not in docs] == []
