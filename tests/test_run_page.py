@@ -12,6 +12,10 @@ import re
 
 import pytest
 
+from agentrun.explain.flowchart import flowchart
+from agentrun.lang.dialects import DIALECTS
+from agentrun.lang.load import load
+from tests.conftest import ROOT
 from tests.specs import SHED
 from tests.test_ui import (  # noqa: F401  # fixtures this module uses
     CHROMIUM,
@@ -105,3 +109,38 @@ def test_the_runs_list_is_filtered_by_status_and_spec(cli, queue, person, page_u
     form.locator("input[name=spec]").fill("shed-of-no-one")
     form.locator("button").click()
     assert page.locator("#runs a").count() == 0
+
+
+def test_every_examples_plan_is_a_flowchart_mermaid_draws(page_url, browser):  # noqa: F811
+    """`inspect --format mermaid` and the run page draw any plan: Mermaid itself (the page's copy)
+    parses and draws each example's flowchart."""
+    specs = sorted({path for d in DIALECTS for pattern in d.EXAMPLES for path in (ROOT / "examples").glob(pattern)})
+    charts = {str(path.relative_to(ROOT)): flowchart(load(str(path))) for path in specs}
+    assert len(charts) >= 10
+    # The page's own script, put on a blank page: its CSP is not what is tested here.
+    context = browser.new_context(bypass_csp=True)
+    try:
+        page = context.new_page()
+        page.add_script_tag(path=str(ROOT / "agentrun" / "ui" / "static" / "mermaid.min.js"))
+        drawn = page.evaluate(
+            """async (charts) => {
+                mermaid.initialize({ startOnLoad: false, securityLevel: "strict", flowchart: { htmlLabels: false } });
+                const out = {};
+                let n = 0;
+                for (const [name, chart] of Object.entries(charts)) {
+                    try {
+                        const { svg } = await mermaid.render("chart" + n++, chart);
+                        out[name] = (svg.match(/class="node /g) || []).length;
+                    } catch (error) {
+                        out[name] = String(error);
+                    }
+                }
+                return out;
+            }""",
+            charts,
+        )
+    finally:
+        context.close()
+    # Each node the chart defines is a node of the drawing (Mermaid dropped none and failed on none).
+    boxes = {name: len(re.findall(r"^    \w+[\[{(]", chart, re.MULTILINE)) for name, chart in charts.items()}
+    assert drawn == boxes
