@@ -86,6 +86,30 @@ def test_the_plan_steps_and_report_are_drawn_and_follow_the_run(cli, queue, pers
     assert page.locator("#step-status").inner_text() == "SUCCESS"
 
 
+def test_a_running_steps_reply_so_far_is_one_click_away(cli, queue, llm, person, page_url, tmp_path):  # noqa: F811
+    rid = _start(cli, tmp_path, queue, SHED, "shed")
+    page = person()
+    _card(page, page_url, rid, "colour")
+    drip = llm.drip("worker")  # paint's reply comes a word at a time, when let out
+    try:
+        assert cli("answer", rid, "--gate", "colour", "blue").code == 0
+        page.goto(f"{page_url}/runs/{rid}")
+        link = page.locator('#live tr.step[data-step="paint"] a', has_text="so far")
+        link.wait_for(timeout=60_000)  # the steps' table follows the run: the link comes with the first heartbeat
+        link.click()
+        assert page.locator("#step-status").inner_text() == "RUNNING"
+        assert page.locator("#so-far").inner_text().startswith("writing: ")
+        assert page.locator("#output").inner_text().strip() == "…Paint"
+        drip.allow(2)  # "the ", "shed ": the step's page looks again by itself
+        page.locator("#output", has_text="…Paint the shed").wait_for(timeout=30_000)
+    finally:
+        drip.allow_all()
+    assert cli("approve", rid).code == 0 and cli("watch", rid).code == 0
+    page.reload()
+    assert page.locator("#step-status").inner_text() == "SUCCESS"
+    assert page.locator("#output").inner_text().startswith("Paint the shed blue.")
+
+
 def test_the_runs_list_is_filtered_by_status_and_spec(cli, queue, person, page_url, tmp_path):  # noqa: F811
     rid = _start(cli, tmp_path, queue, SHED.replace("name: shed", "name: filtered"), "filtered")
     page = person()
