@@ -8,6 +8,7 @@ this module's own."""
 
 from __future__ import annotations
 
+import os
 import re
 
 import pytest
@@ -33,7 +34,18 @@ from tests.test_ui import (  # noqa: F401  # fixtures this module uses
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no chromium installed (apt-get install chromium)")
 
-INJECTED = '<img id="injected" src="x">'
+# What a person's comment (or an agent's output) might carry into the report: each would set
+# window.pwned or add an element #injected if the page rendered it as HTML.
+ATTACKS = [
+    '<img id="injected" src="x" onerror="window.pwned=1">',
+    "<script>window.pwned=1</script>",
+    '<svg id="injected" onload="window.pwned=1"></svg>',
+    "[click](javascript:window.pwned=1)",
+    '<a id="injected" href="javascript:window.pwned=1">x</a>',
+]
+INJECTED = " ".join(ATTACKS)
+# `AGENTRUN_RUN_PAGE_SCREENSHOT=docs/run-page.png pytest tests/test_run_page.py` refreshes the docs' picture.
+SCREENSHOT = os.environ.get("AGENTRUN_RUN_PAGE_SCREENSHOT")
 
 
 def test_the_plan_steps_and_report_are_drawn_and_follow_the_run(cli, queue, person, page_url, tmp_path):  # noqa: F811
@@ -72,7 +84,9 @@ def test_the_plan_steps_and_report_are_drawn_and_follow_the_run(cli, queue, pers
     text = report.inner_text()
     assert not [line for line in text.splitlines() if line.lstrip().startswith("|")]  # no markdown pipes
     assert report.locator("td", has_text="Which colour for the shed?").count() == 1
-    assert page.locator("#injected").count() == 0 and INJECTED in text
+    assert page.locator("#injected").count() == 0 and page.evaluate("window.pwned") is None
+    assert report.locator("a[href^='javascript']").count() == 0
+    assert all(attack in text for attack in ATTACKS if not attack.startswith("[")) and "[click](javascript:" in text
     assert report.locator("li", has_text="Status:").first.inner_text() == "Status: COMPLETE"
     assert "- Status: COMPLETE" in cli("report", rid).out
 
@@ -81,6 +95,8 @@ def test_the_plan_steps_and_report_are_drawn_and_follow_the_run(cli, queue, pers
     key, agent, word, started, took, worker, output = paint.locator("td").all_inner_texts()
     assert (key, word, output) == ("paint", "SUCCESS", "output")
     assert re.fullmatch(r"\d\d:\d\d:\d\d", started) and took.endswith("s") and "@" in worker
+    if SCREENSHOT:
+        page.screenshot(path=str(ROOT / SCREENSHOT), full_page=True)
     paint.locator("a").click()
     assert page.locator("#output").inner_text().startswith("Paint the shed red.")
     assert page.locator("#step-status").inner_text() == "SUCCESS"

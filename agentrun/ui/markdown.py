@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from markdown_it import MarkdownIt
 
-_MD = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False}).enable("table")
+# A line break an agent wrote stays one (CommonMark would join the lines of a paragraph).
+_MD = MarkdownIt("commonmark", {"html": False, "breaks": True}).enable("table")
 
 
 def to_html(markdown: str) -> str:
