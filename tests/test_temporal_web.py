@@ -173,7 +173,7 @@ async def test_the_runs_params_are_in_its_memo(cli, client, tmp_path):
     assert started.code == 0, started.err
     description = await client.get_workflow_handle(rid).describe()
     memo = await description.memo_value("params")
-    # Temporal Web shows the memo above the input (the whole compiled plan): the params a person gave, with
+    # Temporal Web shows the memo in the run's details, apart from the input (the whole compiled plan): the params a person gave, with
     # the graph's own goal and constraints that its steps read.
     assert memo == {"topic": "tides", "goal": "Answer a topic question by question", "constraints": []}
 

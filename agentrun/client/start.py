@@ -139,7 +139,7 @@ async def start_run(
 
 def start_options(inp: RunInput) -> dict[str, Any]:
     """What every run starts with besides its input: its search attributes, its memo (the params it
-    was given, which Temporal Web shows above the input, and a fork's parent), and the summary
+    was given, which Temporal Web shows in the run's details, and a fork's parent), and the summary
     Temporal Web lists it with."""
     attrs = None
     parent = inp.fork.parent if inp.fork else None
