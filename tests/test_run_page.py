@@ -44,7 +44,7 @@ ATTACKS = [
     '<a id="injected" href="javascript:window.pwned=1">x</a>',
 ]
 INJECTED = " ".join(ATTACKS)
-# `AGENTRUN_RUN_PAGE_SCREENSHOT=docs/run-page.png pytest tests/test_run_page.py` refreshes the docs' picture.
+# `AGENTRUN_RUN_PAGE_SCREENSHOT=docs/images/run-page.png pytest tests/test_run_page.py` refreshes the docs' picture.
 SCREENSHOT = os.environ.get("AGENTRUN_RUN_PAGE_SCREENSHOT")
 
 
