@@ -64,6 +64,8 @@ def test_each_node_is_drawn_in_the_state_of_its_rows():
     asking = _state({"each[0]": "completed", "ok": "running"}, gate="ok")
     assert states(plan, asking)["ok"] == "waiting"
     assert states(plan, _state({"sum": "failed", "guess": "completed"})) == {"sum": "failed", "guess": "completed"}
+    # A node folded into its map's box gets no state of its own: Mermaid would draw a box for it.
+    assert "score" not in states(plan, _state({"score": "running", "each[0]": "running"}))
 
     chart = with_states(flowchart(plan), plan, running).splitlines()
     assert "    class n_a completed" in chart and "    class n_fan,n_b running" in chart

@@ -67,9 +67,16 @@ def states(plan: ir.Plan, state: RunState) -> dict[str, str]:
 
 
 def _drawn(plan: ir.Plan) -> list[ir.NodeBase]:
+    """The nodes the chart has a box for (a class on any other would make Mermaid draw a new one)."""
     if isinstance(plan.root, ir.Graph):
         return list(plan.root.nodes.values())
-    return [n for n in ir.walk(plan.root) if not isinstance(n, ir.Sequence)]
+    return _boxes(plan.root)
+
+
+def _boxes(node: ir.NodeBase) -> list[ir.NodeBase]:
+    own = [] if isinstance(node, ir.Sequence) else [node]
+    inside = [] if isinstance(node, _FOLDED) else [n for child in ir.children_of(node) for n in _boxes(child)]
+    return own + inside
 
 
 def _sum(statuses: Iterable[str]) -> str:
