@@ -108,6 +108,8 @@ class Live:
 
 @dataclass
 class RunPage:
+    """A run's page: what refreshes while it is open, and what is read once."""
+
     live: Live
     plan: str  # the plan drawn as `inspect` draws it, for whoever reads text
     report: str  # `report`'s markdown as HTML, escaped
