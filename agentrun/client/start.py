@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
 import uuid
 from pathlib import Path
 from typing import Any
@@ -135,16 +136,28 @@ async def start_run(client: Client, inp: RunInput, run_id: str, task_queue: str,
 
 
 def start_options(inp: RunInput) -> dict[str, Any]:
-    """What every run starts with besides its input: its search attributes, a fork's parent in its
-    memo, and the summary Temporal Web lists it with."""
+    """What every run starts with besides its input: its search attributes, its memo (the params it
+    was given, which Temporal Web shows in the run's details, and a fork's parent), and the summary
+    Temporal Web lists it with."""
     attrs = None
     parent = inp.fork.parent if inp.fork else None
     if inp.search_attributes:
         pairs = [SearchAttributePair(contract.SPEC, inp.plan.name), SearchAttributePair(contract.STATUS, "pending")]
         pairs += [SearchAttributePair(contract.PARENT, parent)] if parent else []
         attrs = TypedSearchAttributes(pairs)
-    memo = {contract.PARENT_MEMO: parent} if parent else None
+    memo: dict[str, Any] = {contract.PARAMS_MEMO: _memo_params(inp.params)}
+    memo |= {contract.PARENT_MEMO: parent} if parent else {}
     return {"search_attributes": attrs, "memo": memo, "static_summary": _summary(inp)}
+
+
+MEMO_PARAMS_CHARS = 4096  # a memo travels with every listing of the run: large params stay in the input
+
+
+def _memo_params(params: dict[str, Any]) -> Any:
+    text = json.dumps(params, default=str)
+    if len(text) <= MEMO_PARAMS_CHARS:
+        return params
+    return f"{len(text)} characters of params: the run's input holds them (params)"
 
 
 def _summary(inp: RunInput) -> str:

@@ -10,7 +10,9 @@ from __future__ import annotations
 import asyncio
 import hmac
 import json
+import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable
+from contextvars import ContextVar
 from typing import Any, get_args
 
 import jinja2
@@ -20,14 +22,16 @@ from starlette.middleware import Middleware
 from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response, StreamingResponse
-from starlette.routing import Route
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
 from temporalio.client import Client
 
 from agentrun.client import humans
 from agentrun.errors import Unavailable, UserError
 from agentrun.ids import GateId
 from agentrun.lang.ir import APPROVE, REJECT
-from agentrun.models.contract import TERMINAL, AnswerInput, BudgetInput, NoteInput, limits_text
+from agentrun.models import run_words
+from agentrun.models.contract import AnswerInput, BudgetInput, NoteInput, limits_text
 from agentrun.models.names import RunStatus
 from agentrun.ui import pages
 from agentrun.ui.shared import Shared
@@ -38,6 +42,11 @@ TICK_S = 1.0  # how often an open page's events look again
 LIST_LIMIT = 50
 
 TEMPLATES = jinja2.Environment(loader=jinja2.PackageLoader("agentrun.ui", "templates"), autoescape=True)
+_NONCE: ContextVar[str] = ContextVar("agentrun_ui_nonce", default="")
+# Every <script> of the pages carries `nonce="{{ nonce() }}"`: this response's own token, which a
+# Content-Security-Policy naming it lets run.
+TEMPLATES.globals.setdefault("nonce", _NONCE.get)
+TEMPLATES.globals["run_word"] = run_words.word  # a run's status as `status`, `list` and the report word it
 
 
 def build(client: Client, token: str | None = None) -> Starlette:
@@ -49,8 +58,11 @@ def build(client: Client, token: str | None = None) -> Starlette:
             Route("/answer", _answer, methods=["POST"]),
             Route("/runs", _runs),
             Route("/runs/{run_id}", _run),
+            Route("/runs/{run_id}/steps/{step}", _step),
             Route("/runs/{run_id}/events", _run_events),
             Route("/runs/{run_id}/say", _say, methods=["POST"]),
+            # The page's scripts (Mermaid, which draws the plan) come from the package: no CDN.
+            Mount("/static", StaticFiles(packages=[("agentrun.ui", "static")]), name="static"),
         ],
         middleware=[Middleware(TokenGate, token=token)] if token else [],
     )
@@ -60,6 +72,7 @@ def build(client: Client, token: str | None = None) -> Starlette:
 
 
 def _page(name: str, status_code: int = 200, **values: Any) -> HTMLResponse:
+    _NONCE.set(secrets.token_urlsafe(16))
     return HTMLResponse(TEMPLATES.get_template(name).render(**values), status_code=status_code)
 
 
@@ -101,6 +114,16 @@ async def _run(request: Request, said: str = "", refused: str = "", status_code:
     except UserError as exc:
         return _page("missing.html", 404, refused=str(exc))
     return _page("run.html", status_code, page=page, said=said, refused=refused)
+
+
+async def _step(request: Request) -> Response:
+    """One step's output, or what its agent has written so far."""
+    run_id, key = request.path_params["run_id"], request.path_params["step"]
+    try:
+        page = await pages.step_page(_client(request), run_id, key)
+    except UserError as exc:
+        return _page("missing.html", 404, refused=str(exc))
+    return _page("step.html", page=page)
 
 
 async def _say(request: Request) -> Response:
@@ -193,12 +216,16 @@ async def _inbox_events(request: Request) -> Response:
 
 
 async def _run_events(request: Request) -> Response:
-    """The run's `status` lines whenever they change, and whether it has ended."""
+    """The run's word, its steps (as the page's table), its chart with each step's state, whenever
+    they change, and whether it has ended."""
     run_id, client = request.path_params["run_id"], _client(request)
+    plan = await pages.plan_of(client, run_id)  # a run's plan never changes: read once a page
+    steps = TEMPLATES.get_template("_steps.html")
 
     async def live() -> str:
-        state, text = await _shared(request).get(f"run {run_id}", lambda: pages.live_lines(client, run_id))
-        return json.dumps({"live": text, "ended": state.status in TERMINAL})
+        view = await _shared(request).get(f"run {run_id}", lambda: pages.live_view(client, run_id, plan))
+        table = steps.module.steps_table(view, run_id)  # type: ignore[attr-defined]  # the template's macro
+        return json.dumps({"status": view.word, "steps": str(table), "chart": view.chart, "ended": view.ended})
 
     return _events(request, live)
 
