@@ -18,6 +18,7 @@ from agentrun.lang import calls, ir
 from agentrun.lang.amounts import dollars as dollars
 from agentrun.lang.amounts import limits_text as limits_text
 from agentrun.lang.calls import Usage
+from agentrun.lang.mcp_servers import McpServer
 from agentrun.lang.render import to_text
 
 WORKFLOW = "AgentRun"
@@ -154,6 +155,8 @@ class RunInput(BaseModel):
     history_limit: int | None = None
     carried: Carried | None = None  # set when the run continued as new: where it was
     parent_run: str = ""  # a subgraph's run: the run whose node started it as a child workflow
+    # The MCP servers the run's tools may reach, by id: agentrun.yaml's and the spec's declarations.
+    mcp_servers: dict[str, McpServer] = {}
 
     def agent_uri(self, agent_id: str) -> str:
         return self.agents.get(agent_id, self.default_agent)

@@ -71,6 +71,7 @@ def prepare(args: argparse.Namespace) -> RunInput:
         default_agent=default,
         agents=per_agent,
         prices=agents.prices(plan.spec_dir),
+        mcp_servers=agents.mcp_servers(plan.spec_dir, plan.mcp_servers),
         resume_from=resume,
         max_iterations=args.max_iterations,
         lenient=args.lenient,

@@ -16,6 +16,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from agentrun.lang.mcp_servers import McpServer
+
 OnFailure = Literal["abort", "skip", "fallback"]
 OutputFormat = Literal["text", "json", "markdown"]
 # evaluate / instruct: a behaviour tree's steps, answered with a JSON verdict or status (workflows.protocols.tree).
@@ -501,6 +503,9 @@ class Plan(Model):
     memory: dict[str, Any] = {}
     constants: dict[str, Any] = {}
     running: Running = Field(default_factory=Running)
+    # MCP servers the spec itself declares (an Agentfile's agent.toml), by id; agentrun.yaml's are
+    # added when a run starts, the spec's winning.
+    mcp_servers: dict[str, McpServer] = {}
     # cyberian keys the engine shows but does not act on.
     requires_workdir: Any = None
     requirements: Any = None

@@ -11,7 +11,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from agentrun.lang.errors import Problem, SpecError
 
 # What a server id may be: it becomes part of the tool names a model is offered (mcp_<id>_<tool>),
 # which the chat APIs limit to letters, digits, '_' and '-'.
@@ -44,16 +46,49 @@ class McpServer(BaseModel):
     @model_validator(mode="after")
     def _one_transport(self) -> McpServer:
         if not SERVER_ID.match(self.id):
-            raise ValueError(f"server id {self.id!r}: use letters, digits and '-', starting with a letter")
+            raise ValueError("a server id is letters, digits and '-', starting with a letter (at most 32)")
         if bool(self.command) == bool(self.url):
-            raise ValueError(f"server {self.id!r}: give either `command` (stdio) or `url` (streamable HTTP)")
+            raise ValueError("give either `command` (stdio) or `url` (streamable HTTP)")
         if self.url and not self.url.startswith(("http://", "https://")):
-            raise ValueError(f"server {self.id!r}: url {self.url!r} is not an http(s) URL")
+            raise ValueError(f"url {self.url!r} is not an http(s) URL")
         return self
 
     @property
     def transport(self) -> str:
         return "stdio" if self.command else "http"
+
+
+HINT = (
+    "mcp_servers:\n    files: {command: npx, args: [-y, '@modelcontextprotocol/server-filesystem', '.']}\n"
+    "    search: {url: 'http://127.0.0.1:8931/mcp', timeout_s: 30}"
+)
+
+
+def read_servers(found: Any, file: str, line: int = 1) -> dict[str, McpServer]:
+    """The `mcp_servers:` mapping of agentrun.yaml or a spec (id -> declaration); SpecError with the
+    declaration's file:line for a bad one."""
+    if found is None:
+        return {}
+    if not isinstance(found, dict):
+        raise SpecError([Problem(file, line, 1, "'mcp_servers' must map server ids to declarations", HINT)])
+    servers, problems = {}, []
+    for server_id, body in found.items():
+        at = getattr(found, "key_pos", {}).get(server_id, (line, 1))
+        if not isinstance(body, dict):
+            problems.append(Problem(file, at[0], at[1], f"MCP server '{server_id}' must be a mapping", HINT))
+            continue
+        try:
+            servers[str(server_id)] = McpServer.model_validate({**body, "id": str(server_id)})
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            where = ".".join(str(p) for p in error["loc"])
+            said = error["msg"].removeprefix("Value error, ")
+            problems.append(
+                Problem(file, at[0], at[1], f"MCP server '{server_id}'{' ' + where if where else ''}: {said}", HINT)
+            )
+    if problems:
+        raise SpecError(problems)
+    return servers
 
 
 def tool_name(server_id: str, tool: str) -> str:

@@ -13,6 +13,7 @@ from temporalio.worker import UnsandboxedWorkflowRunner, Worker, WorkflowRunner
 
 from agentrun.activities.agent import release_agent, run_agent
 from agentrun.activities.criteria import check_criteria
+from agentrun.activities.mcp.calls import call_mcp_tool, list_mcp_tools
 from agentrun.activities.preconditions import check_preconditions
 from agentrun.activities.provider import call_provider
 from agentrun.activities.validation import validate_output
@@ -24,6 +25,7 @@ from agentrun.workflows.batch_run import AgentRunBatch
 
 ACTIVITIES = [run_agent, release_agent, check_criteria, call_provider, check_preconditions, validate_output]
 WORKFLOWS = [AgentRun, AgentRunBatch]
+ACTIVITIES += [list_mcp_tools, call_mcp_tool]  # MCP servers as tool sources
 # Heartbeats reach the server at most this often (the SDK's default waits up to 80% of the heartbeat
 # timeout): a running agent call's reply so far (activities.progress) is then at most this old.
 HEARTBEAT_THROTTLE = timedelta(seconds=1)

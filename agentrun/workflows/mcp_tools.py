@@ -1,0 +1,101 @@
+"""A run's MCP servers as the tool loop sees them: the tools a step is offered from each server it is
+granted, and its calls of them. A server's tools are listed by one activity at their first use in
+the run and kept (so the list is in history once, and a server that changes its tools mid-run does
+not change what the run offers); each call is its own activity.
+
+A call the workflow can refuse by itself (a name of no declared server) is refused here, without an
+activity, as the model's answer: the step goes on."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+
+from agentrun.lang.mcp_servers import McpServer, split_tool_name, tool_name
+from agentrun.models.mcp import CALL_ATTEMPTS, CALL_MCP_TOOL, LIST_MCP_TOOLS, McpCallInput, McpListInput, McpToolList
+from agentrun.models.tools import ToolCall, ToolPolicy, ToolResult, ToolSpec
+
+# A server that went away is started again on the next attempt; the last one answers the model.
+CALL_RETRY = RetryPolicy(initial_interval=timedelta(milliseconds=200), maximum_attempts=CALL_ATTEMPTS)
+LIST_RETRY = RetryPolicy(initial_interval=timedelta(milliseconds=200), maximum_attempts=3)
+START_S = 30.0  # room for a stdio server to start on top of its own timeout
+
+
+class McpTools:
+    def __init__(self, servers: dict[str, McpServer]):
+        self.servers = servers
+        # One listing per server per run, shared by steps that ask at the same time.
+        self.listed: dict[str, asyncio.Task[McpToolList]] = {}
+
+    def owns(self, name: str) -> bool:
+        """Whether a tool name a model called is an MCP tool's (declared server or not)."""
+        return split_tool_name(name) is not None
+
+    async def offered(self, server_id: str, tool_names: list[str] | None = None) -> list[ToolSpec]:
+        """The tools of one server a step is granted (all of them without `tool_names`), by the names
+        the model is offered. An undeclared server offers nothing (validate says so first)."""
+        server = self.servers.get(server_id)
+        if server is None:
+            return []
+        listed = await self._listed(server)
+        return [
+            ToolSpec(name=tool_name(server_id, t.name), description=t.description, parameters=t.parameters)
+            for t in listed.tools
+            if not tool_names or t.name in tool_names
+        ]
+
+    async def call(
+        self,
+        call: ToolCall,
+        policy: ToolPolicy,
+        *,
+        run_id: str = "",
+        step: str = "",
+        idempotency_key: str = "",
+        granted: list[str] | None = None,
+    ) -> ToolResult:
+        """One call, its own activity; refused without one when it names no declared server."""
+        parts = split_tool_name(call.name)
+        server = self.servers.get(parts[0]) if parts else None
+        if parts is None or server is None:
+            why = f"no MCP server is declared for {call.name!r}; no call was made"
+            return ToolResult(call_id=call.id, name=call.name, ok=False, content=why, refused=True, error=why)
+        arg = McpCallInput(
+            server=server,
+            tool=parts[1],
+            call_id=call.id,
+            name=call.name,
+            arguments=call.arguments,
+            policy=policy,
+            run_id=run_id,
+            step=step,
+            idempotency_key=idempotency_key,
+            granted=granted or [],
+        )
+        return await workflow.execute_activity(
+            CALL_MCP_TOOL,
+            arg,
+            result_type=ToolResult,
+            start_to_close_timeout=timedelta(seconds=server.timeout_s + START_S),
+            retry_policy=CALL_RETRY,
+            summary=f"{step}: {call.name}"[:200] if step else call.name[:200],
+        )
+
+    async def _listed(self, server: McpServer) -> McpToolList:
+        found = self.listed.get(server.id)
+        if found is None:
+            found = self.listed[server.id] = asyncio.ensure_future(self._list(server))
+        return await found
+
+    async def _list(self, server: McpServer) -> McpToolList:
+        return await workflow.execute_activity(
+            LIST_MCP_TOOLS,
+            McpListInput(server=server),
+            result_type=McpToolList,
+            start_to_close_timeout=timedelta(seconds=server.timeout_s + START_S),
+            retry_policy=LIST_RETRY,
+            summary=f"tools of MCP server {server.id}",
+        )
