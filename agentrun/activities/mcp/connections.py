@@ -20,6 +20,9 @@ from agentrun.activities.mcp.environment import server_environment
 from agentrun.lang.mcp_servers import McpServer
 
 CONNECTION_CLOSED = -32000  # the SDK's code for a connection that is gone
+# How long a server may take to start and answer the handshake (`npx -y` may fetch a package first);
+# a call's own timeout starts after.
+START_S = 30.0
 
 
 class ServerGone(Exception):
@@ -58,7 +61,10 @@ class Connection:
         self._owner = asyncio.create_task(self._own(ready, self._stop), name=f"mcp:{self.server.id}")
         self.starts += 1
         try:
-            self._client = await asyncio.wait_for(asyncio.shield(ready), timeout=self.server.timeout_s)
+            self._client = await asyncio.wait_for(asyncio.shield(ready), timeout=START_S)
+        except TimeoutError:
+            await self.drop()
+            raise ServerGone(f"MCP server {self.server.id!r} did not start within {START_S:g}s") from None
         except BaseException:
             await self.drop()
             raise

@@ -1,0 +1,163 @@
+"""MCP servers as tool sources: the activities against the fake MCP server written with the SDK
+(tests/fakes/mcp_server.py), over stdio and streamable HTTP, judged by what the server did (its count
+file, its process, the environment it saw) and what the model would read back."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from temporalio.exceptions import ApplicationError
+from temporalio.testing import ActivityEnvironment
+
+from agentrun.activities.mcp import connections
+from agentrun.activities.mcp.calls import call_mcp_tool, list_mcp_tools
+from agentrun.lang.mcp_servers import McpServer, tool_name
+from agentrun.models.mcp import McpCallInput, McpListInput
+from agentrun.models.tools import McpPolicy, ToolPolicy, ToolResult
+from tests.conftest import ROOT
+
+CANARY = "canary-secret-5d1f0e2a9b"
+
+
+def fake(server_id: str = "fake", count_file: Path | None = None, **more) -> McpServer:
+    env = {"PYTHONPATH": str(ROOT)}
+    if count_file is not None:
+        env["FAKE_MCP_COUNT_FILE"] = str(count_file)
+    return McpServer(
+        id=server_id, command=sys.executable, args=["-m", "tests.fakes.mcp_server"], env=env, cwd=str(ROOT), **more
+    )
+
+
+async def call(server: McpServer, tool: str, policy: ToolPolicy | None = None, **arguments) -> ToolResult:
+    arg = McpCallInput(
+        server=server,
+        tool=tool,
+        call_id=f"call-{tool}",
+        name=tool_name(server.id, tool),
+        arguments=arguments,
+        policy=policy or ToolPolicy(),
+    )
+    return await ActivityEnvironment().run(call_mcp_tool, arg)
+
+
+@pytest.fixture
+async def closing():
+    yield
+    await connections.close_all()
+
+
+def lines(path: Path) -> list[str]:
+    return path.read_text().splitlines() if path.exists() else []
+
+
+async def test_a_stdio_server_lists_its_tools_and_is_kept_alive_across_calls(tmp_path, closing):
+    counted = tmp_path / "count.txt"
+    server = fake(count_file=counted, denied_tools=["crash"])
+    listed = await ActivityEnvironment().run(list_mcp_tools, McpListInput(server=server))
+    names = {t.name for t in listed.tools}
+    assert {"echo", "add", "count", "environment", "pid", "slow"} <= names
+    assert "crash" not in names  # the declaration denies it: never offered
+    echo = next(t for t in listed.tools if t.name == "echo")
+    assert echo.parameters["required"] == ["text"] and echo.description == "Say the text back."
+
+    first, second = await call(server, "count", note="a"), await call(server, "count", note="b")
+    assert (first.ok, first.content, second.content) == (True, "1", "2")
+    assert first.taint_source == "mcp:fake:count"
+    pids = {line.split()[0] for line in lines(counted)}
+    assert len(lines(counted)) == 2 and len(pids) == 1  # one process served both calls
+    assert connections.connection(server).starts == 1
+
+
+async def test_a_tool_error_and_a_timeout_are_answers_for_the_model(tmp_path, closing):
+    server = fake(timeout_s=1)
+    failed = await call(server, "fail", reason="no such table")
+    assert not failed.ok and not failed.refused and "no such table" in failed.content
+    started = time.monotonic()
+    slow = await call(server, "slow", seconds=5)
+    assert not slow.ok and "timed out after 1s" in slow.content
+    assert time.monotonic() - started < 4
+    assert (await call(server, "echo", text="still here")).content == "still here"
+
+
+async def test_the_server_environment_has_only_what_its_declaration_names(tmp_path, closing, monkeypatch):
+    monkeypatch.setenv("AGENTRUN_CANARY_API_KEY", CANARY)
+    monkeypatch.setenv("SERVICE_TOKEN", "passed-on-by-name")
+    monkeypatch.setenv("REGION", "eu-west-9")
+    server = fake()
+    env = {**server.env, "SERVICE_TOKEN": "${SERVICE_TOKEN}", "AREA": "${REGION}", "MODE": "test"}
+    seen = await call(server.model_copy(update={"env": env}), "environment")
+    assert seen.ok
+    assert CANARY not in seen.content and "AGENTRUN_CANARY_API_KEY" not in seen.content
+    assert '"AREA": "eu-west-9"' in seen.content and '"MODE": "test"' in seen.content
+    assert "REGION" not in seen.content  # only what the declaration names, under its name
+    # A key the declaration hands on reaches the server, and is redacted from what comes back.
+    assert '"SERVICE_TOKEN": "[redacted SERVICE_TOKEN]"' in seen.content
+
+
+async def test_a_server_that_died_is_started_anew_for_the_next_call(tmp_path, closing):
+    counted = tmp_path / "count.txt"
+    server = fake(count_file=counted)
+    pid = int((await call(server, "pid")).content)
+    os.kill(pid, signal.SIGKILL)
+    await asyncio.sleep(0.2)
+    # The attempt that finds the server gone fails so that Temporal tries the call again...
+    with pytest.raises(ApplicationError, match="went away") as gone:
+        await call(server, "count", note="after the kill")
+    assert not gone.value.non_retryable
+    assert lines(counted) == []  # ...having done nothing
+    again = await call(server, "count", note="after the kill")
+    assert again.ok and again.content == "1"
+    assert int((await call(server, "pid")).content) != pid
+    assert connections.connection(server).starts == 2
+
+
+async def test_the_mcp_policy_refuses_tools_outside_allowed_tools(tmp_path, closing):
+    counted = tmp_path / "count.txt"
+    server = fake(count_file=counted)
+    policy = ToolPolicy(mcp=McpPolicy(default_deny=True, allowed_tools=["fake:echo", "other:*"]))
+    refused = await call(server, "count", policy, note="must not run")
+    assert refused.refused and not refused.ok and "allowed_tools" in refused.content
+    assert lines(counted) == []
+    assert (await call(server, "echo", policy, text="allowed")).content == "allowed"
+    open_policy = ToolPolicy(mcp=McpPolicy(default_deny=False, allowed_tools=["fake:echo"]))
+    assert (await call(server, "count", open_policy, note="ran")).ok  # no default_deny: warned, not refused
+    assert len(lines(counted)) == 1
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+async def test_a_streamable_http_server(tmp_path, closing):
+    port = free_port()
+    counted = tmp_path / "count.txt"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.fakes.mcp_server", "--http", str(port)],
+        cwd=ROOT,
+        env={**os.environ, "FAKE_MCP_COUNT_FILE": str(counted)},
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        server = McpServer(id="remote", url=f"http://127.0.0.1:{port}/mcp")
+        for _ in range(100):
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            await asyncio.sleep(0.05)
+        listed = await ActivityEnvironment().run(list_mcp_tools, McpListInput(server=server))
+        assert "count" in {t.name for t in listed.tools}
+        assert (await call(server, "count", note="over http")).content == "1"
+        assert lines(counted)[0].endswith("over http")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
