@@ -10,6 +10,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BeforeValidator, Field, ValidationError, field_validator
 
 from agentrun.lang import ir
+from agentrun.lang import tools as tool_names
 from agentrun.lang.dialects.builder import Builder
 from agentrun.lang.dialects.common_keys import (
     COMPENSATION_ATTEMPTS,
@@ -80,6 +81,7 @@ class RawAgent(Strict):
     role: str = ""
     prompt: str
     tools: list[str] = []
+    max_tool_calls: int = Field(default=tool_names.DEFAULT_MAX_CALLS, ge=1)
     timeout: str | float | None = None
     retry: RawRetry = RawRetry()
     validation: RawValidation | None = None
@@ -167,6 +169,7 @@ class RawWorkflow(Strict):
     constraints: list[str] = []
     budget: RawBudget | None = None
     prices: dict[str, ir.Price] = {}
+    policy: str | None = None  # a policy.toml every tool call answers to, beside the spec or a path
 
 
 class RawSpec(Strict):
@@ -252,7 +255,19 @@ class _Builder(Builder):
             version=self.raw.version,
             branches=graph.branches,
             agents={aid: ir.AgentInfo(name=a.name, role=a.role, tools=a.tools) for aid, a in self.raw.agents.items()},
+            **self._policy(path),
         )
+
+    def _policy(self, spec: str) -> dict[str, Any]:
+        """The policy.toml the spec names, read now so a mistake in it is found before the run."""
+        if not self.raw.policy:
+            return {}
+        path = os.path.join(os.path.dirname(spec), os.path.expanduser(self.raw.policy))
+        data, why = tool_names.read_policy(path)
+        if data is None:
+            self.problem(("workflow", "policy"), f"policy: {why}", "name a policy.toml, relative to the spec")
+            return {}
+        return {"tool_policy": data, "policy_file": os.path.abspath(path)}
 
     def _params(self) -> dict[str, ir.Param]:
         params = {}
@@ -306,6 +321,10 @@ class _Builder(Builder):
                 )
             inputs.add(inp.name)
         for aid, agent in self.raw.agents.items():
+            for i, name in enumerate(agent.tools):
+                if tool_names.builtin_of(name, tool_names.PIPELINE_NAMES) is None:
+                    known = [*tool_names.PIPELINE_NAMES, *tool_names.BUILTINS]
+                    self.problem(("workflow", "agents", aid, "tools", i), *tool_names.unknown(name, known))
             other = agent.retry.fallback_agent
             if other is not None:
                 where = ("workflow", "agents", aid, "retry", "on_failure")
@@ -548,6 +567,10 @@ class _Builder(Builder):
             protocol="plain",
             input=input_,
             tools=agent.tools,
+            grant=tool_names.grant(
+                [b for t in agent.tools if (b := tool_names.builtin_of(t, tool_names.PIPELINE_NAMES))],
+                max_calls=agent.max_tool_calls,
+            ),
             output_key=output_key,
             line=position(self.data, ("workflow", "agents", agent_id))[0],
             timeout_s=self.duration(agent.timeout, ("workflow", "agents", agent_id, "timeout"), _DURATION_HINT),
