@@ -1,0 +1,1 @@
+"""The shared models that cross the wire between the client, the workflows and the activities."""
