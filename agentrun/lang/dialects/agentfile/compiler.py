@@ -7,8 +7,7 @@ import os
 import re
 from typing import Any, Literal
 
-from agentrun.lang import ir
-from agentrun.lang import tools as tool_names
+from agentrun.lang import grants, ir
 from agentrun.lang.dialects.agentfile import NAME
 from agentrun.lang.dialects.agentfile.goals import GoalBuilder
 from agentrun.lang.dialects.agentfile.lex import Text, Token, read
@@ -74,14 +73,14 @@ class _Compiler:
         (`enabled = false`, `default_deny`) and confines the rest."""
         if not os.path.exists(self._policy_path()):
             return None
-        tables, why = tool_names.read_policy(self._policy_path())
+        tables, why = grants.read_policy(self._policy_path())
         if tables is None:
             self.problem(1, 1, f"the policy beside it cannot be read: {why}", "fix the TOML, or move policy.toml away")
         return tables
 
     def grant(self) -> ir.ToolGrant | None:
         """What every goal's agent is offered: the built-in tools the policy leaves on."""
-        return tool_names.grant(tool_names.enabled(self.policy))
+        return grants.grant(grants.enabled(self.policy))
 
     def _params(self) -> dict[str, ir.Param]:
         params: dict[str, ir.Param] = {}

@@ -6,13 +6,13 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from agentrun.lang import expressions, ir
-from agentrun.lang import tools as tool_names
+from agentrun.lang import expressions, grants, ir
 from agentrun.lang.dialects.builder import Builder
 from agentrun.lang.dialects.cycgraph import NAME, is_bundle
 from agentrun.lang.dialects.cycgraph.checks import check_graph
 from agentrun.lang.dialects.cycgraph.fanout import attach_workers, check_subgraph_refs
 from agentrun.lang.dialects.cycgraph.nodes import Compiled, NodeCompiler
+from agentrun.lang.dialects.cycgraph.tools import grant_of
 from agentrun.lang.drivers import AgentUri
 from agentrun.lang.errors import SpecError
 from agentrun.lang.yamlpos import PosDict, load_mapping, plain, position
@@ -332,7 +332,7 @@ def _policy(build: Builder, path: str, data: PosDict) -> dict[str, Any]:
     if not name:
         return {}
     found = os.path.join(os.path.dirname(os.path.abspath(path)), os.path.expanduser(str(name)))
-    tables, why = tool_names.read_policy(found)
+    tables, why = grants.read_policy(found)
     if tables is None:
         build.problem(("policy",), f"policy: {why}", "name a policy.toml, relative to the spec")
         return {}

@@ -102,7 +102,9 @@ class Compiled:
 
 
 class NodeCompiler:
-    def __init__(self, build: Builder, agents: dict[str, PosDict], grants: dict[str, ir.ToolGrant | None] | None = None):
+    def __init__(
+        self, build: Builder, agents: dict[str, PosDict], grants: dict[str, ir.ToolGrant | None] | None = None
+    ):
         self.build, self.agents = build, agents
         self.grants = grants or {}  # what each agent's own `tools` grant
         self.graph_id = ""  # the graph whose nodes are being compiled

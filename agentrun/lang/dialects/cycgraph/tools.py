@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentrun.lang import ir
-from agentrun.lang import tools as tool_names
+from agentrun.lang import grants, ir
 from agentrun.lang.dialects.builder import Builder
+from agentrun.lang.tool_names import BUILTIN_TOOLS
 from agentrun.lang.yamlpos import PosDict
 
 SOURCE_KEYS = {"builtin": {"type", "name"}, "mcp": {"type", "server_id", "tool_names"}}
@@ -48,13 +48,15 @@ def grant_of(build: Builder, raw: Any, at: tuple, max_steps: Any = None) -> ir.T
                 mcp.append(ir.McpGrant(server=server, tools=list(names)))
             continue
         name = str(source.get("name") or "")
-        if name in tool_names.LOCAL:
+        if name in grants.LOCAL:
             local.append(name)
-        elif name in tool_names.BUILTINS:
+        elif name in BUILTIN_TOOLS:
             builtin.append(name)
         elif name in ARCHITECT:
-            build.problem((*where, "name"), f"the tool '{name}' builds graphs in cycgraph's host; it is not run here", "")
+            build.problem(
+                (*where, "name"), f"the tool '{name}' builds graphs in cycgraph's host; it is not run here", ""
+            )
         else:
-            build.problem((*where, "name"), *tool_names.unknown(name, [*tool_names.LOCAL, *tool_names.BUILTINS]))
+            build.problem((*where, "name"), *grants.unknown(name, grants.LOCAL))
     limit = max_steps if isinstance(max_steps, int) and not isinstance(max_steps, bool) and max_steps > 0 else None
-    return tool_names.grant(builtin, mcp, local, limit)
+    return grants.grant(builtin, mcp, local, limit)

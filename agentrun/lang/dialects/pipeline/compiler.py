@@ -9,8 +9,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, ValidationError, field_validator
 
-from agentrun.lang import ir
-from agentrun.lang import tools as tool_names
+from agentrun.lang import grants, ir
 from agentrun.lang.dialects.builder import Builder
 from agentrun.lang.dialects.common_keys import (
     COMPENSATION_ATTEMPTS,
@@ -31,6 +30,7 @@ from agentrun.lang.dialects.pipeline import refs as pipeline_refs
 from agentrun.lang.errors import SpecError, did_you_mean
 from agentrun.lang.params import coerce
 from agentrun.lang.schema_errors import problems_from
+from agentrun.lang.tool_names import builtin_name
 from agentrun.lang.yamlpos import PosDict, load_mapping, position
 
 StepType = Literal["sequential", "parallel", "conditional", "loop", "map", "human"]
@@ -81,7 +81,7 @@ class RawAgent(Strict):
     role: str = ""
     prompt: str
     tools: list[str] = []
-    max_tool_calls: int = Field(default=tool_names.DEFAULT_MAX_CALLS, ge=1)
+    max_tool_calls: int = Field(default=grants.DEFAULT_MAX_CALLS, ge=1)
     timeout: str | float | None = None
     retry: RawRetry = RawRetry()
     validation: RawValidation | None = None
@@ -263,7 +263,7 @@ class _Builder(Builder):
         if not self.raw.policy:
             return {}
         path = os.path.join(os.path.dirname(spec), os.path.expanduser(self.raw.policy))
-        data, why = tool_names.read_policy(path)
+        data, why = grants.read_policy(path)
         if data is None:
             self.problem(("workflow", "policy"), f"policy: {why}", "name a policy.toml, relative to the spec")
             return {}
@@ -322,9 +322,8 @@ class _Builder(Builder):
             inputs.add(inp.name)
         for aid, agent in self.raw.agents.items():
             for i, name in enumerate(agent.tools):
-                if tool_names.builtin_of(name, tool_names.PIPELINE_NAMES) is None:
-                    known = [*tool_names.PIPELINE_NAMES, *tool_names.BUILTINS]
-                    self.problem(("workflow", "agents", aid, "tools", i), *tool_names.unknown(name, known))
+                if builtin_name(name) is None:
+                    self.problem(("workflow", "agents", aid, "tools", i), *grants.unknown(name))
             other = agent.retry.fallback_agent
             if other is not None:
                 where = ("workflow", "agents", aid, "retry", "on_failure")
@@ -567,8 +566,8 @@ class _Builder(Builder):
             protocol="plain",
             input=input_,
             tools=agent.tools,
-            grant=tool_names.grant(
-                [b for t in agent.tools if (b := tool_names.builtin_of(t, tool_names.PIPELINE_NAMES))],
+            grant=grants.grant(
+                [b for t in agent.tools if (b := builtin_name(t))],
                 max_calls=agent.max_tool_calls,
             ),
             output_key=output_key,
