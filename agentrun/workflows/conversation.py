@@ -9,7 +9,7 @@ from temporalio.exceptions import ActivityError
 from agentrun.contract import RunInput, RunState
 from agentrun.lang import calls, ir
 from agentrun.lang.drivers import driver_of, model_of
-from agentrun.workflows import activity_calls, metrics, notes, spawn_text, spawning, tracing
+from agentrun.workflows import activity_calls, metrics, notes, spawn_text, spawning, tool_loop, tracing
 from agentrun.workflows.budgets import RESERVATIONS, BudgetExceeded, Budgets, Reservations, cost_usd
 from agentrun.workflows.failures import TaskFailed
 from agentrun.workflows.scope import Scope
@@ -24,6 +24,8 @@ class Conversation:
         self.rolling_back = False  # compensations run whatever the budget says
         self.reservations = Reservations(state)
         self.prices = {**inp.prices, **inp.plan.prices}  # the run's own, then the spec's; fixed for the run
+        self.tool_policy = tool_loop.policy_of(inp.plan)
+        self.tool_calls_made: dict[str, int] = {}  # by run key, against its max_tool_calls
 
     async def ask(
         self,
@@ -50,10 +52,24 @@ class Conversation:
         exchange: list[calls.ChatMessage] = []  # this prompt's tool calls and results, for a chat API
         summary = self._summary(node, scope, text, phase)
         prompt, spawns = text, 0
+        box = self._toolbox(node, scope, driver.tools)
+        granted = await box.offer() if box is not None else []
         while True:
             tools = [calls.SPAWN_AGENTS] if offered and driver.tools else []
             call = self._call(node, key, uri, prompt, [*transcript, *exchange] if driver.chat else [], tools)
+            call.offered = granted
             reply = await self.send(node, scope, call, summary, f"agent '{node.agent}'")
+            calling = [c for c in reply.tool_calls if c.name != calls.SPAWN_AGENTS] if box is not None else []
+            if calling:
+                # The model's turn with its calls, then their results; it goes on from them (no new prompt).
+                said = [calls.ChatMessage(role="user", content=prompt)] if prompt else []
+                turn = calls.ChatMessage(role="assistant", content=reply.text, tool_calls=reply.tool_calls)
+                spawned = [c for c in reply.tool_calls if c.name == calls.SPAWN_AGENTS]
+                answers = await box.answer(calling) if box is not None else []
+                answers += [_not_now(c) for c in spawned]  # each call is answered; a spawn waits for a reply of its own
+                exchange, prompt = [*exchange, *said, turn, *_in_order(reply.tool_calls, answers)], ""
+                summary = f"{self._summary(node, scope, text, phase)} (after {calling[-1].name})"
+                continue
             wanted = spawn_text.asks(reply, driver.tools) if offered else []
             if not wanted:
                 break
@@ -105,6 +121,13 @@ class Conversation:
         if task is not None and task.first_token_s is None and reply.first_token_s is not None:
             task.first_token_s = reply.first_token_s
         return reply
+
+    def _toolbox(self, node: ir.Task, scope: Scope, takes_tools: bool) -> tool_loop.Toolbox | None:
+        """The tools the node's spec grants its agent, for a model that takes function tools;
+        None for any other agent, a node granted none, or a run recorded before tools."""
+        if node.grant is None or not takes_tools or not workflow.patched(tool_loop.TOOL_LOOP):
+            return None
+        return tool_loop.Toolbox(self, node, scope, node.grant)
 
     def _summary(self, node: ir.Task, scope: Scope, text: str, phase: str | None) -> str:
         """What Temporal Web names the prompt by: the task, its loop round, the protocol's step or the
@@ -213,6 +236,17 @@ class Conversation:
     def _usd_budget(self) -> bool:
         budgets = [self.state.budget, *self.state.step_budgets.values()]
         return any(b is not None and b.usd is not None for b in budgets)
+
+
+def _not_now(call: calls.ToolCall) -> calls.ChatMessage:
+    why = f"error: call {calls.SPAWN_AGENTS} in a reply of its own, without other tool calls beside it"
+    return calls.ChatMessage(role="tool", content=why, tool_call_id=call.id)
+
+
+def _in_order(asked: list[calls.ToolCall], answers: list[calls.ChatMessage]) -> list[calls.ChatMessage]:
+    """The tool results in the order the model made the calls, as the chat APIs want them."""
+    by_id = {a.tool_call_id: a for a in answers}
+    return [by_id[c.id] for c in asked if c.id in by_id]
 
 
 def first_line(text: str) -> str:

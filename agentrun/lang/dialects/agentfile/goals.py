@@ -69,6 +69,7 @@ class GoalBuilder:
             supervision=sup,
             loop_until=self._loop(decl),
             spawn=spawn,
+            grant=self.c.grant(),
         )
 
     def _fan_out(
@@ -105,6 +106,7 @@ class GoalBuilder:
             outputs=[t.value for t in agent.outputs],
             supervision=agent.sup.level if agent.sup is not None else sup,
             output_key=_name(agent),
+            grant=self.c.grant(),
         )
 
     def _agent(self, token: Token) -> Decl | None:

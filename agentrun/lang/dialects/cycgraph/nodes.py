@@ -14,6 +14,7 @@ from agentrun.lang import expressions, ir
 from agentrun.lang.dialects.builder import Builder
 from agentrun.lang.dialects.cycgraph.fanout import map_node, subgraph_node, voting_node
 from agentrun.lang.dialects.cycgraph.policy import options
+from agentrun.lang.dialects.cycgraph.tools import grant_of
 from agentrun.lang.errors import did_you_mean
 from agentrun.lang.yamlpos import PosDict, plain, position
 
@@ -50,8 +51,8 @@ COMMON_KEYS = {
     "metadata",
 }
 TYPE_KEYS: dict[str, set[str]] = {
-    "agent": set(),
-    "synthesizer": set(),
+    "agent": {"tools"},
+    "synthesizer": {"tools"},
     "router": set(),
     "tool": {"tool_id", "provider", "method", "params", "tool_args"},
     "supervisor": {"managed_nodes", "max_iterations"},
@@ -101,8 +102,11 @@ class Compiled:
 
 
 class NodeCompiler:
-    def __init__(self, build: Builder, agents: dict[str, PosDict]):
+    def __init__(
+        self, build: Builder, agents: dict[str, PosDict], grants: dict[str, ir.ToolGrant | None] | None = None
+    ):
         self.build, self.agents = build, agents
+        self.grants = grants or {}  # what each agent's own `tools` grant
         self.graph_id = ""  # the graph whose nodes are being compiled
         self.subgraph_refs: list[tuple[str, str, tuple]] = []  # (graph run, graph it is in, where)
         self._raw: dict[tuple, PosDict] = {}  # each node being compiled, by its path
@@ -142,8 +146,12 @@ class NodeCompiler:
         # The agent's system_prompt and temperature go with every call of it (ir.AgentInfo).
         agent_id = self._agent_id(raw, at)
         multi = len(access.write_keys) > 1
+        own = "tools" in raw
+        max_steps = self.agents.get(agent_id, PosDict()).get("max_steps")
+        grant = grant_of(self.build, raw.get("tools"), (*at, "tools"), max_steps) if own else self.grants.get(agent_id)
         return ir.Task(
             agent=agent_id,
+            grant=grant,
             prompt=agent_prompt(common["title"] or common["id"], self.instructions(cfg), access),
             protocol="plain",
             output_format="json" if multi else "text",

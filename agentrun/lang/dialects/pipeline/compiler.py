@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, ValidationError, field_validator
 
-from agentrun.lang import ir
+from agentrun.lang import grants, ir
 from agentrun.lang.dialects.builder import Builder
 from agentrun.lang.dialects.common_keys import (
     COMPENSATION_ATTEMPTS,
@@ -30,6 +30,7 @@ from agentrun.lang.dialects.pipeline import refs as pipeline_refs
 from agentrun.lang.errors import SpecError, did_you_mean
 from agentrun.lang.params import coerce
 from agentrun.lang.schema_errors import problems_from
+from agentrun.lang.tool_names import builtin_name
 from agentrun.lang.yamlpos import PosDict, load_mapping, position
 
 StepType = Literal["sequential", "parallel", "conditional", "loop", "map", "human"]
@@ -80,6 +81,7 @@ class RawAgent(Strict):
     role: str = ""
     prompt: str
     tools: list[str] = []
+    max_tool_calls: int = Field(default=grants.DEFAULT_MAX_CALLS, ge=1)
     timeout: str | float | None = None
     retry: RawRetry = RawRetry()
     validation: RawValidation | None = None
@@ -167,6 +169,7 @@ class RawWorkflow(Strict):
     constraints: list[str] = []
     budget: RawBudget | None = None
     prices: dict[str, ir.Price] = {}
+    policy: str | None = None  # a policy.toml every tool call answers to, beside the spec or a path
 
 
 class RawSpec(Strict):
@@ -252,7 +255,19 @@ class _Builder(Builder):
             version=self.raw.version,
             branches=graph.branches,
             agents={aid: ir.AgentInfo(name=a.name, role=a.role, tools=a.tools) for aid, a in self.raw.agents.items()},
+            **self._policy(path),
         )
+
+    def _policy(self, spec: str) -> dict[str, Any]:
+        """The policy.toml the spec names, read now so a mistake in it is found before the run."""
+        if not self.raw.policy:
+            return {}
+        path = os.path.join(os.path.dirname(spec), os.path.expanduser(self.raw.policy))
+        data, why = grants.read_policy(path)
+        if data is None:
+            self.problem(("workflow", "policy"), f"policy: {why}", "name a policy.toml, relative to the spec")
+            return {}
+        return {"tool_policy": data, "policy_file": os.path.abspath(path)}
 
     def _params(self) -> dict[str, ir.Param]:
         params = {}
@@ -306,6 +321,9 @@ class _Builder(Builder):
                 )
             inputs.add(inp.name)
         for aid, agent in self.raw.agents.items():
+            for i, name in enumerate(agent.tools):
+                if builtin_name(name) is None:
+                    self.problem(("workflow", "agents", aid, "tools", i), *grants.unknown(name))
             other = agent.retry.fallback_agent
             if other is not None:
                 where = ("workflow", "agents", aid, "retry", "on_failure")
@@ -548,6 +566,10 @@ class _Builder(Builder):
             protocol="plain",
             input=input_,
             tools=agent.tools,
+            grant=grants.grant(
+                [b for t in agent.tools if (b := builtin_name(t))],
+                max_calls=agent.max_tool_calls,
+            ),
             output_key=output_key,
             line=position(self.data, ("workflow", "agents", agent_id))[0],
             timeout_s=self.duration(agent.timeout, ("workflow", "agents", agent_id, "timeout"), _DURATION_HINT),
