@@ -161,3 +161,126 @@ async def test_a_streamable_http_server(tmp_path, closing):
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+# A run: a cycgraph graph whose agents use the fake server's tools, asked through the fake
+# OpenAI-compatible server, which answers with tool calls in the real wire format.
+
+GRAPH = """
+name: mcp-run
+description: Count twice, then say so
+inputs:
+  topic: {schema: {type: string}, required: true}
+nodes:
+  - {id: first, type: agent, agent_id: counter, read_keys: [topic], write_keys: [first], tools: &tools [
+      {type: mcp, server_id: fake, tool_names: [count, echo]}, {type: mcp, server_id: ghost}]}
+  - {id: second, type: agent, agent_id: counter, read_keys: [topic], write_keys: [second], tools: *tools}
+edges:
+  - {source: first, target: second}
+start_node: first
+end_nodes: [second]
+"""
+
+
+def graph(folder: Path) -> Path:
+    path = folder / "graph.yaml"
+    path.write_text(GRAPH)
+    return path
+
+
+def offered(request) -> list[str]:
+    return [t["function"]["name"] for t in request.body.get("tools") or []]
+
+
+def tool_answers(request) -> list[str]:
+    return [m["content"] for m in request.body["messages"] if m["role"] == "tool"]
+
+
+async def start_graph(client, spec: Path, servers: dict[str, McpServer], policy: dict | None = None):
+    """A run of the graph on the in-process worker, its agents on the fake OpenAI server, the
+    policy (policy.toml's tables) as a spec would name it."""
+    from agentrun.contract import RunInput
+    from agentrun.lang import params
+    from agentrun.lang.load import load
+    from tests.conftest import TEST_QUEUE, run_id
+
+    plan = load(str(spec), given_params={"topic"})
+    if policy is not None:
+        plan = plan.model_copy(update={"tool_policy": policy})
+    inp = RunInput(
+        plan=plan,
+        params=params.bind(plan, {"topic": "T"}),
+        workdir=str(spec.parent),
+        default_agent="openai:counter",
+        heartbeat_s=5,
+        mcp_servers=servers,
+    )
+    return await client.start_workflow("AgentRun", inp, id=run_id("mcp"), task_queue=TEST_QUEUE)
+
+
+async def activities_named(handle, name: str) -> int:
+    count = 0
+    async for event in handle.fetch_history_events():
+        attrs = event.activity_task_scheduled_event_attributes
+        if event.HasField("activity_task_scheduled_event_attributes") and attrs.activity_type.name == name:
+            count += 1
+    return count
+
+
+@pytest.mark.usefixtures("worker")
+async def test_a_run_whose_agent_uses_an_mcp_tool(client, llm, tmp_path, closing):
+    from tests.fakes.openai_server import ToolUse
+    from tests.runs import finish
+
+    counted = tmp_path / "count.txt"
+    llm.reply = [
+        ToolUse("mcp_fake_count", {"note": "one"}),
+        ToolUse("mcp_fake_count", {"note": "two"}),
+        "counted twice",
+        ToolUse("mcp_fake_echo", {"text": "hello"}),
+        "echoed",
+    ]
+    handle = await start_graph(client, graph(tmp_path), {"fake": fake(count_file=counted)})
+    state = await finish(client, handle)
+    assert state.status == "completed", state.error
+    assert [line.split(" ", 1)[1] for line in lines(counted)] == ["one", "two"]
+    # Offered exactly the granted tools of the declared server (ghost is declared nowhere).
+    assert [sorted(offered(r)) for r in llm.requests] == [["mcp_fake_count", "mcp_fake_echo"]] * 5
+    assert [tool_answers(r) for r in llm.requests] == [[], ["1"], ["1", "2"], [], ["hello"]]
+    # Two steps used the server; its tools were listed once in the run, each call its own activity.
+    assert await activities_named(handle, "list_mcp_tools") == 1
+    assert await activities_named(handle, "call_mcp_tool") == 3
+
+
+@pytest.mark.usefixtures("worker")
+async def test_a_tool_outside_allowed_tools_is_refused_and_the_step_goes_on(client, llm, tmp_path, closing):
+    from tests.fakes.openai_server import ToolUse
+    from tests.runs import finish
+
+    counted = tmp_path / "count.txt"
+    llm.reply = [ToolUse("mcp_fake_count", {"note": "must not run"}), "refused, fine", "done"]
+    policy = {"mcp": {"default_deny": True, "allowed_tools": ["fake:echo"]}}
+    handle = await start_graph(client, graph(tmp_path), {"fake": fake(count_file=counted)}, policy)
+    state = await finish(client, handle)
+    assert state.status == "completed", state.error
+    assert lines(counted) == []  # the server never ran it
+    answer = tool_answers(llm.requests[1])
+    assert len(answer) == 1 and "not in [mcp] allowed_tools" in answer[0]
+
+
+@pytest.mark.usefixtures("worker")
+async def test_a_server_that_crashes_mid_run_is_started_again_and_the_run_goes_on(client, llm, tmp_path, closing):
+    from tests.fakes.openai_server import ToolUse
+    from tests.runs import finish
+
+    counted = tmp_path / "count.txt"
+    spec = tmp_path / "graph.yaml"
+    spec.write_text(GRAPH.replace("tool_names: [count, echo]", "tool_names: [count, crash]"))
+    llm.reply = [ToolUse("mcp_fake_crash", {}), ToolUse("mcp_fake_count", {"note": "after"}), "done", "done"]
+    handle = await start_graph(client, spec, {"fake": fake(count_file=counted)})
+    state = await finish(client, handle)
+    assert state.status == "completed", state.error
+    crashed, counted_answer = tool_answers(llm.requests[2])
+    assert "went away" in crashed  # each attempt crashed it; the model is told, the step goes on
+    assert counted_answer == "1" and len(lines(counted)) == 1  # a server started anew answered
+    assert await activities_named(handle, "call_mcp_tool") == 2

@@ -12,6 +12,7 @@ from agentrun.lang.drivers import driver_of, model_of
 from agentrun.workflows import activity_calls, metrics, notes, spawn_text, spawning, tool_loop, tracing
 from agentrun.workflows.budgets import RESERVATIONS, BudgetExceeded, Budgets, Reservations, cost_usd
 from agentrun.workflows.failures import TaskFailed
+from agentrun.workflows.mcp_tools import McpTools
 from agentrun.workflows.scope import Scope
 
 
@@ -26,6 +27,7 @@ class Conversation:
         self.prices = {**inp.prices, **inp.plan.prices}  # the run's own, then the spec's; fixed for the run
         self.tool_policy = tool_loop.policy_of(inp.plan)
         self.tool_calls_made: dict[str, int] = {}  # by run key, against its max_tool_calls
+        self.mcp = McpTools(inp.mcp_servers)  # the run's MCP servers, each listed once
 
     async def ask(
         self,
