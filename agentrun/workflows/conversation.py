@@ -3,6 +3,8 @@ needs, and what the reply cost. How a reply is read is a protocol's business (`w
 
 from __future__ import annotations
 
+from typing import Any
+
 from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
@@ -28,6 +30,7 @@ class Conversation:
         self.tool_policy = tool_loop.policy_of(inp.plan)
         self.tool_calls_made: dict[str, int] = {}  # by run key, against its max_tool_calls
         self.mcp = McpTools(inp.mcp_servers)  # the run's MCP servers, each listed once
+        self.saved: dict[str, dict[str, Any]] = {}  # by run key: what save_to_memory calls captured
 
     async def ask(
         self,

@@ -23,6 +23,7 @@ from agentrun.models.tool_policy import from_tables
 from agentrun.models.tools import RUN_TOOL, ToolCall, ToolCallInput, ToolPolicy, ToolResult, ToolSpec, builtin_specs
 from agentrun.workflows import activity_calls, tracing
 from agentrun.workflows.failures import TaskFailed
+from agentrun.workflows.local_tools import Local
 from agentrun.workflows.mcp_tools import Mcp
 from agentrun.workflows.scope import Scope
 from agentrun.workflows.taint import untrusted
@@ -178,7 +179,7 @@ class Builtin:
 
 
 # Where each source's calls go. A new source is one more entry.
-SOURCES: dict[str, Source] = {"builtin": Builtin(), "mcp": Mcp()}
+SOURCES: dict[str, Source] = {"builtin": Builtin(), "mcp": Mcp(), "local": Local()}
 
 
 def policy_of(plan: ir.Plan) -> ToolPolicy:

@@ -5,6 +5,10 @@ Its tools leave traces a test can read: `count` appends a line per call to the f
 FAKE_MCP_COUNT_FILE (so a test counts calls by their side effect), `environment` tells which
 variables the server was started with, `crash` ends the server's process in the middle of a call,
 `pid` names the process (a restart shows as a new one), `slow` takes its time.
+
+`--handshake-only` serves stdio in the initialize-handshake era alone, as the servers deployed
+before the 2026-07-28 protocol do (and as clients that send `server/discover` and `initialize`
+together, like cycgraph's, need).
 """
 
 from __future__ import annotations
@@ -68,12 +72,24 @@ def fail(reason: str) -> str:
     raise ToolError(reason)
 
 
+async def serve_handshake_only() -> None:
+    from mcp.server.runner import serve_loop
+    from mcp.server.stdio import stdio_server
+
+    low = server._lowlevel_server  # the SDK's own stdio runner serves both eras; this one the older only
+    async with stdio_server() as (read, write), low.lifespan(low) as state:
+        await serve_loop(low, read, write, lifespan_state=state, init_options=low.create_initialization_options())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--http", type=int, metavar="PORT", help="serve streamable HTTP on 127.0.0.1:PORT")
+    parser.add_argument("--handshake-only", action="store_true", help="serve the initialize-handshake era only")
     args = parser.parse_args()
     if args.http:
         asyncio.run(server.run_streamable_http_async(host="127.0.0.1", port=args.http))
+    elif args.handshake_only:
+        asyncio.run(serve_handshake_only())
     else:
         asyncio.run(server.run_stdio_async())
 

@@ -16,6 +16,7 @@ from agentrun.lang.dialects.cycgraph.fanout import map_node, subgraph_node, voti
 from agentrun.lang.dialects.cycgraph.policy import options
 from agentrun.lang.dialects.cycgraph.tools import grant_of
 from agentrun.lang.errors import did_you_mean
+from agentrun.lang.grants import SAVE_TO_MEMORY
 from agentrun.lang.yamlpos import PosDict, plain, position
 
 TYPES = (
@@ -149,12 +150,14 @@ class NodeCompiler:
         own = "tools" in raw
         max_steps = self.agents.get(agent_id, PosDict()).get("max_steps")
         grant = grant_of(self.build, raw.get("tools"), (*at, "tools"), max_steps) if own else self.grants.get(agent_id)
+        # An agent that saves its keys with save_to_memory answers in plain text, as in cycgraph.
+        saves = grant is not None and SAVE_TO_MEMORY in grant.local
         return ir.Task(
             agent=agent_id,
             grant=grant,
-            prompt=agent_prompt(common["title"] or common["id"], self.instructions(cfg), access),
+            prompt=agent_prompt(common["title"] or common["id"], self.instructions(cfg), access, saves),
             protocol="plain",
-            output_format="json" if multi else "text",
+            output_format="json" if multi and not saves else "text",
             **common,
         )
 
@@ -340,7 +343,7 @@ def _mode_of(cfg: dict) -> str:
     return "jsonpath" if "path" in cfg or "jsonpath" in cfg or "assertion" in cfg else "llm_judge"
 
 
-def agent_prompt(title: str, instructions: str, access: ir.Access) -> str:
+def agent_prompt(title: str, instructions: str, access: ir.Access, saves: bool = False) -> str:
     """The prompt of an agent node: the run's goal and constraints, the node's own instructions,
     and how to answer; the memory keys it reads follow as its input."""
     lines = [
@@ -350,7 +353,10 @@ def agent_prompt(title: str, instructions: str, access: ir.Access) -> str:
     ]
     if instructions:
         lines.append(raw_text(instructions))
-    if len(access.write_keys) > 1:
+    if saves:
+        keys = ", ".join(access.write_keys or [k for k in [access.write_key] if k])
+        lines.append(f"Use the save_to_memory tool to store your findings, under these keys only: {keys}.")
+    elif len(access.write_keys) > 1:
         lines.append("Reply with one JSON object whose keys are among: " + ", ".join(access.write_keys) + ".")
     return "\n".join(lines)
 
