@@ -199,9 +199,9 @@ def tool_answers(request) -> list[str]:
 async def start_graph(client, spec: Path, servers: dict[str, McpServer], policy: dict | None = None):
     """A run of the graph on the in-process worker, its agents on the fake OpenAI server, the
     policy (policy.toml's tables) as a spec would name it."""
-    from agentrun.contract import RunInput
     from agentrun.lang import params
     from agentrun.lang.load import load
+    from agentrun.models.contract import RunInput
     from tests.conftest import TEST_QUEUE, run_id
 
     plan = load(str(spec), given_params={"topic"})

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import yaml
 
-from agentrun.contract import RunInput
 from agentrun.lang import params
 from agentrun.lang.load import load
 from agentrun.lang.mcp_servers import McpServer
+from agentrun.models.contract import RunInput
 from tests.compat.test_cycgraph_diff import HARNESS, cycgraph_package  # noqa: F401 - the fixture
 from tests.conftest import TEST_QUEUE, run_id
 from tests.fakes.openai_server import FakeOpenAI, ToolUse
