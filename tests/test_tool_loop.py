@@ -14,7 +14,7 @@ from temporalio.client import Client
 
 from agentrun.client import report
 from agentrun.contract import RunState
-from tests.conftest import write_spec
+from tests.conftest import ROOT, write_spec
 from tests.fakes.openai_server import FakeOpenAI, Messages, ToolUse
 from tests.runs import run_spec
 
@@ -114,7 +114,10 @@ async def test_max_tool_calls_exceeded_fails_the_step_saying_so(client, llm: Fak
     assert state.errors[-1] == (
         "code: the agent asked for more than 2 tool calls (max_tool_calls); the last one was read"
     )
-    assert len(llm.requests) == 3 and [u.outcome for u in state.tool_calls["code"]] == ["ok", "ok"]  # the third was never made
+    assert len(llm.requests) == 3 and [u.outcome for u in state.tool_calls["code"]] == [
+        "ok",
+        "ok",
+    ]  # the third was never made
 
 
 async def test_nothing_granted_offers_nothing(client, llm: FakeOpenAI, tmp_path):
@@ -195,7 +198,9 @@ def goal_model(messages: Messages) -> Any:
 
 async def test_an_agentfile_goal_gets_the_tools_its_policy_leaves_on(client, llm: FakeOpenAI, tmp_path):
     allow = 'enabled = true\nallow = ["$WORKSPACE/**"]\n'
-    (tmp_path / "policy.toml").write_text(f"default_deny = true\n[write]\n{allow}[read]\n{allow}[bash]\nenabled = false\n")
+    (tmp_path / "policy.toml").write_text(
+        f"default_deny = true\n[write]\n{allow}[read]\n{allow}[bash]\nenabled = false\n"
+    )
     llm.reply = goal_model
     spec = write_spec(tmp_path, AGENTFILE, "Agentfile")
     state = await run_spec(client, spec, "openai:lead", workdir=tmp_path)
@@ -214,3 +219,21 @@ def test_validate_refuses_an_unknown_tool_with_the_nearest_name(cli, tmp_path):
     assert said.code == 2
     assert f"{spec}:7:" in said.err + said.out
     assert "unknown tool 'Wrte'" in said.err + said.out and "did you mean 'Write'?" in said.err + said.out
+
+
+async def test_the_example_runs_on_an_openai_compatible_model(client, llm: FakeOpenAI, tmp_path):
+    llm.reply = [
+        ToolUse("write", {"path": "greet.sh", "content": 'echo "hello from a tool"\n'}),
+        ToolUse("bash", {"command": "sh greet.sh > greeting.txt"}),
+        ToolUse("bash", {"command": "curl http://127.0.0.1:9/"}),
+        ToolUse("read", {"path": "greeting.txt"}),
+        "hello from a tool",
+    ]
+    state = await run_spec(client, ROOT / "examples" / "pipelines" / "tools.yaml", "openai:qwen", workdir=tmp_path)
+
+    assert state.status == "completed", state.errors
+    assert (tmp_path / "greeting.txt").read_text() == "hello from a tool\n"
+    assert "hello from a tool" in llm.requests[0].prompt  # the input, rendered into the prompt
+    # The policy beside the example refuses curl (its bash denylist); the model went on.
+    assert [u.outcome for u in state.tool_calls["greet"]] == ["ok", "ok", "refused", "ok"]
+    assert "curl" in state.tool_calls["greet"][2].reason
