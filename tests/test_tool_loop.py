@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from temporalio.client import Client
 
-from agentrun.client import report
-from agentrun.contract import RunState
+from agentrun.explain import report
+from agentrun.models.contract import RunState
 from tests.conftest import ROOT, write_spec
 from tests.fakes.openai_server import FakeOpenAI, Messages, ToolUse
 from tests.runs import run_spec
@@ -233,7 +233,7 @@ async def test_the_example_runs_on_an_openai_compatible_model(client, llm: FakeO
 
     assert state.status == "completed", state.errors
     assert (tmp_path / "greeting.txt").read_text() == "hello from a tool\n"
-    assert "hello from a tool" in llm.requests[0].prompt  # the input, rendered into the prompt
+    assert "hello from a tool" in (llm.requests[0].prompt or "")  # the input, rendered into the prompt
     # The policy beside the example refuses curl (its bash denylist); the model went on.
     assert [u.outcome for u in state.tool_calls["greet"]] == ["ok", "ok", "refused", "ok"]
     assert "curl" in state.tool_calls["greet"][2].reason

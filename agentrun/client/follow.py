@@ -13,14 +13,14 @@ from rich.live import Live
 from rich.spinner import Spinner
 from temporalio.client import Client, WorkflowFailureError
 
-from agentrun.client import tool_uses
 from agentrun.client.humans import Prompter, answer_inline, gate_line
 from agentrun.client.no_worker import hint
 from agentrun.client.partial import partials
 from agentrun.client.retries import Retries
 from agentrun.client.runs import describe, fetch_state, state_if_polled
-from agentrun.client.tails import STALL_S, Tails
-from agentrun.contract import CompensationResult, Gate, RunState, TaskState, ToolUse, open_gates
+from agentrun.explain import tool_uses
+from agentrun.explain.tails import STALL_S, Tails
+from agentrun.models.contract import CompensationResult, Gate, RunState, TaskState, ToolUse, open_gates
 
 
 async def follow(

@@ -21,8 +21,8 @@ from temporalio.service import RPCError
 
 from agentrun.client.partial import partials
 from agentrun.client.runs import describe
-from agentrun.contract import ARGUMENTS_SHOWN
-from agentrun.lang.calls import RUN_AGENT, AgentCall, AgentReply
+from agentrun.models.calls import RUN_AGENT, AgentCall, AgentReply
+from agentrun.models.contract import ARGUMENTS_SHOWN
 from agentrun.models.tools import RUN_TOOL, ToolCallInput, ToolResult
 
 GROWING_POLL_S = 0.5

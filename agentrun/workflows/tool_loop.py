@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING, Protocol
 from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
-from agentrun.contract import ARGUMENTS_SHOWN, ToolUse
-from agentrun.lang import calls, ir
+from agentrun.lang import ir
+from agentrun.models import calls
+from agentrun.models.contract import ARGUMENTS_SHOWN, ToolUse
 from agentrun.models.tool_policy import from_tables
 from agentrun.models.tools import RUN_TOOL, ToolCall, ToolCallInput, ToolPolicy, ToolResult, ToolSpec, builtin_specs
 from agentrun.workflows import activity_calls, tracing
