@@ -64,4 +64,6 @@ async def _run(input: ToolCallInput, name: str) -> str:
 def _cut(text: str, limit: int) -> tuple[str, bool]:
     if len(text) <= limit:
         return text, False
-    return text[:limit] + f"\n[… {len(text) - limit} more characters cut]", True
+    return text[
+        :limit
+    ] + f"\n[… cut here: the result is longer than the {limit} characters a tool result may have]", True
