@@ -62,13 +62,14 @@ async def run(client: Client, tmp_path: Path, uri: str, extra: str = "", text: s
     return await run_spec(client, spec, uri, workdir=work)
 
 
+@pytest.mark.parametrize("streams", [True, False], ids=["streamed", "whole"])
 @pytest.mark.parametrize("scheme", ["openai", "anthropic"])
 async def test_a_pipeline_agent_writes_runs_and_reads_in_the_work_directory(
-    client, llm: FakeOpenAI, monkeypatch, tmp_path, scheme
+    client, llm: FakeOpenAI, monkeypatch, tmp_path, scheme, streams
 ):
     monkeypatch.setenv("ANTHROPIC_BASE_URL", llm.base_url)
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
-    llm.reply = WORK
+    llm.reply, llm.streams = WORK, streams
     state = await run(client, tmp_path, f"{scheme}:coder")
 
     assert state.status == "completed", state.errors
@@ -76,11 +77,13 @@ async def test_a_pipeline_agent_writes_runs_and_reads_in_the_work_directory(
     work = tmp_path / "work"
     assert (work / "hello.sh").read_text() == SCRIPT + "\n"
     assert (work / "out.txt").read_text() == "hello from bash\n"
-    # Every request offered exactly the granted tools, streamed (the fake streams when asked).
-    assert [offered(r.body) for r in llm.requests] == [["read", "write", "bash"]] * 4
-    assert all(r.body.get("stream") is True for r in llm.requests)
+    # Every request offered exactly the granted tools; a server that does not stream is asked once
+    # streamed (it refuses), then whole.
+    answered = [r for r in llm.requests if bool(r.body.get("stream")) is streams]
+    assert len(llm.requests) == (4 if streams else 5)
+    assert [offered(r.body) for r in answered] == [["read", "write", "bash"]] * 4
     # What the model read back, in order: nothing yet, then each call's result.
-    results = [tool_result(r.body["messages"]) for r in llm.requests]
+    results = [tool_result(r.body["messages"]) for r in answered]
     assert results[0] is None and results[1] == "ok"
     assert json.loads(results[2] or "{}")["exit_code"] == 0
     assert results[3] == "hello from bash\n"
