@@ -43,11 +43,14 @@ class Conversation:
         fresh: bool = False,
         phase: str | None = None,
         spawn: bool = False,
+        act: bool = True,
     ) -> str:
         """Send `text` to the node's agent and return the reply; TaskFailed when it cannot be sent
         (a budget, the agent failing). `fresh` asks outside the agent's conversation; `phase` names
         the step of a protocol in the activity's summary instead of the prompt's first line; `spawn`
-        lets a node that may start sub-agents do so, the reply being the one after their results."""
+        lets a node that may start sub-agents do so, the reply being the one after their results.
+        `act` offers the tools its spec grants (a prompt for the work; not one for a plan or a
+        verdict, nor a fresh question)."""
         key = str(scope.key)
         # A person's notes (`say`) ride on the next prompt, whatever language the run is in.
         text = notes.deliver(self.state, key, self.turns.get(key, 0) + 1, text)
@@ -59,7 +62,7 @@ class Conversation:
         exchange: list[calls.ChatMessage] = []  # this prompt's tool calls and results, for a chat API
         summary = self._summary(node, scope, text, phase)
         prompt, spawns = text, 0
-        box = self._toolbox(node, scope, driver.tools)
+        box = self._toolbox(node, scope, driver.tools) if act and not fresh else None
         granted = await box.offer() if box is not None else []
         while True:
             tools = [calls.SPAWN_AGENTS] if offered and driver.tools else []
