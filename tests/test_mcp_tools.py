@@ -284,3 +284,64 @@ async def test_a_server_that_crashes_mid_run_is_started_again_and_the_run_goes_o
     assert "went away" in crashed  # each attempt crashed it; the model is told, the step goes on
     assert counted_answer == "1" and len(lines(counted)) == 1  # a server started anew answered
     assert await activities_named(handle, "call_mcp_tool") == 2
+
+
+# A real third-party server: @modelcontextprotocol/server-filesystem from npm, installed once into
+# the tests' cache folder (as tests/compat installs cycgraph; .ci/run installs it beforehand).
+
+FILESYSTEM_VERSION = "2026.8.31"
+
+
+@pytest.fixture(scope="session")
+def filesystem_server() -> Path:
+    """The server's entry point, installed with npm into the cache folder once."""
+    import json
+    import shutil
+
+    if shutil.which("npm") is None or shutil.which("node") is None:
+        pytest.skip("npm and node are not installed: the filesystem MCP server runs under Node")
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    folder = Path(base) / "agentrun-tests" / "mcp-filesystem"
+    package = folder / "node_modules" / "@modelcontextprotocol" / "server-filesystem"
+    manifest = package / "package.json"
+    if not manifest.exists() or json.loads(manifest.read_text())["version"] != FILESYSTEM_VERSION:
+        folder.mkdir(parents=True, exist_ok=True)
+        subprocess.run(
+            ["npm", "install", "--no-audit", "--no-fund", "--prefix", str(folder)]
+            + [f"@modelcontextprotocol/server-filesystem@{FILESYSTEM_VERSION}"],
+            check=True,
+            capture_output=True,
+            timeout=600,
+        )
+    return package / "dist" / "index.js"
+
+
+@pytest.mark.usefixtures("worker")
+async def test_a_real_filesystem_server_writes_and_reads_for_the_agent(
+    client, llm, tmp_path, filesystem_server, closing
+):
+    from tests.fakes.openai_server import ToolUse
+    from tests.runs import finish
+
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    (tmp_path / "outside.txt").write_text("not yours")
+    spec = tmp_path / "graph.yaml"
+    spec.write_text(GRAPH.replace("server_id: fake, tool_names: [count, echo]", "server_id: files"))
+    note = str(shared / "note.txt")
+    llm.reply = [
+        ToolUse("mcp_files_write_file", {"path": note, "content": "NOTE-1"}),
+        ToolUse("mcp_files_read_text_file", {"path": note}),
+        ToolUse("mcp_files_read_text_file", {"path": str(tmp_path / "outside.txt")}),
+        "done",
+        "done",
+    ]
+    server = McpServer(id="files", command="node", args=[str(filesystem_server), str(shared)])
+    handle = await start_graph(client, spec, {"files": server})
+    state = await finish(client, handle)
+    assert state.status == "completed", state.error
+    assert (shared / "note.txt").read_text() == "NOTE-1"
+    wrote, read, outside = tool_answers(llm.requests[3])
+    assert "NOTE-1" in read
+    assert "not yours" not in outside and "denied" in outside.lower()  # the server keeps to its folder
+    assert "mcp_files_write_file" in offered(llm.requests[0])
