@@ -62,6 +62,8 @@ class AgentCall(BaseModel):
     timeout_s: float = DEFAULT_AGENT_TIMEOUT_S
     tools: list[str] = []  # function tools offered to a chat model, by name (SPAWN_AGENTS)
     offered: list[ToolSpec] = []  # the tools its spec grants, as the model is offered them
+    # The tools its spec grants in a coding agent's own names (Claude Code's --allowedTools).
+    allowed_tools: list[str] = []
     temperature: float | None = None  # the agent's sampling temperature, for a model that takes one
 
 

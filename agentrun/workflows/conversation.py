@@ -8,7 +8,7 @@ from typing import Any
 from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
-from agentrun.lang import ir
+from agentrun.lang import coding_tools, ir
 from agentrun.models import calls
 from agentrun.models.contract import RunInput, RunState
 from agentrun.models.drivers import driver_of, model_of
@@ -175,6 +175,8 @@ class Conversation:
             timeout_s=node.timeout_s or calls.DEFAULT_AGENT_TIMEOUT_S,
             tools=tools,
             temperature=info.temperature if info is not None else None,
+            # An agent that takes no function tools acts with its own; it is told which it may use.
+            allowed_tools=[] if driver_of(uri).tools else coding_tools.claude_code(node.grant),
         )
 
     def spawn_offer(self, node: ir.Task) -> str:
