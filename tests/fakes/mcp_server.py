@@ -31,6 +31,11 @@ def echo(text: str) -> str:
     return text
 
 
+@server.tool(description="The text of a file.")
+def read_file(path: str) -> str:
+    return Path(path).read_text(encoding="utf-8")
+
+
 @server.tool(description="Add two numbers.")
 def add(a: float, b: float) -> str:
     return str(a + b)
