@@ -5,6 +5,7 @@ file, its process, the environment it saw) and what the model would read back.""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import socket
@@ -345,3 +346,68 @@ async def test_a_real_filesystem_server_writes_and_reads_for_the_agent(
     assert "NOTE-1" in read
     assert "not yours" not in outside and "denied" in outside.lower()  # the server keeps to its folder
     assert "mcp_files_write_file" in offered(llm.requests[0])
+
+
+# Declared once: in agentrun.yaml for every spec beside it, or by an Agentfile's agent.toml.
+
+
+def test_agentrun_yaml_declares_servers_and_a_grant_of_an_undeclared_one_is_said(cli, tmp_path):
+    spec = graph(tmp_path)
+    (tmp_path / "agentrun.yaml").write_text(
+        "agents: {default: 'openai:counter'}\n"
+        "mcp_servers:\n  fake: {command: python, args: [-m, tests.fakes.mcp_server], env: [FAKE_MCP_COUNT_FILE]}\n"
+    )
+    result = cli("dry-run", str(spec), "-p", "topic=T")
+    assert result.code == 0, result.err
+    assert "MCP server 'ghost', which is declared nowhere" in result.err
+    assert "'fake'" not in result.err
+
+    (tmp_path / "agentrun.yaml").write_text("mcp_servers:\n  fake: {command: python, url: 'http://127.0.0.1:1/mcp'}\n")
+    from agentrun.explain.agents import mcp_servers
+    from agentrun.lang.errors import SpecError
+
+    with pytest.raises(SpecError) as bad:
+        mcp_servers(str(tmp_path))
+    assert str(bad.value.problems[0]).startswith(f"{tmp_path / 'agentrun.yaml'}:2:3: error: MCP server 'fake'")
+    assert "give either `command` (stdio) or `url`" in str(bad.value.problems[0])
+
+
+AGENTFILE = """NAME tally
+GOAL tally "Count the topic once with the count tool"
+RUN main USING tally
+"""
+
+
+def checkpoint_agent(messages) -> object:
+    """An Agentfile goal's agent: a plan to COMMIT; at EXECUTE one call of the MCP tool, then the work."""
+    from tests.fakes.openai_server import ToolUse
+
+    if "Phase COMMIT" in str(messages[-1].get("content")):
+        keys = ("interpretation", "approach")
+        return json.dumps(
+            {**dict.fromkeys(keys, "x"), "scope_in": [], "scope_out": [], "predictions": [], "assumptions": []}
+            | {"confidence": 0.9}
+        )
+    if not any(m["role"] == "tool" for m in messages):
+        return ToolUse("mcp_fake_count", {"note": "from the agentfile"})
+    post = {"output": "TALLIED", "tools_used": ["mcp_fake_count"], "commitment_met": "yes", "scope_changed": False}
+    return json.dumps(post | {"concerns": [], "deviations": [], "unexpected_results": []})
+
+
+@pytest.mark.usefixtures("worker")
+async def test_an_agentfile_reaches_the_servers_its_agent_toml_declares(client, llm, tmp_path, closing):
+    from tests.runs import run_spec
+
+    counted = tmp_path / "count.txt"
+    spec = tmp_path / "Agentfile"
+    spec.write_text(AGENTFILE)
+    (tmp_path / "agent.toml").write_text(
+        f'[mcp.servers.fake]\ncommand = "{sys.executable}"\nargs = ["{ROOT / "tests" / "fakes" / "mcp_server.py"}"]\n'
+        f'env = {{FAKE_MCP_COUNT_FILE = "{counted}"}}\ndenied_tools = ["crash"]\n'
+    )
+    llm.reply = checkpoint_agent
+    state = await run_spec(client, spec, "openai:default")
+    assert state.status == "completed", state.errors
+    assert lines(counted)[0].endswith("from the agentfile")
+    offered_now = offered(llm.requests[1])
+    assert "mcp_fake_count" in offered_now and "mcp_fake_crash" not in offered_now

@@ -31,7 +31,8 @@ class Conversation:
         self.prices = {**inp.prices, **inp.plan.prices}  # the run's own, then the spec's; fixed for the run
         self.tool_policy = tool_loop.policy_of(inp.plan)
         self.tool_calls_made: dict[str, int] = {}  # by run key, against its max_tool_calls
-        self.mcp = McpTools(inp.mcp_servers)  # the run's MCP servers, each listed once
+        # The run's MCP servers (agentrun.yaml's, then the spec's own), each listed once.
+        self.mcp = McpTools({**inp.mcp_servers, **inp.plan.mcp_servers})
         self.saved: dict[str, dict[str, Any]] = {}  # by run key: what save_to_memory calls captured
 
     async def ask(

@@ -8,7 +8,7 @@ import re
 from typing import Any, Literal
 
 from agentrun.lang import grants, ir
-from agentrun.lang.dialects.agentfile import NAME
+from agentrun.lang.dialects.agentfile import NAME, agent_toml
 from agentrun.lang.dialects.agentfile.goals import GoalBuilder
 from agentrun.lang.dialects.agentfile.lex import Text, Token, read
 from agentrun.lang.dialects.agentfile.parse import Decl, Form, form_of, parse
@@ -48,6 +48,7 @@ class _Compiler:
         self.scope = security.scope if security is not None and security.mode == "research" else ""
         params = self._params()
         self.policy = self._policy()
+        self.mcp_servers = agent_toml.mcp_servers(self.folder, self.problem)
         self._declarations()
         steps = self._steps(params)
         return ir.Plan(
@@ -63,6 +64,7 @@ class _Compiler:
             security=_security(security),
             research_scope=self.scope,
             **({"tool_policy": self.policy, "policy_file": self._policy_path()} if self.policy is not None else {}),
+            mcp_servers=self.mcp_servers,
         )
 
     def _policy_path(self) -> str:
@@ -79,8 +81,10 @@ class _Compiler:
         return tables
 
     def grant(self) -> ir.ToolGrant | None:
-        """What every goal's agent is offered: the built-in tools the policy leaves on."""
-        return grants.grant(grants.enabled(self.policy))
+        """What every goal's agent is offered: the built-in tools the policy leaves on, and every tool
+        of the MCP servers agent.toml declares."""
+        mcp = [ir.McpGrant(server=server) for server in self.mcp_servers]  # agent.toml's, every tool
+        return grants.grant(grants.enabled(self.policy), mcp)
 
     def _params(self) -> dict[str, ir.Param]:
         params: dict[str, ir.Param] = {}
