@@ -84,13 +84,13 @@ class Attack:
     name: str
     tool: str
     args: dict[str, Any]
-    setup: Callable[[Place], None] = lambda p: None
+    setup: Callable[[Place], object] = lambda p: None
     policy: ToolPolicy = field(default_factory=ToolPolicy)
     # What must hold after the call, beyond "refused, nothing outside changed, no secret came back".
     check: Callable[[Place, ToolResult], None] = lambda p, r: None
 
 
-def _link(name: str, target: Callable[[Place], Path | str]) -> Callable[[Place], None]:
+def _link(name: str, target: Callable[[Place], Path | str]) -> Callable[[Place], object]:
     return lambda p: os.symlink(target(p), p.wd / name)
 
 
