@@ -197,3 +197,19 @@ def test_a_missing_policy_file_says_so(tmp_path):
     with pytest.raises(SpecError) as caught:
         load_policy(tmp_path / "nope.toml")
     assert "cannot read the policy" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("command", "refused"),
+    [
+        ("git push origin main", True),
+        ("/usr/bin/git status", True),
+        ("env X=1 rm -rf build", True),
+        ("ls && rm -rf build", True),
+        ("rm -f one.txt", False),
+        ("make test", False),
+    ],
+)
+def test_bash_denylist_names_a_program_or_the_first_words(command, refused, tmp_path):
+    policy = parse_policy("[bash]\ndenylist = ['git', 'rm -rf *']\n")
+    assert (commands.refusal(command, policy, str(tmp_path)) is not None) is refused
