@@ -32,6 +32,7 @@ from typing import Any
 
 import pytest
 
+from agentrun.activities.tools import sandbox
 from agentrun.models.tools import ToolLimits, ToolPolicy, ToolResult, ToolRule
 from tests.fakes.web import FakeWeb
 from tests.tool_calls import OneToolCall, call, make_input, start_tool_worker
@@ -423,7 +424,16 @@ FORK_60 = (
 )
 
 
-async def test_a_command_cannot_have_more_processes_than_the_policy_allows(place):
+@pytest.fixture(params=["prlimit", "python"])
+def launcher(request, monkeypatch):
+    """Each limit under both launchers: util-linux's prlimit and a shell, or a Python of its own
+    (a machine without prlimit)."""
+    if request.param == "python":
+        monkeypatch.setattr(sandbox, "_prlimit", lambda: None)
+    return request.param
+
+
+async def test_a_command_cannot_have_more_processes_than_the_policy_allows(place, launcher):
     result = await call(place.wd, "bash", BOUNDED, command=FORK_60)
     assert result.ok, result.content
     forked = int(json.loads(result.content)["stdout"].split()[1])
@@ -441,14 +451,14 @@ async def test_an_endless_loop_is_killed_with_all_it_started(place):
     assert (await call(place.wd, "read", path="keep.txt")).ok
 
 
-async def test_a_disk_fill_stops_at_the_largest_file(place):
+async def test_a_disk_fill_stops_at_the_largest_file(place, launcher):
     result = await call(place.wd, "bash", BOUNDED, command="head -c 20000000 /dev/zero > big; echo done")
     assert result.ok
     assert (place.wd / "big").stat().st_size <= 1 << 20
-    assert "File too large" in result.content
+    assert "File size limit exceeded" in result.content
 
 
-async def test_a_memory_bomb_is_stopped(place):
+async def test_a_memory_bomb_is_stopped(place, launcher):
     result = await call(place.wd, "bash", BOUNDED, command="python3 -c 'x = bytearray(1 << 30); print(len(x))'")
     assert result.ok
     assert "1073741824" not in result.content  # it never had its gigabyte
