@@ -240,3 +240,12 @@ async def test_the_example_runs_on_an_openai_compatible_model(client, llm: FakeO
     # The policy beside the example refuses curl (its bash denylist); the model went on.
     assert [u.outcome for u in state.tool_calls["greet"]] == ["ok", "ok", "refused", "ok"]
     assert "curl" in state.tool_calls["greet"][2].reason
+
+
+def test_validate_refuses_a_policy_value_of_the_wrong_type_with_its_line(cli, tmp_path):
+    (tmp_path / "tools-policy.toml").write_text('default_deny = false\n\n[bash]\ndenylist = "rm *"\n')
+    text = PIPELINE.replace("{extra}", "").replace("  steps:", "  policy: tools-policy.toml\n  steps:")
+    said = cli("validate", str(write_spec(tmp_path, text)))
+
+    assert said.code == 2
+    assert f"{tmp_path / 'tools-policy.toml'}:4: [bash] denylist must be a list of strings" in said.err + said.out
