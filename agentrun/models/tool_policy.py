@@ -42,7 +42,7 @@ def _rule(table: dict[str, Any]) -> ToolRule:
     timeout = table.get("timeout")
     return ToolRule(
         enabled=table.get("enabled") is not False,
-        timeout_s=float(timeout) if _positive(timeout) else None,
+        timeout_s=float(timeout) if isinstance(timeout, int) and _positive(timeout) else None,
         **{key: _strings(table.get(key)) for key in _LISTS},
     )
 
