@@ -75,3 +75,9 @@ def test_a_worker_killed_after_call_3_of_5_resumes_without_running_a_call_again(
     commands = [json.loads(u["arguments"])["command"] for u in uses]
     assert [c.split()[1].strip('"') for c in commands] == [f"call-{n}" for n in range(1, CALLS + 1)]
     assert watched.out.count("⚒ append: bash") == CALLS
+    # `logs` reads each call and what it gave back from the run's history; `status` counts them.
+    said = cli("logs", rid).out
+    assert said.count("append ⚒ bash {") == CALLS and said.count("append ⚒ bash → ok in ") == CALLS
+    assert [f"ran-{n}" in said for n in range(1, CALLS + 1)] == [True] * CALLS
+    shown = cli("status", rid).out
+    assert f"{CALLS} tool calls ({CALLS} ok); last: bash" in shown
