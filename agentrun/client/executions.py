@@ -216,7 +216,7 @@ async def _answer(client: Client, trace_output: str, name: str, arg: Any) -> dic
     return await _update(handle, name, arg)
 
 
-async def _handle(client: Client, trace_output: str) -> tuple[WorkflowHandle, WorkflowExecutionStatus | None]:
+async def _handle(client: Client, trace_output: str) -> tuple[WorkflowHandle[Any, Any], WorkflowExecutionStatus | None]:
     """The execution's run, and how it ended if it has."""
     run_id = execution_id(trace_output)
     try:
@@ -227,7 +227,7 @@ async def _handle(client: Client, trace_output: str) -> tuple[WorkflowHandle, Wo
     return client.get_workflow_handle(run_id), ended
 
 
-async def _update(handle: WorkflowHandle, name: str, arg: Any) -> dict[str, Any]:
+async def _update(handle: WorkflowHandle[Any, Any], name: str, arg: Any) -> dict[str, Any]:
     try:
         if arg is None:
             return await handle.execute_update(name, result_type=dict)

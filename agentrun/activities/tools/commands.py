@@ -165,22 +165,30 @@ def segments(command: str) -> list[str]:
 
 def base_command(segment: str) -> str:
     """The program a simple command runs: past `VAR=value` assignments and `env`, without its folder."""
+    words = program_words(segment)
+    return words[0] if words else ""
+
+
+def program_words(segment: str) -> list[str]:
+    """A simple command's words from its program on (`env X=1 /usr/bin/rm -rf a` → rm -rf a)."""
     words = segment.split()
     while words and (re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", words[0]) or words[0] in ("env", "command", "exec")):
         words = words[1:]
     if not words:
-        return ""
-    return words[0].strip("'\"").rsplit("/", 1)[-1]
+        return []
+    return [words[0].strip("'\"").rsplit("/", 1)[-1], *words[1:]]
 
 
 def _segment_refusal(segment: str, rule: ToolRule) -> str | None:
-    name = base_command(segment)
+    words = program_words(segment)
+    name = words[0] if words else ""
     if name in BANNED_COMMANDS:
         return f"command '{name}' is blocked for security"
     for denied in rule.denylist:
-        if denied.strip() == name or (len(denied.split()) > 1 and _matches(denied, segment)):
+        # A denied name refuses its program anywhere; longer entries a part that starts with their words.
+        wanted = [w for w in denied.split() if w != "*"]
+        if wanted == [name] or (len(wanted) > 1 and words[: len(wanted)] == wanted):
             return f"command '{segment}' is blocked by the policy's denylist ({denied})"
-    words = segment.split()
     for program, needed, flags in BANNED_SUBCOMMANDS:
         if name != program or not all(word in words[1:] for word in needed):
             continue

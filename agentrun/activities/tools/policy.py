@@ -36,7 +36,7 @@ _TOOL_KEYS = (
     "max_file_mb",
     "allow_private",
 )
-_TOP_KEYS = ("default_deny", "protected_files", "max_output")
+_TOP_KEYS = ("default_deny", "protected_files", "max_output", "allowed_dirs")
 _MCP_KEYS = ("default_deny", "allowed_tools")
 _SECURITY_KEYS = ("extra_patterns", "extra_keywords")  # the real system's content scanning: read, not used
 
