@@ -101,7 +101,7 @@ async def test_a_refused_call_goes_back_to_the_model_and_the_step_goes_on(client
 
     assert state.status == "completed", state.errors
     said = tool_result(llm.requests[1].body["messages"]) or ""
-    assert said.startswith("error: ") and "0451" not in said  # the reason, not the file
+    assert said.startswith("refused: ") and "0451" not in said  # the reason, not the file
     (use,) = state.tool_calls["code"]
     assert use.outcome == "refused" and use.reason
     assert f"REFUSED: {' '.join(use.reason.split())}" in report.to_markdown(state)
