@@ -10,10 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
 from agentrun.explain import report
 from agentrun.models.contract import RunState
+from agentrun.models.tools import RUN_TOOL
 from tests.conftest import ROOT, write_spec
 from tests.fakes.openai_server import FakeOpenAI, Messages, ToolUse
 from tests.runs import run_spec
@@ -235,6 +237,19 @@ async def test_the_example_runs_on_an_openai_compatible_model(client, llm: FakeO
     state = await run_spec(client, ROOT / "examples" / "pipelines" / "tools.yaml", "openai:qwen", workdir=tmp_path)
 
     assert state.status == "completed", state.errors
+    # Temporal Web names each call's activity by the step, the tool and its arguments.
+    summaries = []
+    async for event in client.get_workflow_handle(state.run_id).fetch_history_events():
+        if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+            attributes = event.activity_task_scheduled_event_attributes
+            if attributes.activity_type.name == RUN_TOOL:
+                summaries.append(json.loads(event.user_metadata.summary.data))
+    assert summaries == [
+        'Coder: write {"path": "greet.sh", "content": "echo \\"hello from a tool\\"\\n"}',
+        'Coder: bash {"command": "sh greet.sh > greeting.txt"}',
+        'Coder: bash {"command": "curl http://127.0.0.1:9/"}',
+        'Coder: read {"path": "greeting.txt"}',
+    ]
     assert (tmp_path / "greeting.txt").read_text() == "hello from a tool\n"
     assert "hello from a tool" in (llm.requests[0].prompt or "")  # the input, rendered into the prompt
     # The policy beside the example refuses curl (its bash denylist); the model went on.
