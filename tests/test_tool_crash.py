@@ -29,7 +29,7 @@ def appender(messages: Messages) -> Reply:
     made = sum(1 for m in messages if m["role"] == "tool")
     if made < CALLS:
         n = made + 1
-        return ToolUse("bash", {"command": f"echo call-{n} >> calls.log; echo ran-{n}"})
+        return ToolUse("bash", {"command": f'echo "call-{n} $AGENTRUN_IDEMPOTENCY_KEY" >> calls.log; echo ran-{n}'})
     return "appended"
 
 
@@ -49,7 +49,11 @@ def test_a_worker_killed_after_call_3_of_5_resumes_without_running_a_call_again(
             )  # fmt: skip
             assert started.code == 0, started.err
             wait_for(lambda: llm.in_flight("appender") == 1)
-            assert (work / "calls.log").read_text().splitlines() == ["call-1", "call-2", "call-3"]
+            assert [line.split()[0] for line in (work / "calls.log").read_text().splitlines()] == [
+                "call-1",
+                "call-2",
+                "call-3",
+            ]
         finally:
             sigkill(first)
         after_third.set()  # the killed worker's request is abandoned; the next worker's goes through
@@ -61,11 +65,19 @@ def test_a_worker_killed_after_call_3_of_5_resumes_without_running_a_call_again(
             second.wait(timeout=30)
 
     assert watched.code == 0, watched.out + watched.err
-    assert (work / "calls.log").read_text().splitlines() == [f"call-{n}" for n in range(1, CALLS + 1)]
+    lines = [line.split() for line in (work / "calls.log").read_text().splitlines()]
+    assert [line[0] for line in lines] == [f"call-{n}" for n in range(1, CALLS + 1)]
+    # Each call carried the step's idempotency key for its place in the step, the same on any retry.
+    assert [line[1] for line in lines] == [f"{rid}/append/tool-{n}" for n in range(1, CALLS + 1)]
     status = json.loads(cli("status", rid, "--json").out)
     uses = status["tool_calls"]["append"]
     assert [u["outcome"] for u in uses] == ["ok"] * CALLS
-    assert [json.loads(u["arguments"])["command"].split(" >>")[0] for u in uses] == [
-        f"echo call-{n}" for n in range(1, CALLS + 1)
-    ]
+    commands = [json.loads(u["arguments"])["command"] for u in uses]
+    assert [c.split()[1].strip('"') for c in commands] == [f"call-{n}" for n in range(1, CALLS + 1)]
     assert watched.out.count("⚒ append: bash") == CALLS
+    # `logs` reads each call and what it gave back from the run's history; `status` counts them.
+    said = cli("logs", rid).out
+    assert said.count("append ⚒ bash {") == CALLS and said.count("append ⚒ bash → ok in ") == CALLS
+    assert [f"ran-{n}" in said for n in range(1, CALLS + 1)] == [True] * CALLS
+    shown = cli("status", rid).out
+    assert f"{CALLS} tool calls ({CALLS} ok); last: bash" in shown

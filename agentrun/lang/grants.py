@@ -25,15 +25,66 @@ def unknown(name: str, known: list[str] | tuple[str, ...] = ()) -> tuple[str, st
 
 
 def read_policy(path: str) -> tuple[dict[str, Any] | None, str]:
-    """The tables of the policy.toml at `path` as TOML reads them, or None and why not (TOML's own
-    message names the line and column). What each table means is the tools' business."""
+    """The tables of the policy.toml at `path` as TOML reads them, or None and why not: TOML's own
+    message, or the first value of the wrong type, each with its line. What each table means is
+    the tools' business; a value of the wrong type would silently keep a default there."""
     try:
         with open(path, "rb") as f:
-            return tomllib.load(f), ""
+            text = f.read().decode("utf-8", "replace")
+        tables = tomllib.loads(text)
     except FileNotFoundError:
         return None, f"no policy file {path}"
     except (OSError, tomllib.TOMLDecodeError) as exc:
         return None, f"{path}: {exc}"
+    wrong = _wrong_value(tables)
+    if wrong is None:
+        return tables, ""
+    table, key, want = wrong
+    where = f"[{table}] " if table else ""
+    return None, f"{path}:{_line_of(text, table, key)}: {where}{key} must be {want}"
+
+
+_WANTS = {
+    **dict.fromkeys(("enabled", "default_deny", "allow_private"), "true or false"),
+    **dict.fromkeys(
+        ("allow", "deny", "allowlist", "denylist", "allow_domains", "allowed_dirs", "allowed_tools", "protected_files"),
+        "a list of strings",
+    ),
+    **dict.fromkeys(
+        ("timeout", "max_processes", "max_memory_mb", "max_file_mb", "max_output"), "a whole number above 0"
+    ),
+}
+
+
+def _wrong_value(tables: dict[str, Any]) -> tuple[str, str, str] | None:
+    """(table, key, what it must be) of the first value of a known key with the wrong type."""
+    places = [("", tables), *((name, t) for name, t in tables.items() if isinstance(t, dict))]
+    for table, values in places:
+        for key, value in values.items():
+            want = _WANTS.get(key)
+            if want is not None and not _is(want, value):
+                return table, key, want
+    return None
+
+
+def _is(want: str, value: Any) -> bool:
+    if want == "true or false":
+        return isinstance(value, bool)
+    if want == "a list of strings":
+        return isinstance(value, list) and all(isinstance(v, str) for v in value)
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
+def _line_of(text: str, table: str, key: str) -> int:
+    """The line that sets `key` in `table` ("" for the top level); 1 when it cannot be told."""
+    current = ""
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if line.startswith("[") and not line.startswith("[["):
+            current = line.strip("[] ").split("]")[0].strip().strip('"')
+        elif current == table and line.split("=")[0].strip().strip('"') == key:
+            return number
+    return 1
 
 
 def grant(

@@ -10,12 +10,13 @@ a model that writes a file and then runs it asks for both in one reply.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError
+from temporalio.exceptions import ActivityError, CancelledError
 
 from agentrun.lang import ir
 from agentrun.models import calls
@@ -95,7 +96,7 @@ class Toolbox:
                     retryable=False,
                 )
             result = await self._one(call)
-            content = result.content if result.ok else f"error: {result.error or result.content}"
+            content = result.content or _said(result)
             fenced = untrusted(content) if self.conv.inp.plan.security == "paranoid" else content
             done.append(calls.ChatMessage(role="tool", content=fenced, tool_call_id=call.id))
         return done
@@ -144,12 +145,21 @@ class Toolbox:
         return f"{self.conv.state.run_id}/{self.key}/tool-{n}"
 
 
+def _said(result: ToolResult) -> str:
+    """What the model reads of a result that came back without content: how it ended, as run_tool says it."""
+    if result.ok:
+        return ""
+    return ("refused: " if result.refused else "error: ") + (result.error or "")
+
+
 def _refused(asked: calls.ToolCall, reason: str) -> ToolResult:
-    return ToolResult(call_id=asked.id, name=asked.name, ok=False, refused=True, content=reason, error=reason)
+    return ToolResult(
+        call_id=asked.id, name=asked.name, ok=False, refused=True, content=f"refused: {reason}", error=reason
+    )
 
 
 def _failed(asked: calls.ToolCall | ToolCall, reason: str) -> ToolResult:
-    return ToolResult(call_id=asked.id, name=asked.name, ok=False, content=reason, error=reason)
+    return ToolResult(call_id=asked.id, name=asked.name, ok=False, content=f"error: {reason}", error=reason)
 
 
 class Builtin:
@@ -175,6 +185,8 @@ class Builtin:
         try:
             return await activity_calls.call(RUN_TOOL, arg, ToolResult, summary=box.summary(call), timeout_s=timeout_s)
         except ActivityError as exc:
+            if isinstance(exc.cause, CancelledError):
+                raise asyncio.CancelledError() from None  # the run or this branch was cancelled
             # The tool could not be run at all (its worker kept failing): the model is told, the step goes on.
             return _failed(call, f"the tool could not be run: {activity_calls.reason(exc)}")
 

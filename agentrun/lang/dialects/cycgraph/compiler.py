@@ -334,6 +334,10 @@ def _policy(build: Builder, path: str, data: PosDict) -> dict[str, Any]:
     found = os.path.join(os.path.dirname(os.path.abspath(path)), os.path.expanduser(str(name)))
     tables, why = grants.read_policy(found)
     if tables is None:
-        build.problem(("policy",), f"policy: {why}", "name a policy.toml, relative to the spec")
+        build.problem(
+            ("policy",),
+            f"policy: {why}",
+            "policy: names a policy.toml (relative to the spec) in the Agentfile's format",
+        )
         return {}
     return {"tool_policy": tables, "policy_file": found}

@@ -265,7 +265,11 @@ class _Builder(Builder):
         path = os.path.join(os.path.dirname(spec), os.path.expanduser(self.raw.policy))
         data, why = grants.read_policy(path)
         if data is None:
-            self.problem(("workflow", "policy"), f"policy: {why}", "name a policy.toml, relative to the spec")
+            self.problem(
+                ("workflow", "policy"),
+                f"policy: {why}",
+                "policy: names a policy.toml (relative to the spec) in the Agentfile's format",
+            )
             return {}
         return {"tool_policy": data, "policy_file": os.path.abspath(path)}
 
