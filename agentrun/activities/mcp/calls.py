@@ -6,6 +6,7 @@ The SDK loads at the first MCP call, not with the worker (it would add about 0.3
 from __future__ import annotations
 
 import asyncio
+import sys
 import time
 from typing import Any
 
@@ -99,3 +100,11 @@ async def call_mcp_tool(input: McpCallInput) -> ToolResult:
     if answer.is_error:
         return result(False, text, text or "the tool failed and said nothing")
     return result(True, text)
+
+
+async def close_connections() -> None:
+    """Stop the MCP servers this worker started (its connections on this event loop); nothing to
+    do, and no SDK loaded, when it made no MCP call."""
+    found = sys.modules.get("agentrun.activities.mcp.connections")
+    if found is not None:
+        await found.close_all()
