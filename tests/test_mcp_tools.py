@@ -411,3 +411,37 @@ async def test_an_agentfile_reaches_the_servers_its_agent_toml_declares(client, 
     assert lines(counted)[0].endswith("from the agentfile")
     offered_now = offered(llm.requests[1])
     assert "mcp_fake_count" in offered_now and "mcp_fake_crash" not in offered_now
+
+
+PIPELINE = """
+workflow:
+  name: tally
+  mcp_servers:
+    fake:
+      command: {python}
+      args: [{server}]
+      env: {{FAKE_MCP_COUNT_FILE: {counted}}}
+  agents:
+    counter:
+      prompt: Count once.
+      tools: [Read, mcp__fake__count]
+  steps:
+    - id: count
+      agent: counter
+"""
+
+
+@pytest.mark.usefixtures("worker")
+async def test_a_pipeline_declares_a_server_and_grants_a_tool_by_claude_codes_name(client, llm, tmp_path, closing):
+    from tests.fakes.openai_server import ToolUse
+    from tests.runs import run_spec
+
+    counted = tmp_path / "count.txt"
+    spec = tmp_path / "pipeline.yaml"
+    server = ROOT / "tests" / "fakes" / "mcp_server.py"
+    spec.write_text(PIPELINE.format(python=sys.executable, server=server, counted=counted))
+    llm.reply = [ToolUse("mcp_fake_count", {"note": "from the pipeline"}), "counted"]
+    state = await run_spec(client, spec, "openai:counter")
+    assert state.status == "completed", state.errors
+    assert lines(counted)[0].endswith("from the pipeline")
+    assert sorted(offered(llm.requests[0])) == ["mcp_fake_count", "read"]
