@@ -342,3 +342,18 @@ def test_the_policy_a_run_carries_is_the_one_run_tool_reads(tmp_path, text):
     tables, why = read_policy(str(path))
     assert tables is not None, why
     assert from_tables(tables, str(path)) == load_policy(path)
+
+
+async def test_the_tokens_of_every_turn_count_toward_the_step_s_budget(client, llm: FakeOpenAI, tmp_path):
+    llm.reply = WORK
+    text = PIPELINE.replace("{extra}", "").replace(
+        "      agent: coder", "      agent: coder\n      budget: {tokens: 60}"
+    )
+    state = await run(client, tmp_path, "openai:coder", text=text)
+
+    # The turns before the tool calls' results spent the budget; the next turn was not sent.
+    assert state.status == "failed"
+    spent = sum(sum(r.reported) for r in llm.requests if r.reported)
+    assert spent >= 60 and 2 <= len(llm.requests) < len(WORK), [r.reported for r in llm.requests]
+    assert "budget exceeded in step code" in state.errors[-1], state.errors
+    assert state.step_usage["code"].input_tokens + state.step_usage["code"].output_tokens == spent
