@@ -5,57 +5,66 @@ type (which validate refuses before any run) keeps the safe default."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from agentrun.models.tools import McpPolicy, ToolLimits, ToolPolicy, ToolRule
 
 _LISTS = ("allow", "deny", "allowlist", "denylist", "allow_domains")
-_BASH_LIMITS = {"max_processes": ("processes", 1), "max_memory_mb": ("memory_bytes", 1 << 20)}
-_BASH_LIMITS |= {"max_file_mb": ("file_bytes", 1 << 20), "timeout": ("bash_timeout_s", 1)}
+# [bash] keys that set a limit: the ToolLimits field and the unit the key counts in.
+_BASH_LIMITS: dict[str, tuple[str, int]] = {
+    "max_processes": ("processes", 1),
+    "max_memory_mb": ("memory_bytes", 1 << 20),
+    "max_file_mb": ("file_bytes", 1 << 20),
+    "timeout": ("bash_timeout_s", 1),
+}
+Table = dict[str, Any]
 
 
-def from_tables(tables: dict[str, Any] | None, source: str = "") -> ToolPolicy:
+def from_tables(tables: Table | None, source: str = "") -> ToolPolicy:
     """The policy the tables say; none: the defaults."""
     if not tables:
-        return ToolPolicy()
-    rules = {name: _rule(t) for name, t in tables.items() if isinstance(t, dict) and name not in ("mcp", "security")}
+        return ToolPolicy(source=source)
+    rules = {name: _rule(t) for name, t in _tables(tables).items() if name not in ("mcp", "security")}
     limits = ToolLimits()
-    bash = tables.get("bash")
-    if isinstance(bash, dict):
-        update = {field: bash[key] * unit for key, (field, unit) in _BASH_LIMITS.items() if _positive(bash.get(key))}
-        limits = limits.model_copy(update=update)
-    if _positive(tables.get("max_output")):
-        limits = limits.model_copy(update={"output_chars": tables["max_output"]})
-    fetch = tables.get("web_fetch")
+    bash = _tables(tables).get("bash", {})
+    update = {field: _count(bash, key) * unit for key, (field, unit) in _BASH_LIMITS.items() if _count(bash, key)}
+    if _count(tables, "max_output"):
+        update["output_chars"] = _count(tables, "max_output")
+    mcp = _tables(tables).get("mcp")
     return ToolPolicy(
         default_deny=tables.get("default_deny") is True,
         tools=rules,
         protected_files=_strings(tables.get("protected_files")),
-        mcp=_mcp(tables.get("mcp")),
-        limits=limits,
-        allow_private=isinstance(fetch, dict) and fetch.get("allow_private") is True,
+        mcp=McpPolicy(default_deny=mcp.get("default_deny") is True, allowed_tools=_strings(mcp.get("allowed_tools")))
+        if mcp is not None
+        else None,
+        limits=limits.model_copy(update=update),
+        allow_private=_tables(tables).get("web_fetch", {}).get("allow_private") is True,
         source=source,
     )
 
 
-def _rule(table: dict[str, Any]) -> ToolRule:
-    timeout = table.get("timeout")
+def _tables(tables: Table) -> dict[str, Table]:
+    return {name: cast(Table, t) for name, t in tables.items() if isinstance(t, dict)}
+
+
+def _rule(table: Table) -> ToolRule:
+    timeout = _count(table, "timeout")
     return ToolRule(
         enabled=table.get("enabled") is not False,
-        timeout_s=float(timeout) if isinstance(timeout, int) and _positive(timeout) else None,
+        timeout_s=float(timeout) if timeout else None,
         **{key: _strings(table.get(key)) for key in _LISTS},
     )
 
 
-def _mcp(table: Any) -> McpPolicy | None:
-    if not isinstance(table, dict):
-        return None
-    return McpPolicy(default_deny=table.get("default_deny") is True, allowed_tools=_strings(table.get("allowed_tools")))
-
-
 def _strings(value: Any) -> list[str]:
-    return list(value) if isinstance(value, list) and all(isinstance(v, str) for v in value) else []
+    if not isinstance(value, list):
+        return []
+    items = cast(list[Any], value)
+    return [str(v) for v in items] if all(isinstance(v, str) for v in items) else []
 
 
-def _positive(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+def _count(table: Table, key: str) -> int:
+    """The whole number above 0 at `key`, else 0."""
+    value = table.get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
