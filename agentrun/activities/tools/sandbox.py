@@ -41,13 +41,14 @@ PR_SET_DUMPABLE = 4  # linux/prctl.h
 
 # Joins the control groups and sets the limits, then becomes the command: runs between the
 # worker's fork and the command, so the worker itself never changes its own limits. With util-linux's
-# prlimit (beside unshare) it is a shell, a few milliseconds; else a Python of its own, about 30.
+# setpriv and prlimit (beside unshare) it is a shell, a few milliseconds; else a Python of its own, about 30.
 _JOIN = 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 126; shift; done; shift; exec "$@"'
 _LAUNCHER = r"""
-import json, os, resource, signal, sys
+import ctypes, json, os, resource, signal, sys
 # Python ignores these two at start, and an exec would pass that on: the command gets the defaults.
 signal.signal(signal.SIGPIPE, signal.SIG_DFL)
 signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
+ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG: die with the worker
 config = json.loads(sys.argv[1])
 for path in config["cgroups"]:
     with open(path, "w") as f:
@@ -142,18 +143,23 @@ async def run_command(
 
 
 def launcher(procs_files: list[str], rlimits: list[tuple[str, int]], argv: list[str]) -> list[str]:
-    """argv behind what joins the control groups and sets the limits."""
-    prlimit = _prlimit()
-    if prlimit:
+    """argv behind what joins the control groups and sets the limits. The command also gets
+    SIGKILL when the worker dies (a kill -9 of the worker ends its commands, namespace and all)."""
+    tools = _prlimit()
+    if tools:
+        setpriv, prlimit = tools
         flags = [f"--{_PRLIMIT_NAMES[name]}={value}" for name, value in rlimits]
-        return [prlimit, *flags, "--", "/bin/sh", "-c", _JOIN, "sh", *procs_files, "--", *argv]
+        shell = ["/bin/sh", "-c", _JOIN, "sh", *procs_files, "--", *argv]
+        return [setpriv, "--pdeathsig=KILL", "--", prlimit, *flags, "--", *shell]
     config = {"cgroups": procs_files, "rlimits": rlimits}
     return [sys.executable, "-I", "-S", "-c", _LAUNCHER, json.dumps(config), *argv]
 
 
 @functools.cache
-def _prlimit() -> str | None:
-    return shutil.which("prlimit")
+def _prlimit() -> tuple[str, str] | None:
+    """util-linux's setpriv and prlimit, when both are there."""
+    setpriv, prlimit = shutil.which("setpriv"), shutil.which("prlimit")
+    return (setpriv, prlimit) if setpriv and prlimit else None
 
 
 def _rlimits(limits: ToolLimits, group: cgroups.CallGroup | None) -> list[tuple[str, int]]:
