@@ -99,12 +99,13 @@ async def run_command(
     keep_chars: int = 32_000,
     heartbeat: Callable[[], None] | None = None,
 ) -> Outcome:
+    """Run `command` with bash in the sandbox; its output, its start and end when it is long."""
     group = await asyncio.to_thread(cgroups.create, limits.processes, limits.memory_bytes)
-    # The EXIT trap keeps bash as the command's first process, rather than letting it become a
-    # single command by exec: a command killed by a signal is then reported as bash reports it.
-    prefix = namespaces()
+    prefix = await asyncio.to_thread(namespaces)
     if not prefix:
         hide_worker()
+    # The EXIT trap keeps bash as the command's first process, rather than letting it become a
+    # single command by exec: a command killed by a signal is then reported as bash reports it.
     argv = [*prefix, "bash", "-c", f"trap : EXIT\n{command}"]
     launch = launcher(group.procs_files if group else [], _rlimits(limits, group), argv)
     try:
