@@ -13,7 +13,8 @@ None the 13 command rows fail (their commands are harmless when they do run: the
 file of the test's folder); with the worker's own environment and no namespaces the secrets test
 fails; without the control group the process-count test forks all 60; killing only the direct
 child and no namespace, the background writer outlives the call; without RLIMIT_FSIZE the file
-grows to 20 MB; without addresses.resolve's check the 8 SSRF rows reach the canary.
+grows to 20 MB; without addresses.resolve's check the 8 SSRF rows reach the canary; without the
+parent-death signal a command outlives a worker killed with kill -9.
 """
 
 from __future__ import annotations
@@ -31,7 +32,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from temporalio.service import RPCError
 
+from agentrun.activities.tools import sandbox
 from agentrun.models.tools import ToolLimits, ToolPolicy, ToolResult, ToolRule
 from tests.fakes.web import FakeWeb
 from tests.tool_calls import OneToolCall, call, make_input, start_tool_worker
@@ -352,8 +355,13 @@ CANARY_KEY = "sk-canary-51d2e8aa90"
 # Reads every /proc/*/environ it can, building "/proc" without a slash in the command's text, so
 # the command gets past the text checks and only the sandbox stands between it and the worker.
 SCAN_PROC = (
-    'python3 -c "import glob;'
-    "found=[open(p,'rb').read() for p in glob.glob(chr(47)+'proc'+chr(47)+'*'+chr(47)+'environ')];"
+    'python3 -c "import glob\n'
+    "found = []\n"
+    "for p in glob.glob(chr(47) + 'proc' + chr(47) + '*' + chr(47) + 'environ'):\n"
+    "    try:\n"
+    "        found.append(open(p, 'rb').read())\n"
+    "    except OSError:\n"
+    "        pass\n"
     "print(len(found), b''.join(found))\""
 )
 
@@ -423,7 +431,16 @@ FORK_60 = (
 )
 
 
-async def test_a_command_cannot_have_more_processes_than_the_policy_allows(place):
+@pytest.fixture(params=["prlimit", "python"])
+def launcher(request, monkeypatch):
+    """Each limit under both launchers: util-linux's prlimit and a shell, or a Python of its own
+    (a machine without prlimit)."""
+    if request.param == "python":
+        monkeypatch.setattr(sandbox, "_prlimit", lambda: None)
+    return request.param
+
+
+async def test_a_command_cannot_have_more_processes_than_the_policy_allows(place, launcher):
     result = await call(place.wd, "bash", BOUNDED, command=FORK_60)
     assert result.ok, result.content
     forked = int(json.loads(result.content)["stdout"].split()[1])
@@ -441,14 +458,14 @@ async def test_an_endless_loop_is_killed_with_all_it_started(place):
     assert (await call(place.wd, "read", path="keep.txt")).ok
 
 
-async def test_a_disk_fill_stops_at_the_largest_file(place):
+async def test_a_disk_fill_stops_at_the_largest_file(place, launcher):
     result = await call(place.wd, "bash", BOUNDED, command="head -c 20000000 /dev/zero > big; echo done")
     assert result.ok
     assert (place.wd / "big").stat().st_size <= 1 << 20
-    assert "File too large" in result.content
+    assert "File size limit exceeded" in result.content
 
 
-async def test_a_memory_bomb_is_stopped(place):
+async def test_a_memory_bomb_is_stopped(place, launcher):
     result = await call(place.wd, "bash", BOUNDED, command="python3 -c 'x = bytearray(1 << 30); print(len(x))'")
     assert result.ok
     assert "1073741824" not in result.content  # it never had its gigabyte
@@ -495,3 +512,44 @@ async def test_a_redirect_is_checked_again(place):
 async def test_web_fetch_refuses_other_schemes(place):
     result = await call(place.wd, "web_fetch", url=f"file://{place.secret}")
     assert result.refused and SECRET not in result.content
+
+
+async def test_a_worker_killed_mid_command_takes_the_command_with_it(client, address, place, launcher):
+    """kill -9 of the worker while bash runs: the command dies with it (its namespace and all)
+    rather than running on unwatched, with no time limit left to stop it."""
+    queue = f"kill-{uuid.uuid4().hex[:8]}"
+    env = {"PATH": os.environ["PATH"], "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
+    if launcher == "python":  # a PATH with every program but setpriv and prlimit
+        env["PATH"] = str(_path_without(place.wd.parent / "bin", {"setpriv", "prlimit"}))
+    worker = start_tool_worker(address, queue, env)
+    command = "touch started.txt; sleep 3; echo late > late.txt"
+    handle = await client.start_workflow(
+        OneToolCall.run, make_input(place.wd, "bash", command=command), id=f"{queue}-wf", task_queue=queue
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not (place.wd / "started.txt").exists():
+            assert time.monotonic() < deadline, "the command never started"
+            time.sleep(0.05)
+        worker.kill()
+        worker.wait()
+        time.sleep(4.5)
+        assert not (place.wd / "late.txt").exists()
+    finally:
+        with contextlib.suppress(RPCError):
+            await handle.terminate()
+        if worker.poll() is None:
+            worker.kill()
+            worker.wait()
+
+
+def _path_without(folder: Path, left_out: set[str]) -> Path:
+    """A folder of links to every program on PATH but those left out."""
+    folder.mkdir()
+    for directory in os.environ["PATH"].split(os.pathsep):
+        if not os.path.isdir(directory):
+            continue
+        for name in os.listdir(directory):
+            if name not in left_out and not (folder / name).exists():
+                os.symlink(os.path.join(directory, name), folder / name)
+    return folder

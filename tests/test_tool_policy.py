@@ -213,3 +213,14 @@ def test_a_missing_policy_file_says_so(tmp_path):
 def test_bash_denylist_names_a_program_or_the_first_words(command, refused, tmp_path):
     policy = parse_policy("[bash]\ndenylist = ['git', 'rm -rf *']\n")
     assert (commands.refusal(command, policy, str(tmp_path)) is not None) is refused
+
+
+async def test_glob_and_grep_answer_to_reads_globs_too(tmp_path):
+    (tmp_path / "private").mkdir()
+    (tmp_path / "private" / "plan.md").write_text("secret plan")
+    (tmp_path / "public.md").write_text("public plan")
+    policy = parse_policy("[read]\ndeny = ['$WORKSPACE/private/**']\n")
+    assert json.loads((await call(tmp_path, "glob", policy, pattern="**/*.md")).content) == ["public.md"]
+    found = await call(tmp_path, "grep", policy, pattern="plan", path=".")
+    assert [m["file"] for m in json.loads(found.content)] == ["public.md"]
+    assert (await call(tmp_path, "grep", policy, pattern="plan", path="private")).refused

@@ -44,7 +44,12 @@ async def main():
         "scan": await run({SCAN_PROC!r}),
         "forks": await run({FORK_60!r}),
         "memory": await run("python3 -c 'x = bytearray(1 << 30); print(len(x))'"),
+        "scan_without_namespaces": await without_namespaces(),
     }}
+async def without_namespaces():
+    # As where user namespaces are not allowed: the command shares the worker's PID namespace.
+    sandbox.namespaces = lambda: ()
+    return await run({SCAN_PROC!r})
 print(json.dumps(asyncio.run(main())))
 """
 
@@ -106,3 +111,6 @@ def test_a_normal_users_worker_keeps_secrets_processes_and_memory_in(shared_dir)
     forked = int(found["forks"]["stdout"].split()[1])
     assert 0 < forked < 20
     assert found["memory"]["exit_code"] != 0 and "MemoryError" in found["memory"]["stderr"]
+    # Without namespaces the command sees the worker's process, but not its environment.
+    alone = found["scan_without_namespaces"]["stdout"]
+    assert "HOME=" in alone and CANARY not in alone

@@ -290,3 +290,8 @@ async def test_a_tool_call_is_an_activity_of_a_real_worker(client, address, tmp_
     finally:
         worker.kill()
         worker.wait()
+
+
+async def test_web_fetch_to_a_closed_port_is_an_error_the_model_reads(wd):
+    result = await call(wd, "web_fetch", ToolPolicy(allow_private=True), url="http://127.0.0.1:1/")
+    assert not result.ok and not result.refused and "cannot connect to 127.0.0.1:1" in result.content

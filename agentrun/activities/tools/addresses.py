@@ -27,9 +27,9 @@ def is_public(address: Address) -> bool:
     return address.is_global and not address.is_multicast
 
 
-async def resolve(host: str, port: int, *, allow_private: bool) -> str:
-    """The address to connect to for host: every address the name has must be allowed (one
-    private among public ones would let a second lookup pick it)."""
+async def resolve(host: str, port: int, *, allow_private: bool) -> list[str]:
+    """The addresses to connect to for host, in the resolver's order: every address the name has
+    must be allowed (one private among public ones would let a second lookup pick it)."""
     try:
         infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except socket.gaierror as e:
@@ -44,4 +44,4 @@ async def resolve(host: str, port: int, *, allow_private: bool) -> str:
                     f"{host} resolves to {address}, a loopback, private, link-local or reserved address; "
                     "web_fetch reaches public addresses only"
                 )
-    return str(addresses[0])
+    return list(dict.fromkeys(str(address) for address in addresses))

@@ -109,10 +109,10 @@ class Workdir:
             return None
         return [p for p in normal[len(self.root) :].split("/") if p]
 
-    def locate(self, path: str, *, follow_last: bool = True, make_parents: bool = False) -> Located:
-        """Walk `path` inside the work directory. The last component may be missing (a file to
-        create); a missing directory on the way is made when make_parents, else NotFound.
-        With follow_last, a link at the end is followed (and must stay inside)."""
+    def locate(self, path: str, *, make_parents: bool = False) -> Located:
+        """Walk `path` inside the work directory, links followed while they stay inside. The last
+        component may be missing (a file to create); a missing directory on the way is made when
+        make_parents, else NotFound."""
         pending = deque(self.parts(path))
         fds = [os.dup(self.fd)]
         names: list[str] = []
@@ -139,7 +139,7 @@ class Workdir:
                         raise NotFound(path) from None
                     os.mkdir(part, 0o755, dir_fd=here)
                     info = os.stat(part, dir_fd=here, follow_symlinks=False)
-                if stat.S_ISLNK(info.st_mode) and (follow_last or not last):
+                if stat.S_ISLNK(info.st_mode):
                     links += 1
                     if links > MAX_LINKS:
                         raise OutsideWorkdir(f"{path} (too many links)")

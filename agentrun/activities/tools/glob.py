@@ -10,8 +10,8 @@ from typing import Any
 
 from agentrun.activities.tools.base import Refused, ToolContext, ToolFailed, as_json, text_arg
 from agentrun.activities.tools.confine import Changed, NotFound, OutsideWorkdir
-from agentrun.activities.tools.paths import locate
-from agentrun.activities.tools.policy import check_path, is_protected
+from agentrun.activities.tools.paths import locate, path_refusal
+from agentrun.activities.tools.policy import is_protected
 from agentrun.activities.tools.walk import Walk
 
 MAX_RESULTS = 1000
@@ -82,7 +82,7 @@ def _shown(ctx: ToolContext, rel: str, is_link: bool) -> bool:
     link, one that resolves inside the work directory to something that is itself shown."""
     if is_protected(ctx.policy, rel):
         return False
-    if check_path(ctx.policy, ctx.name, f"{ctx.workdir.root}/{rel}", ctx.workdir.root):
+    if path_refusal(ctx, rel):
         return False
     if not is_link:
         return True

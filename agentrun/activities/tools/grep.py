@@ -16,8 +16,8 @@ from typing import Any
 import regex
 
 from agentrun.activities.tools.base import ToolContext, ToolFailed, as_json, text_arg
-from agentrun.activities.tools.paths import locate, open_regular
-from agentrun.activities.tools.policy import check_path, is_protected
+from agentrun.activities.tools.paths import locate, open_regular, path_refusal
+from agentrun.activities.tools.policy import is_protected
 from agentrun.activities.tools.walk import Walk
 
 MAX_MATCHES = 1000
@@ -80,9 +80,7 @@ class _Search:
     def wanted(self, rel: str) -> bool:
         if is_protected(self.ctx.policy, rel):
             return False
-        return (
-            check_path(self.ctx.policy, self.ctx.name, f"{self.ctx.workdir.root}/{rel}", self.ctx.workdir.root) is None
-        )
+        return path_refusal(self.ctx, rel) is None
 
     def file(self, fd: int, rel: str) -> None:
         """Search one open file (the descriptor is closed here); a binary or huge file is skipped."""

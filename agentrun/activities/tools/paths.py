@@ -39,10 +39,20 @@ def allowed(ctx: ToolContext, rel: str, *, shown: str) -> None:
     """Refuse a protected file, or a path the policy's globs keep from this tool."""
     if is_protected(ctx.policy, rel):
         raise Refused(f"{shown} is a protected file: no tool reads, writes or lists it")
-    absolute = ctx.workdir.root if rel == "." else f"{ctx.workdir.root}/{rel}"
-    reason = check_path(ctx.policy, ctx.name, absolute, ctx.workdir.root)
+    reason = path_refusal(ctx, rel)
     if reason:
         raise Refused(reason)
+
+
+def path_refusal(ctx: ToolContext, rel: str) -> str | None:
+    """Why the policy's allow/deny globs keep ctx's tool from `rel`, or None. glob and grep read
+    what they find, so they answer to read's globs too, as in the real system."""
+    absolute = ctx.workdir.root if rel == "." else f"{ctx.workdir.root}/{rel}"
+    for tool in (ctx.name, "read") if ctx.name in ("glob", "grep") else (ctx.name,):
+        reason = check_path(ctx.policy, tool, absolute, ctx.workdir.root)
+        if reason:
+            return reason
+    return None
 
 
 def open_regular(found: Located, path: str, flags: int, mode: int = 0o644) -> int:

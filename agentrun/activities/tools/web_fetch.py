@@ -9,6 +9,8 @@ connect to whatever the name resolves to there. What is read of a response is ca
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import urljoin
 
@@ -32,16 +34,7 @@ async def call(ctx: ToolContext, args: dict[str, Any]) -> str:
     ) as client:
         for _ in range(MAX_REDIRECTS + 1):
             target = await checked(ctx, url)
-            async with client.stream(
-                "GET",
-                target.url,
-                headers={
-                    "Host": target.host_header,
-                    "User-Agent": USER_AGENT,
-                    "Accept": "text/html,text/*;q=0.9,*/*;q=0.5",
-                },
-                extensions={"sni_hostname": target.host} if target.scheme == "https" else {},
-            ) as response:
+            async with _connected(client, target) as response:
                 if response.status_code in _REDIRECTS and "location" in response.headers:
                     url = urljoin(url, response.headers["location"])
                     continue
@@ -52,14 +45,43 @@ async def call(ctx: ToolContext, args: dict[str, Any]) -> str:
     raise ToolFailed(f"fetching {url}: more than {MAX_REDIRECTS} redirects")
 
 
+@contextlib.asynccontextmanager
+async def _connected(client: httpx.AsyncClient, target: _Target) -> AsyncIterator[httpx.Response]:
+    """The response from the first checked address that takes the connection (a name may have an
+    IPv6 address a server does not listen on, then an IPv4 one it does)."""
+    failed: httpx.ConnectError | None = None
+    for url in target.urls:
+        request = client.build_request(
+            "GET",
+            url,
+            headers={
+                "Host": target.host_header,
+                "User-Agent": USER_AGENT,
+                "Accept": "text/html,text/*;q=0.9,*/*;q=0.5",
+            },
+            extensions={"sni_hostname": target.host} if target.scheme == "https" else {},
+        )
+        try:
+            response = await client.send(request, stream=True)
+        except httpx.ConnectError as e:
+            failed = e
+            continue
+        try:
+            yield response
+        finally:
+            await response.aclose()
+        return
+    raise ToolFailed(f"cannot connect to {target.host_header}: {failed}")
+
+
 class _Target:
     """A URL with its host replaced by the checked address, and what the request still says of the host."""
 
-    def __init__(self, url: httpx.URL, address: str):
+    def __init__(self, url: httpx.URL, addresses: list[str]):
         self.scheme = url.scheme
         self.host = url.host
         self.host_header = url.netloc.decode("ascii")
-        self.url = url.copy_with(host=address)
+        self.urls = [url.copy_with(host=address) for address in addresses]
 
 
 async def checked(ctx: ToolContext, url: str) -> _Target:
@@ -74,8 +96,8 @@ async def checked(ctx: ToolContext, url: str) -> _Target:
     if reason:
         raise Refused(reason)
     port = parsed.port or (443 if parsed.scheme == "https" else 80)
-    address = await addresses.resolve(parsed.host, port, allow_private=ctx.policy.allow_private)
-    return _Target(parsed, address)
+    found = await addresses.resolve(parsed.host, port, allow_private=ctx.policy.allow_private)
+    return _Target(parsed, found)
 
 
 async def _read(response: httpx.Response, limit: int) -> bytes:
