@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from agentrun.models.contract import RunState, ToolUse
 
-OUTCOMES = {"running": "running", "ok": "ok", "error": "error", "refused": "REFUSED", "failed": "failed"}
+OUTCOMES = {"running": "running", "ok": "ok", "error": "error", "refused": "REFUSED"}
 
 
 def line(use: ToolUse) -> str:

@@ -374,13 +374,13 @@ class SpawnedAgent(BaseModel):
 
 class ToolUse(BaseModel):
     """One tool call a step's model made, as people see it: the tool, its arguments cut short, how
-    it ended (ok, error: the tool's own, refused: the policy said no, failed: it could not be run)
-    and why, and how long it took."""
+    it ended (ok; error: the tool's own, or it could not be run; refused: the policy said no) and
+    why, and how long it took."""
 
     call_id: str
     tool: str
     arguments: str = ""  # the arguments' JSON, cut to ARGUMENTS_SHOWN characters
-    outcome: Literal["running", "ok", "error", "refused", "failed"] = "running"
+    outcome: Literal["running", "ok", "error", "refused"] = "running"
     reason: str = ""  # the error or refusal, cut short
     duration_s: float = 0.0
     at: datetime | None = None  # when the call was made (workflow time)
