@@ -563,3 +563,24 @@ def _path_without(folder: Path, left_out: set[str]) -> Path:
             if name not in left_out and not (folder / name).exists():
                 os.symlink(os.path.join(directory, name), folder / name)
     return folder
+
+
+def test_groups_left_by_a_killed_worker_are_swept():
+    from agentrun.activities.tools import cgroups
+
+    group = cgroups.create(8, 64 << 20)
+    if group is None:
+        pytest.skip("no control group to write on this machine")
+    fresh = cgroups.create(8, 64 << 20)
+    assert fresh is not None
+    try:
+        long_ago = time.time() - 2 * cgroups.STALE_S
+        for d in group.dirs:  # as a group left by a worker that died long ago
+            os.utime(d, (long_ago, long_ago))
+        for d in {d.parent for d in group.dirs}:
+            cgroups.sweep(d)
+        assert not any(d.exists() for d in group.dirs)
+        assert all(d.exists() for d in fresh.dirs)  # one a worker just made stays
+    finally:
+        fresh.remove()
+        group.remove()
