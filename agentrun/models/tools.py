@@ -130,7 +130,7 @@ class ToolResult(BaseModel):
     error: str | None = None  # why it was refused, or the tool's error; None when ok
     truncated: bool = False  # content was cut to the policy's output cap
     duration_s: float = 0.0
-    taint_source: str = ""  # "tool:<name>" (or "mcp:<server>:<tool>"); always set for a call that ran
+    taint_source: str = ""  # where the content came from: "tool:<name>" (an MCP tool: "mcp:<server>:<tool>")
 
 
 _PATH = {"type": "string", "description": "Path of the file, relative to the work directory"}

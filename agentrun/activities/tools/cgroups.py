@@ -69,9 +69,13 @@ class CallGroup:
         return sorted(pids)
 
 
+PREFIX = "agentrun-tool-"
+STALE_S = 600  # an empty group this old was left by a worker that died mid-command
+
+
 def create(processes: int, memory_bytes: int) -> CallGroup | None:
     """A new group with these limits, or None when this machine gives us no cgroup to write."""
-    name = f"agentrun-tool-{uuid.uuid4().hex[:12]}"
+    name = f"{PREFIX}{uuid.uuid4().hex[:12]}"
     bases = _bases()
     if bases is None:
         return None
@@ -122,14 +126,28 @@ def _bases() -> dict[str, Path] | None:
         base = ROOT / own["unified"].lstrip("/")
         if _usable(base, "pids.max", enable="+pids +memory"):
             found["unified"] = base
-        return found or None
-    for controller in ("pids", "memory"):
-        if controller in own:
-            base = ROOT / controller / own[controller].lstrip("/")
-            limit = "pids.max" if controller == "pids" else "memory.limit_in_bytes"
-            if _usable(base, limit):
-                found[controller] = base
-    return found if "pids" in found else None
+    else:
+        for controller in ("pids", "memory"):
+            if controller in own:
+                base = ROOT / controller / own[controller].lstrip("/")
+                limit = "pids.max" if controller == "pids" else "memory.limit_in_bytes"
+                if _usable(base, limit):
+                    found[controller] = base
+        if "pids" not in found:
+            found.clear()
+    for base in found.values():
+        sweep(base)
+    return found or None
+
+
+def sweep(base: Path) -> None:
+    """Remove the groups a worker killed mid-command left behind (its command died with it): empty,
+    and made long enough ago that no worker is about to join them."""
+    now = time.time()
+    for group in base.glob(f"{PREFIX}*"):
+        with contextlib.suppress(OSError):
+            if now - group.stat().st_mtime > STALE_S and not (group / "cgroup.procs").read_text().strip():
+                group.rmdir()
 
 
 def _usable(base: Path, limit_file: str, enable: str = "") -> bool:

@@ -37,7 +37,7 @@ async def run_tool(input: ToolCallInput) -> ToolResult:
     except NotFound as e:
         result.error = f"{e}: no such file or directory"
     except OSError as e:
-        result.error = redact(f"{e.strerror or e}")
+        result.error = redact(f"{name} failed: {e.strerror or e}")
     if result.error is not None:
         result.content = ("refused: " if result.refused else "error: ") + result.error
     result.content, result.truncated = _cut(result.content, input.policy.limits.output_chars)
