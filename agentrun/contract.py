@@ -30,6 +30,10 @@ ANSWER = "answer"  # AnswerInput -> Answer
 RAISE_BUDGET = "raise_budget"  # BudgetInput -> Budget
 ROLLBACK = "rollback_on_cancel"  # no argument: the cancellation that follows runs the compensations
 STATE = "state"  # the query: RunState, without its step log
+# The query asking whether a worker holds the run: its status, a few bytes. An answer or a note waits
+# for this before it is sent; asking for the whole state instead made the worker store the state
+# (a large value, outside history) once for every note sent.
+HELD = "held"
 STEP_LOG = "step_log"  # the query and memo key: the run's step log, which a fork reads
 # Signals carrying the same answers, for when no worker may hold the run: they wait in its history,
 # and the run checks them as the updates' validators do once a worker takes it.
