@@ -56,7 +56,13 @@ STATUS = SearchAttributeKey.for_keyword("AgentRunStatus")
 WAITING_FOR = SearchAttributeKey.for_keyword("AgentRunWaitingFor")
 # A fork's parent: `AgentRunParent="RUN"` lists the runs forked from RUN.
 PARENT = SearchAttributeKey.for_keyword("AgentRunParent")
-SEARCH_ATTRIBUTES = (SPEC, STATUS, WAITING_FOR, PARENT)
+# Who started the run: "mcp" for a behaviour tree an agent drives through the MCP server, whose tools
+# act on such runs only (`AgentRunStartedBy="mcp"` lists them). Kept in the memo too, for a server
+# where search attributes cannot be registered.
+STARTED_BY = SearchAttributeKey.for_keyword("AgentRunStartedBy")
+STARTED_BY_MEMO = "started_by"
+BY_MCP = "mcp"
+SEARCH_ATTRIBUTES = (SPEC, STATUS, WAITING_FOR, PARENT, STARTED_BY)
 
 
 # The memo key a fork carries its parent's run id under, from its start.
