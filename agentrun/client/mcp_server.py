@@ -7,13 +7,13 @@ from __future__ import annotations
 import functools
 import json
 import os
-import warnings
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, Literal
 from urllib.parse import unquote, urlparse
 
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver import Context, ListRoots, MCPServer, Resolve
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ListRootsResult
 from pydantic import Field
 from temporalio.client import Client
 
@@ -70,9 +70,9 @@ def build(client: Client, task_queue: str, roots: tuple[str, ...] = ()) -> MCPSe
             str, Field(description="Path to the tree's .yaml/.yml/.json file, under the server's folder or your roots.")
         ],
         trace_output: TraceOutput,
-        ctx: Context,
+        client_roots: ClientRoots,
     ) -> dict[str, Any]:
-        with read_roots.within(own_roots + await declared_roots(ctx)):
+        with read_roots.within(own_roots + root_folders(client_roots)):
             return await call(executions.start_execution(client, tree_uri, trace_output, task_queue))
 
     @server.tool(description="Where an existing execution is: its status, phase and whether the protocol is accepted.")
@@ -135,17 +135,18 @@ def build(client: Client, task_queue: str, roots: tuple[str, ...] = ()) -> MCPSe
     return server
 
 
-async def declared_roots(ctx: Context) -> tuple[str, ...]:
-    """The folders the MCP client declares as its roots (file:// URIs only), if it declares any."""
+def _ask_roots(ctx: Context) -> ListRoots | ListRootsResult:
+    """Ask the client for its roots when it declares it has some (over either protocol revision:
+    the SDK sends the request or batches it as input); no roots when it declares none."""
     capabilities = ctx.client_capabilities
-    if capabilities is None or capabilities.roots is None:
-        return ()
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # roots are deprecated in the newest protocol, still what clients send
-            listed = await ctx.session.list_roots()
-    except Exception:  # a client that declared roots but cannot list them: it has none for us
-        return ()
+    return ListRoots() if capabilities is not None and capabilities.roots is not None else ListRootsResult(roots=[])
+
+
+ClientRoots = Annotated[ListRootsResult, Resolve(_ask_roots)]
+
+
+def root_folders(listed: ListRootsResult) -> tuple[str, ...]:
+    """The folders of the client's roots: file:// URIs on this machine; others are not folders."""
     paths = []
     for root in listed.roots:
         uri = urlparse(str(root.uri))
