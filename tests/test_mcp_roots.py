@@ -111,8 +111,8 @@ async def test_a_tree_under_a_root_the_client_declares_is_read(address, project,
     elsewhere.mkdir()
     tree = tree_file(elsewhere, action("A", "instruct: go"))
 
-    async def roots(_context) -> types.ListRootsResult:
-        return types.ListRootsResult(roots=[types.Root(uri=elsewhere.as_uri())])  # type: ignore[arg-type]
+    async def roots(context) -> types.ListRootsResult:
+        return types.ListRootsResult(roots=[types.Root(uri=elsewhere.as_uri())])  # pyright: ignore[reportArgumentType]
 
     address_ = f"traces/{uuid.uuid4().hex[:8]}.json"
     async with Client(server(address, project), list_roots_callback=roots) as session:

@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
         print(exc.message(), file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
-        from agentrun.client import interrupts
+        from agentrun.cli import interrupts
 
         print(interrupts.farewell(args), file=sys.stderr)
         return interrupts.EXIT_INTERRUPTED
@@ -57,7 +57,7 @@ def client(argv: list[str] | None = None) -> int:
 
 def agentrun(argv: list[str] | None = None) -> int:
     """`agentrun ARGS`: the exit code; also answers the shell's completion requests."""
-    from agentrun.client import spelling
+    from agentrun import spelling
 
     spelling.called_as_agentrun()
     p = parser(prog="agentrun")

@@ -10,7 +10,7 @@ from rich.console import Console
 
 from agentrun.cli.args import EXIT_OK, command, on_temporal, positive
 from agentrun.errors import UsageError
-from agentrun.names import TASK_QUEUE
+from agentrun.models.names import TASK_QUEUE
 
 if TYPE_CHECKING:
     from temporalio.client import Client
@@ -32,7 +32,7 @@ def add_commands(sub: Any) -> None:
 
 
 async def _mcp(client: Client, args: argparse.Namespace, console: Console) -> int:
-    from agentrun.client.mcp_server import serve  # the MCP SDK loads only for this command
+    from agentrun.mcp.server import serve  # the MCP SDK loads only for this command
 
     for root in args.root:
         if not os.path.isdir(root):

@@ -18,11 +18,11 @@ from typing import Any, TypeVar
 from temporalio.client import Client, WorkflowHandle, WorkflowUpdateRPCTimeoutOrCancelledError
 from temporalio.service import RPCError
 
-from agentrun.client import spelling
+from agentrun import spelling
 from agentrun.client.no_worker import worker_command
 from agentrun.client.runs import QUERY_S, NoWorker, UsageError, ask_held, ask_state, running
-from agentrun.contract import RunState
 from agentrun.models import limits
+from agentrun.models.contract import RunState
 
 T = TypeVar("T")
 S = TypeVar("S")

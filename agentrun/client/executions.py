@@ -20,15 +20,16 @@ from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
-from agentrun import contract
-from agentrun.client import spelling, telemetry
+from agentrun import spelling
+from agentrun.client import telemetry
 from agentrun.client.runs import NoSuchRun, describe, fetch_state
 from agentrun.client.start import ensure_search_attributes, start_options
-from agentrun.contract import EvalInput, RunInput, RunState, SubmitInput, ThinkInput, VarWriteInput
 from agentrun.lang import ir
 from agentrun.lang.blackboard import MISSING, lookup, var_path
 from agentrun.lang.errors import SpecError
 from agentrun.lang.load import load
+from agentrun.models import contract
+from agentrun.models.contract import EvalInput, RunInput, RunState, SubmitInput, ThinkInput, VarWriteInput
 
 PREFIX = "bt-"
 _UNSAFE = re.compile(r"[^A-Za-z0-9._/:-]+")

@@ -10,14 +10,14 @@ import sys
 from rich.console import Console
 from temporalio.client import Client
 
-from agentrun.client import changes, cut
 from agentrun.client.humans import Prompter
 from agentrun.client.no_worker import start_input
 from agentrun.client.runs import UsageError, describe, fetch_state, fetch_step_log
 from agentrun.client.start import start
-from agentrun.contract import Fork, RunInput
+from agentrun.explain import changes, cut
 from agentrun.lang import ir
-from agentrun.names import shared_queue
+from agentrun.models.contract import Fork, RunInput
+from agentrun.models.names import shared_queue
 
 
 async def fork_command(client: Client, args: argparse.Namespace, console: Console, prompter: Prompter | None) -> int:

@@ -25,12 +25,14 @@ from rich.table import Table
 from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.service import RPCError
 
-from agentrun import contract
-from agentrun.client import spelling
+from agentrun import spelling
 from agentrun.client.delivery import enqueue, when_alive, when_held
 from agentrun.client.no_worker import NO_WORKER
 from agentrun.client.runs import NoSuchRun, UsageError, ask_state, fetch_state, running
-from agentrun.contract import (
+from agentrun.ids import GateId
+from agentrun.lang.ir import APPROVE, REJECT, Budget
+from agentrun.models import contract, limits
+from agentrun.models.contract import (
     RUN_BUDGET_GATE,
     Answer,
     AnswerInput,
@@ -43,9 +45,6 @@ from agentrun.contract import (
     open_gates,
     unsettled_refusals,
 )
-from agentrun.ids import GateId
-from agentrun.lang.ir import APPROVE, REJECT, Budget
-from agentrun.models import limits
 
 # Asks a person for a gate's answer; None leaves the gate to be answered elsewhere.
 Prompter = Callable[[Gate], "str | None"]

@@ -12,9 +12,9 @@ from rich.table import Table
 from temporalio.client import Client, WorkflowExecution, WorkflowExecutionStatus
 from temporalio.service import RPCError
 
-from agentrun import contract
-from agentrun.client import spelling
+from agentrun import spelling
 from agentrun.client.runs import CLOSED_STATUS, UsageError
+from agentrun.models import contract
 
 _LIVE = frozenset({"pending", "running", "waiting", "retrying"})
 COLUMNS = ("RUN", "STATUS", "SPEC", "STARTED", "ENDED")

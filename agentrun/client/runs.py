@@ -22,10 +22,10 @@ from temporalio.client import (
 )
 from temporalio.service import RPCError
 
-from agentrun import contract
 from agentrun.client import no_worker
-from agentrun.contract import RunState, RunStatus, StepRecord
 from agentrun.errors import Unavailable, UsageError, UserError
+from agentrun.models import contract
+from agentrun.models.contract import RunState, RunStatus, StepRecord
 
 CLOSED_STATUS: dict[WorkflowExecutionStatus, RunStatus] = {
     WorkflowExecutionStatus.COMPLETED: "completed",

@@ -17,15 +17,17 @@ from temporalio.common import SearchAttributePair, TypedSearchAttributes, Workfl
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
-from agentrun import contract, startup
-from agentrun.client import outputs, report, retries, telemetry
+from agentrun import startup
+from agentrun.client import retries, telemetry
 from agentrun.client.follow import follow
 from agentrun.client.humans import Prompter
 from agentrun.client.no_worker import hint
 from agentrun.client.runs import UsageError, pollers
-from agentrun.client.tails import STALL_S
-from agentrun.contract import RunInput
-from agentrun.names import own_queue, run_queue
+from agentrun.explain import outputs, report
+from agentrun.explain.tails import STALL_S
+from agentrun.models import contract
+from agentrun.models.contract import RunInput
+from agentrun.models.names import own_queue, run_queue
 from agentrun.worker.connection import web_url
 from agentrun.worker.embedded import state_dir
 

@@ -1,1 +1,2 @@
-"""The shared models that cross the wire between the client, the page, the MCP server and the worker."""
+"""The shared models: what crosses between the client, the workflows and the activities (the run
+contract, activity inputs and outputs, statuses, the prompt texts). Below everything but `lang/`."""

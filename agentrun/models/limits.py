@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 
-from agentrun.contract import AnswerInput, BudgetInput, NoteInput
+from agentrun.models.contract import AnswerInput, BudgetInput, NoteInput
 
 NOTE_CHARS = 8_000  # a note's text
 ANSWER_CHARS = 8_000  # an answer's value (a correction for a supervised agent can be a paragraph)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from agentrun.contract import TERMINAL, Note, NoteInput, RunState
 from agentrun.models import limits
+from agentrun.models.contract import TERMINAL, Note, NoteInput, RunState
 
 FINISHED = ("completed", "failed", "skipped", "cancelled")
 
