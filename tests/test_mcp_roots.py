@@ -158,3 +158,43 @@ async def test_execution_tools_leave_alone_a_run_they_did_not_start(cli, client,
     after = await client.get_workflow_handle(f"bt-{name}").describe()
     assert (after.run_id, after.status) == (before.run_id, before.status)  # not terminated, not started again
     await client.get_workflow_handle(f"bt-{name}").terminate("test over")
+
+
+async def test_over_http_a_foreign_host_is_refused(address, project):
+    """Streamable HTTP listens on loopback, and the SDK's transport security refuses a rebound name."""
+    import socket
+    import subprocess
+
+    import httpx
+
+    from tests.conftest import until
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    environ = {**os.environ, "TEMPORAL_ADDRESS": address, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "agentrun.client", "mcp", "--http", str(port), "--no-worker"],
+        env=environ,
+        cwd=str(project),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+
+        def up() -> bool:
+            with socket.socket() as s:
+                return s.connect_ex(("127.0.0.1", port)) == 0
+
+        await until(up, timeout_s=60)
+        hello = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+        async with httpx.AsyncClient() as http:
+            refused = await http.post(
+                f"http://127.0.0.1:{port}/mcp",
+                json=hello,
+                headers={"Host": f"rebind.attacker.test:{port}", "Accept": "application/json, text/event-stream"},
+            )
+        assert refused.status_code == 421
+    finally:
+        proc.kill()
+        proc.wait()

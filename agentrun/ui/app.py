@@ -132,9 +132,11 @@ async def _say(request: Request) -> Response:
 
 def _foreign(request: Request) -> bool:
     """A page of another site posting here: the browser sends no token cookie (SameSite), but a
-    page on loopback without a token would otherwise be obeyed."""
+    page on loopback without a token would otherwise be obeyed. `Origin: null` is what a browser
+    sends for the page's own forms under `Referrer-Policy: no-referrer`: the CSRF field, which
+    agentrun.ui.guard has checked already, is what tells those apart from anyone else's."""
     origin = request.headers.get("origin")
-    return bool(origin) and origin.split("://", 1)[-1] != request.headers.get("host")
+    return bool(origin) and origin != "null" and origin.split("://", 1)[-1] != request.headers.get("host")
 
 
 def _code(exc: UserError) -> int:
