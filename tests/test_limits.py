@@ -61,6 +61,7 @@ async def test_a_queued_answer_too_large_is_kept_as_a_refusal_not_taken(client, 
         contract.QUEUE_ANSWER, AnswerInput(gate=GateId("colour"), value="red", comment="c" * 3_000, by="mallory")
     )
     await handle.signal(contract.QUEUE_ANSWER, AnswerInput(gate=GateId("colour"), value="blue", by="ana"))
+    state = await state_of(handle)
     for _ in range(100):
         state = await state_of(handle)
         if state.gates["colour"].status != "open":

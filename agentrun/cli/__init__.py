@@ -16,6 +16,7 @@ from collections.abc import Callable
 
 from rich.console import Console
 
+from agentrun import __version__
 from agentrun.cli import mcp_serve, people, runs, shell, specs, ui
 from agentrun.errors import UserError
 
@@ -24,6 +25,7 @@ EXIT_BROKEN_PIPE = 141  # as a program killed by SIGPIPE: `status --json | head`
 
 def parser(prog: str = "python -m client") -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=prog, description="Run durable multi-agent workflows.")
+    p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     runs.add_commands(sub)
     specs.add_commands(sub)

@@ -13,7 +13,7 @@ from agentrun.errors import UsageError
 from agentrun.models.names import TASK_QUEUE
 
 if TYPE_CHECKING:
-    from temporalio.client import Client
+    from agentrun.client.engine import Engine
 
 
 def add_commands(sub: Any) -> None:
@@ -31,11 +31,11 @@ def add_commands(sub: Any) -> None:
     )
 
 
-async def _mcp(client: Client, args: argparse.Namespace, console: Console) -> int:
+async def _mcp(engine: Engine, args: argparse.Namespace, console: Console) -> int:
     from agentrun.mcp.server import serve  # the MCP SDK loads only for this command
 
     for root in args.root:
         if not os.path.isdir(root):
             raise UsageError(f"--root {root}: no such folder\n  hint: name a folder whose trees the agent may run")
-    await serve(client, args.task_queue, args.http, worker=not args.no_worker, roots=tuple(args.root))
+    await serve(engine.temporal, args.task_queue, args.http, worker=not args.no_worker, roots=tuple(args.root))
     return EXIT_OK

@@ -17,7 +17,7 @@ from agentrun.cli.args import command, on_temporal
 from agentrun.errors import UsageError
 
 if TYPE_CHECKING:
-    from temporalio.client import Client
+    from agentrun.client.engine import Engine
 
 PORT = 8280
 HOST = "127.0.0.1"
@@ -94,9 +94,9 @@ def _before_connecting(args: argparse.Namespace, console: Console) -> int:
     return on_temporal(_ui)(args, console)
 
 
-async def _ui(client: Client, args: argparse.Namespace, console: Console) -> int:
+async def _ui(engine: Engine, args: argparse.Namespace, console: Console) -> int:
     from agentrun.ui.serve import serve
 
     token = os.environ.get(TOKEN_ENV) or None
     names, tls = checked(args, token)
-    return await serve(client, args.host.strip(), args.port, token, console, names, tls)
+    return await serve(engine.temporal, args.host.strip(), args.port, token, console, names, tls)

@@ -15,12 +15,12 @@ import time
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, TypeVar
 
-from temporalio.client import Client, WorkflowHandle, WorkflowUpdateRPCTimeoutOrCancelledError
+from temporalio.client import Client, WorkflowUpdateRPCTimeoutOrCancelledError
 from temporalio.service import RPCError
 
 from agentrun import spelling
 from agentrun.client.no_worker import worker_command
-from agentrun.client.runs import QUERY_S, NoWorker, UsageError, ask_held, ask_state, running
+from agentrun.client.runs import QUERY_S, NoWorker, RunHandle, UsageError, ask_held, ask_state, running
 from agentrun.models import limits
 from agentrun.models.contract import RunState
 
@@ -35,7 +35,7 @@ UPDATE_GRACE_S = 15.0
 
 async def when_held(
     client: Client,
-    handle: WorkflowHandle,
+    handle: RunHandle,
     queue: str,
     wait_s: float,
     what: str,
@@ -47,7 +47,7 @@ async def when_held(
 
 
 async def when_alive(
-    client: Client, handle: WorkflowHandle, queue: str, wait_s: float, what: str, send: Callable[[], Awaitable[T]]
+    client: Client, handle: RunHandle, queue: str, wait_s: float, what: str, send: Callable[[], Awaitable[T]]
 ) -> T:
     """when_held for what needs no look at the state first: the worker is asked only for the run's
     status, so it does not store the (possibly large) state once per thing sent."""
@@ -56,11 +56,11 @@ async def when_alive(
 
 async def _when(
     client: Client,
-    handle: WorkflowHandle,
+    handle: RunHandle,
     queue: str,
     wait_s: float,
     what: str,
-    probe: Callable[[WorkflowHandle, float], Awaitable[S | None]],
+    probe: Callable[[RunHandle, float], Awaitable[S | None]],
     send: Callable[[S], Awaitable[T]],
 ) -> T:
     deadline = time.monotonic() + wait_s
@@ -83,7 +83,7 @@ async def _when(
             ) from None
 
 
-async def enqueue(handle: WorkflowHandle, signal: str, arg: Any, what: str) -> None:
+async def enqueue(handle: RunHandle, signal: str, arg: Any, what: str) -> None:
     """Write it to the run's history as a signal; the run checks it when a worker takes it."""
     if (refused := limits.refusal(arg)) is not None:
         raise UsageError(refused)
@@ -94,7 +94,7 @@ async def enqueue(handle: WorkflowHandle, signal: str, arg: Any, what: str) -> N
 
 
 async def _state_within(
-    handle: WorkflowHandle, deadline: float, probe: Callable[[WorkflowHandle, float], Awaitable[S | None]]
+    handle: RunHandle, deadline: float, probe: Callable[[RunHandle, float], Awaitable[S | None]]
 ) -> S | None:
     while (left := deadline - time.monotonic()) > 0:
         state = await probe(handle, min(left, QUERY_S))

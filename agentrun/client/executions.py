@@ -13,7 +13,6 @@ from temporalio.client import (
     Client,
     WorkflowExecutionDescription,
     WorkflowExecutionStatus,
-    WorkflowHandle,
     WorkflowUpdateFailedError,
 )
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
@@ -22,7 +21,7 @@ from temporalio.service import RPCError
 
 from agentrun import spelling
 from agentrun.client import telemetry
-from agentrun.client.runs import NoSuchRun, describe, fetch_state
+from agentrun.client.runs import NoSuchRun, RunHandle, describe, fetch_state
 from agentrun.client.start import ensure_search_attributes, start_options
 from agentrun.lang import ir
 from agentrun.lang.blackboard import MISSING, lookup, var_path
@@ -223,7 +222,7 @@ async def _answer(client: Client, trace_output: str, name: str, arg: Any) -> dic
     return await _update(handle, name, arg)
 
 
-async def _handle(client: Client, trace_output: str) -> tuple[WorkflowHandle, WorkflowExecutionStatus | None]:
+async def _handle(client: Client, trace_output: str) -> tuple[RunHandle, WorkflowExecutionStatus | None]:
     """The execution's run, and how it ended if it has."""
     desc = await _describe(client, trace_output)
     ended = None if desc.status == WorkflowExecutionStatus.RUNNING else desc.status
@@ -248,7 +247,7 @@ async def started_by_mcp(desc: WorkflowExecutionDescription) -> bool:
     return await desc.memo_value(contract.STARTED_BY_MEMO, None) == contract.BY_MCP
 
 
-async def _update(handle: WorkflowHandle, name: str, arg: Any) -> dict[str, Any]:
+async def _update(handle: RunHandle, name: str, arg: Any) -> dict[str, Any]:
     try:
         if arg is None:
             return await handle.execute_update(name, result_type=dict)

@@ -22,13 +22,13 @@ from typing import Any, NamedTuple
 from rich.console import Console
 from rich.prompt import Prompt
 from rich.table import Table
-from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
+from temporalio.client import Client, WorkflowUpdateFailedError
 from temporalio.service import RPCError
 
 from agentrun import spelling
 from agentrun.client.delivery import enqueue, when_alive, when_held
 from agentrun.client.no_worker import NO_WORKER
-from agentrun.client.runs import NoSuchRun, UsageError, ask_state, fetch_state, running
+from agentrun.client.runs import NoSuchRun, RunHandle, UsageError, ask_state, fetch_state, running
 from agentrun.ids import GateId
 from agentrun.lang.ir import APPROVE, REJECT, Budget
 from agentrun.models import contract, limits
@@ -161,7 +161,7 @@ async def answer_command(client: Client, args: argparse.Namespace, console: Cons
     handle, queue = await running(client, args.run_id)
 
     def given(state: RunState | None) -> AnswerInput:
-        gate_id = args.gate or _only_open_gate(handle.id, _readable(handle.id, state), value)
+        gate_id = args.gate or only_open_gate(handle.id, _readable(handle.id, state), value)
         return AnswerInput(gate=GateId(gate_id), value=value, comment=args.comment or "", by=_who(args))
 
     if args.no_wait:
@@ -265,13 +265,13 @@ def _queued(console: Console, what: str) -> None:
     )
 
 
-async def running_handle(client: Client, run_id: str) -> WorkflowHandle:
+async def running_handle(client: Client, run_id: str) -> RunHandle:
     """The handle of a run that can take an update or a cancellation: it exists (else NoSuchRun) and
     is still running."""
     return (await running(client, run_id))[0]
 
 
-def _only_open_gate(run_id: str, state: RunState, value: str) -> str:
+def only_open_gate(run_id: str, state: RunState, value: str) -> str:
     """The gate meant when --gate is left out: the run's one open gate."""
     waiting = open_gates(state)
     if len(waiting) != 1:
@@ -289,22 +289,22 @@ def _only_open_gate(run_id: str, state: RunState, value: str) -> str:
     return gate.id
 
 
-async def send_answer(handle: WorkflowHandle, answer: AnswerInput) -> Answer:
+async def send_answer(handle: RunHandle, answer: AnswerInput) -> Answer:
     """Deliver an answer; Refused with the run's reason if its validator turns it down."""
     return await _update(handle, contract.ANSWER, answer, Answer)
 
 
-async def raise_budget(handle: WorkflowHandle, raised: BudgetInput) -> Budget:
+async def raise_budget(handle: RunHandle, raised: BudgetInput) -> Budget:
     return await _update(handle, contract.RAISE_BUDGET, raised, Budget)
 
 
-async def request_rollback(handle: WorkflowHandle) -> int:
+async def request_rollback(handle: RunHandle) -> int:
     """Ask the run to run its compensations when the cancellation that follows reaches it; how many
     are queued so far."""
     return await _update(handle, contract.ROLLBACK, None, int)
 
 
-async def _update(handle: WorkflowHandle, name: str, arg: Any, result_type: type) -> Any:
+async def _update(handle: RunHandle, name: str, arg: Any, result_type: type) -> Any:
     _within_limits(arg)
     try:
         if arg is None:
@@ -369,7 +369,7 @@ def terminal_prompter(console: Console) -> Prompter:
     return ask
 
 
-async def answer_inline(handle: WorkflowHandle, gate: Gate, prompter: Prompter, console: Console) -> None:
+async def answer_inline(handle: RunHandle, gate: Gate, prompter: Prompter, console: Console) -> None:
     """Ask a person at this terminal and send their answer; a refusal (someone answered first) is shown."""
     value = await _in_daemon_thread(prompter, gate)
     if value is None:

@@ -4,6 +4,7 @@ step prompts (--prompt STEP=TEXT), each checked against the plan before anything
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple, NoReturn
 
 import yaml
@@ -25,7 +26,17 @@ class Changes(NamedTuple):
     said: list[str]  # each change in words, for the report
 
 
-def apply(plan: ir.Plan, given: dict[str, Any], args: Any) -> Changes:
+@dataclass(frozen=True)
+class Wanted:
+    """What a fork changes, as `fork`'s options give it: `KEY=VALUE` params, `memory.KEY=VALUE`
+    memory values and `STEP=TEXT` prompts."""
+
+    param: list[str] = field(default_factory=list)
+    set: list[str] = field(default_factory=list)
+    prompt: list[str] = field(default_factory=list)
+
+
+def apply(plan: ir.Plan, given: dict[str, Any], args: Wanted) -> Changes:
     """The fork's plan, params and memory values from `--param`, `--set` and `--prompt`. Raises SpecError."""
     plan = plan.model_copy(deep=True)
     said: list[str] = []

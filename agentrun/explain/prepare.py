@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from rich.prompt import Prompt
@@ -28,55 +29,113 @@ class Loaded(NamedTuple):
     agents: dict[str, str]
 
 
+Spec = str | os.PathLike[str] | ir.Plan  # a path, a spec's text (YAML, or an Agentfile), or a loaded plan
+
+
 def load_run(args: argparse.Namespace, agents_required: bool = True) -> Loaded:
     """The spec, its inputs and its agents from `start`/`dry-run` arguments. Raises SpecError.
     Without `agents_required` (a dry run), agents nothing configures have the URI "" ."""
-    given = dict(cli_params(args.param))
-    plan = load(args.spec, given_params=given)
+    return load_spec(args.spec, cli_params(args.param), args.agent, agents_required, say=_stderr, ask=True)
+
+
+def load_spec(
+    spec: Spec,
+    given: list[tuple[str, Any]],
+    agent_flags: list[str],
+    agents_required: bool = True,
+    say: Callable[[str], None] | None = None,
+    ask: bool = False,
+) -> Loaded:
+    """The plan, its bound params and its agents. `given`: params as (name, value); `agent_flags`:
+    `URI` (the default agent) or `ID=URI`; `say` hears the warnings; `ask`: prompt at a terminal for
+    required params not given. Raises SpecError."""
+    values = dict(given)
+    plan = spec if isinstance(spec, ir.Plan) else load_source(spec, values)
     check(plan)
-    for warning in mistakes.warnings(plan, given, args.agent):
-        print(warning, file=sys.stderr)
-    values = params.bind(plan, ask_missing(plan, given))
+    for warning in mistakes.warnings(plan, values, agent_flags):
+        (say or _ignore)(str(warning))
+    bound = params.bind(plan, ask_missing(plan, values) if ask else values)
     requires = {name: a.requires for name, a in plan.agents.items() if a.requires}
     declared = {name: a.uri for name, a in plan.agents.items() if a.uri}
-    resolved = agents.resolve(args.agent, plan.spec_dir, agent_ids(plan), agents_required, requires, declared)
-    return Loaded(plan, values, *resolved)
+    resolved = agents.resolve(agent_flags, plan.spec_dir, agent_ids(plan), agents_required, requires, declared)
+    return Loaded(plan, bound, *resolved)
+
+
+def load_source(spec: str | os.PathLike[str], given: dict[str, Any]) -> ir.Plan:
+    """A spec from a path, or from its text when `spec` is a str with more than one line (its
+    relative references and agents read from the current folder)."""
+    if isinstance(spec, str) and "\n" in spec:
+        return load(os.path.join(os.getcwd(), INLINE_NAME), given_params=given, text=spec)
+    return load(os.fspath(spec), given_params=given)
+
+
+INLINE_NAME = "<spec>.yaml"  # what problems in a spec given as text name as its file
 
 
 def prepare(args: argparse.Namespace) -> RunInput:
-    """Everything a run needs, checked before Temporal is involved. Raises SpecError."""
+    """Everything a run needs, from `start`'s arguments, checked before Temporal is involved.
+    Raises SpecError."""
+    return prepare_input(
+        load_run(args),
+        workdir=args.workdir,
+        resume_from=args.resume_from,
+        max_iterations=args.max_iterations,
+        lenient=args.lenient,
+        no_human=getattr(args, "no_human", False),
+        workdir_flag="--workdir",
+    )
+
+
+def prepare_input(
+    loaded: Loaded,
+    workdir: str | os.PathLike[str] | None = None,
+    resume_from: str | None = None,
+    max_iterations: int | None = None,
+    lenient: bool = False,
+    no_human: bool = False,
+    workdir_flag: str = "workdir",
+) -> RunInput:
+    """The run's input from a loaded spec. Raises SpecError or UsageError."""
     from agentrun.models.contract import RunInput  # the spec commands (dry-run) need only load_run
 
-    plan, values, default, per_agent = load_run(args)
-    if getattr(args, "no_human", False):
+    plan, values, default, per_agent = loaded
+    if no_human:
         refuse_human_supervision(plan)
-    workdir = os.path.abspath(args.workdir or plan.spec_dir)
-    if not os.path.isdir(workdir):
+    folder = os.path.abspath(workdir or plan.spec_dir)
+    if not os.path.isdir(folder):
         raise SpecError(
             [
                 Problem(
-                    "--workdir",
+                    workdir_flag,
                     0,
                     0,
-                    f"work directory '{workdir}' does not exist",
-                    "create it first, or leave --workdir out to use the spec's folder",
+                    f"work directory '{folder}' does not exist",
+                    f"create it first, or leave {workdir_flag} out to use the spec's folder",
                 )
             ]
         )
-    resume = resolve_task(plan, args.resume_from) if args.resume_from else None
+    resume = resolve_task(plan, resume_from) if resume_from else None
     return RunInput(
         plan=plan,
         params=values,
-        workdir=workdir,
+        workdir=folder,
         default_agent=default,
         agents=per_agent,
         prices=agents.prices(plan.spec_dir),
         resume_from=resume,
-        max_iterations=args.max_iterations,
-        lenient=args.lenient,
+        max_iterations=max_iterations,
+        lenient=lenient,
         heartbeat_s=float(os.environ.get("AGENTRUN_HEARTBEAT_S", "30")),
         history_limit=_history_limit(),
     )
+
+
+def _stderr(text: str) -> None:
+    print(text, file=sys.stderr)
+
+
+def _ignore(text: str) -> None:
+    del text
 
 
 def _history_limit() -> int | None:

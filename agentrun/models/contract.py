@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, cast
 
 from pydantic import BaseModel, Field, PrivateAttr, computed_field, model_validator
 from temporalio.common import SearchAttributeKey
@@ -630,11 +630,12 @@ class RunState(BaseModel):
         if store_as:
             self.memory[store_as] = value
         if fields and isinstance(value, dict):
-            self.memory.update({name: value.get(name) for name in fields})
+            given = cast(dict[str, Any], value)
+            self.memory.update({name: given.get(name) for name in fields})
 
     def expand(self, template_id: str, rows: list[TaskState]) -> None:
         """Put one row per map element where the map body's row was, keeping the report's order."""
-        tasks = {}
+        tasks: dict[str, TaskState] = {}
         for key, task in self.tasks.items():
             if key == template_id:
                 tasks.update({row.id: row for row in rows})

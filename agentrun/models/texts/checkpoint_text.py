@@ -111,7 +111,7 @@ def reminder(why: str, prompt: str) -> str:
 
 def _converge(at: Setting, status: str, last_output: Any) -> str:
     """A CONVERGE round: the last round's output and the stop word; never the round limit."""
-    parts = []
+    parts: list[str] = []
     if last_output is not None:
         parts += ["Your output from the last round:\n" + at.quote(last_output), "Improve on it."]
     parts += [at.converge_message, f"When another round would not change the output, say {status} in your reply."]

@@ -12,7 +12,7 @@ def prompt(task: ir.Task, values: dict[str, Any], undefined: UndefinedNames = "e
     """The agent's prompt template, then the input and feedback it did not place itself."""
     parts = [render(task.system, values, undefined)] if task.system else []
     parts.append(render(task.prompt, values, undefined))
-    used = names_used(task.prompt) | (names_used(task.system) if task.system else frozenset())
+    used = names_used(task.prompt) | (names_used(task.system) if task.system else frozenset[str]())
     for name, heading in (("input", "Input:"), ("feedback", "Feedback on your previous output:")):
         placed = name in used or (name == "input" and "item" in used)
         if values.get(name) is not None and not placed:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from agentrun.models.calls import SPAWN_AGENTS, AgentReply
 
@@ -28,7 +28,7 @@ class Ask:
     """One spawn_agents request in a reply: a function call (`call_id`) or a fenced block (no id)."""
 
     call_id: str = ""
-    agents: list[Request] = field(default_factory=list)
+    agents: list[Request] = field(default_factory=list[Request])
     error: str = ""  # why it cannot be done; then it starts nothing
 
 
@@ -104,19 +104,20 @@ def _read(block: str) -> Ask:
 
 def _read_agents(data: Any) -> tuple[list[Request], str]:
     """The requested sub-agents (`{"agents": [...]}` or the bare list), or none and why not."""
-    items = data.get("agents") if isinstance(data, dict) else data
-    if not isinstance(items, list) or not items:
+    found: Any = cast(dict[str, Any], data).get("agents") if isinstance(data, dict) else data
+    if not isinstance(found, list) or not found:
         return [], f"expected a non-empty list of sub-agents, each {{role, task, outputs?}}; the shape is {_SHAPE}"
+    items = cast(list[Any], found)
     if len(items) > MAX_AGENTS:
         return [], f"{len(items)} sub-agents asked for; at most {MAX_AGENTS} at once"
-    agents = []
+    agents: list[Request] = []
     for i, item in enumerate(items, 1):
-        role = item.get("role") if isinstance(item, dict) else None
-        task = item.get("task") if isinstance(item, dict) else None
-        outputs = (item.get("outputs") or []) if isinstance(item, dict) else []
+        fields = cast(dict[str, Any], item) if isinstance(item, dict) else {}
+        role, task = fields.get("role"), fields.get("task")
+        outputs: Any = fields.get("outputs") or []
         if not isinstance(role, str) or not role.strip() or not isinstance(task, str) or not task.strip():
             return [], f"sub-agent {i} needs a non-empty role and task"
-        if not isinstance(outputs, list) or not all(isinstance(o, str) for o in outputs):
+        if not isinstance(outputs, list) or not all(isinstance(o, str) for o in cast(list[Any], outputs)):
             return [], f"sub-agent {i}: outputs must be a list of field names"
-        agents.append(Request(role.strip(), task.strip(), tuple(outputs)))
+        agents.append(Request(role.strip(), task.strip(), tuple(cast(list[str], outputs))))
     return agents, ""

@@ -19,7 +19,7 @@ def prompt(
     A retry without a retry_message is the prompt as it was, as in cyberian (`older_retry`: with the
     default message runs recorded before that rule sent)."""
     system, body, loop_message = _texts(task)
-    parts = []
+    parts: list[str] = []
     if system:
         parts.append(render(system, values, undefined))
     message = task.criteria.retry_message if task.criteria else None

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from agentrun.lang import ir
 from agentrun.lang.blackboard import MISSING, NAMED, is_constant, lookup
@@ -34,7 +34,7 @@ class Outcome:
     """An instruct step's answer: its status, the $VAR writes it asks for, its note."""
 
     status: StepStatus
-    var: dict[str, Any] = field(default_factory=dict)
+    var: dict[str, Any] = field(default_factory=dict[str, Any])
     note: str = ""
 
 
@@ -107,10 +107,10 @@ def read_outcome(reply: str) -> Outcome:
     status = value.get("status")
     if status not in ("success", "failure", "running"):
         raise BadAnswer('"status" must be "success", "failure" or "running"')
-    var = value.get("var") or {}
+    var: Any = value.get("var") or {}
     if not isinstance(var, dict):
         raise BadAnswer('"var" must be an object of names and values')
-    return Outcome(status, var, _note(value))
+    return Outcome(status, cast(dict[str, Any], var), _note(value))
 
 
 def _object(reply: str) -> dict[str, Any]:
@@ -120,7 +120,7 @@ def _object(reply: str) -> dict[str, Any]:
         raise BadAnswer(str(exc)) from None
     if not isinstance(value, dict):
         raise BadAnswer("the reply's JSON is not an object")
-    return value
+    return cast(dict[str, Any], value)
 
 
 def _note(value: dict[str, Any]) -> str:
