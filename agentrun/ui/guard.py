@@ -47,6 +47,7 @@ class Guarded:
     nonce: str = field(default_factory=lambda: secrets.token_urlsafe(16))
     csrf: str = ""
     signed_in: bool = False
+    fresh_csrf: str = ""  # the cookie value this response sets, when the browser had none
 
 
 _current: ContextVar[Guarded] = ContextVar("agentrun_ui_guarded")
@@ -94,25 +95,16 @@ class Guard:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        headers = Headers(scope=scope)
         guarded = Guarded()
-        refused = self._foreign_host(headers)
         body: bytes | None = None  # read here for a form, to cap it and check its CSRF field
+        headers = Headers(scope=scope)
+        refused = self._foreign_host(headers)
         if refused is None and scope["method"] not in SAFE_METHODS:
             body = await _body(receive, headers)
             refused = _too_large() if body is None else None
-        cookies = _cookies(headers)
-        if refused is None and self.token:
-            refused = self._without_token(scope, headers, cookies)
-        fresh_csrf = ""
         if refused is None:
-            known = cookies.get(CSRF_COOKIE, "")
-            fresh_csrf = "" if known else secrets.token_urlsafe(16)
-            guarded.csrf = self._sign(known or fresh_csrf)
-            guarded.signed_in = SIGNED_IN_COOKIE in cookies
-            if scope["method"] not in SAFE_METHODS and not self._by_bearer(headers):
-                refused = self._csrf_refusal(body or b"", headers, known)
-        send = self._headed(send, guarded, fresh_csrf)
+            refused = self._refusal(scope, headers, body or b"", guarded)
+        send = self._headed(send, guarded)
         if refused is not None:
             await refused(scope, receive, send)
             return
@@ -121,6 +113,20 @@ class Guard:
             await self.app(scope, receive if body is None else _replay(body, receive), send)
         finally:
             _current.reset(token)
+
+    def _refusal(self, scope: Scope, headers: Headers, body: bytes, guarded: Guarded) -> Response | None:
+        """The token, then the CSRF field of a form; `guarded` gets what the page will need."""
+        cookies = _cookies(headers)
+        without = self._without_token(scope, headers, cookies) if self.token else None
+        if without is not None:
+            return without
+        known = cookies.get(CSRF_COOKIE, "")
+        guarded.fresh_csrf = "" if known else secrets.token_urlsafe(16)
+        guarded.csrf = self._sign(known or guarded.fresh_csrf)
+        guarded.signed_in = SIGNED_IN_COOKIE in cookies
+        if scope["method"] in SAFE_METHODS or self._by_bearer(headers):
+            return None
+        return self._csrf_refusal(body, headers, known)
 
     def _foreign_host(self, headers: Headers) -> Response | None:
         host = headers.get("host", "").lower()
@@ -173,7 +179,7 @@ class Guard:
             status_code=403,
         )
 
-    def _headed(self, send: Send, guarded: Guarded, fresh_csrf: str) -> Send:
+    def _headed(self, send: Send, guarded: Guarded) -> Send:
         """`send` with the security headers on the response's start, and the cookies it must set."""
 
         async def headed(message: Message) -> None:
@@ -181,7 +187,7 @@ class Guard:
                 headers = MutableHeaders(scope=message)
                 for name, value in _security_headers(guarded.nonce, self.tls).items():
                     headers[name] = value
-                for cookie in _cookies_to_set(fresh_csrf, guarded.signed_in, self.tls):
+                for cookie in _cookies_to_set(guarded.fresh_csrf, guarded.signed_in, self.tls):
                     headers.append("set-cookie", cookie)
             await send(message)
 
