@@ -210,14 +210,19 @@ def test_answer_by_choice_and_approve_with_a_comment_then_the_run_completes(
     finally:
         drip.allow_all()
     assert page.locator("#temporal-web").get_attribute("href") == f"{WEB}/namespaces/default/workflows/{rid}"
-    assert "colour" in page.locator("#plan").inner_text() and "ship" in page.locator("#plan").inner_text()
+    page.locator("#plan svg").wait_for(timeout=30_000)
+    drawn = page.locator("#plan svg").text_content() or ""
+    assert "colour" in drawn and "ship" in drawn
     # The page follows the run by its events and shows the report once it has ended.
-    page.locator("#status", has_text="completed").wait_for(timeout=60_000)
-    text = page.locator("#report").inner_text()
-    assert "- Status: COMPLETE" in text
-    assert "| colour | Which colour for the shed? | red |  | ada |" in text
-    assert "| ship | Approve 'ship'? | approve | looks good | ada |" in text
-    assert "paint" in page.locator("#live").inner_text() and "completed" in page.locator("#live").inner_text()
+    page.locator("#status", has_text="COMPLETE").wait_for(timeout=60_000)
+    report = page.locator("#report")
+    assert report.locator("li", has_text="Status:").first.inner_text() == "Status: COMPLETE"
+    for answered in (
+        ["colour", "Which colour for the shed?", "red", "", "ada"],
+        ["ship", "Approve 'ship'?", "approve", "looks good", "ada"],
+    ):
+        assert report.locator("tr", has_text=answered[1]).locator("td").all_inner_texts()[:5] == answered
+    assert page.locator('#live tr.step[data-step="paint"] td.word').inner_text() == "SUCCESS"
     assert [p.splitlines()[0] for p in llm.prompts_for("worker")[-2:]] == ["Paint the shed red.", "Ship the shed."]
     reported = cli("report", rid)
     assert "| ship | Approve 'ship'? | approve | looks good | ada |" in reported.out

@@ -19,6 +19,7 @@ from agentrun.client.partial import partials
 from agentrun.client.retries import Retries
 from agentrun.client.runs import describe, fetch_state, state_if_polled
 from agentrun.explain.tails import STALL_S, Tails
+from agentrun.models import run_words
 from agentrun.models.contract import CompensationResult, Gate, RunState, TaskState, open_gates
 
 
@@ -95,7 +96,7 @@ def _live_line(state: RunState, elapsed: float) -> str:
         return f"waiting for {state.waiting_for or 'a person'} · {elapsed:.0f}s"
     task = state.tasks.get(state.current_task or "")
     if not task:
-        return f"{state.status} · {elapsed:.0f}s"
+        return f"{run_words.word(state.status)} · {elapsed:.0f}s"
     return f"{task.id} · attempt {task.attempts} · iteration {task.iterations} · {elapsed:.0f}s elapsed"
 
 

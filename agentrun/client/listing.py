@@ -15,7 +15,7 @@ from temporalio.service import RPCError
 from agentrun import spelling
 from agentrun.client.models import RunSummary
 from agentrun.client.runs import CLOSED_STATUS, UsageError
-from agentrun.models import contract
+from agentrun.models import contract, run_words
 
 _LIVE = frozenset({"pending", "running", "waiting", "retrying"})
 COLUMNS = ("RUN", "STATUS", "SPEC", "STARTED", "ENDED")
@@ -106,7 +106,9 @@ def _table(console: Console, rows: list[dict[str, Any]]) -> None:
     for name in COLUMNS:
         table.add_column(name, no_wrap=True)
     for r in rows:
-        table.add_row(r["run_id"], r["status"], r["spec"], _when(r["started"]), _when(r["ended"]) or "-")
+        table.add_row(
+            r["run_id"], run_words.word(r["status"]), r["spec"], _when(r["started"]), _when(r["ended"]) or "-"
+        )
     # Piped output keeps every cell whole; a terminal gets the table at its width.
     out = console if console.is_terminal else Console(file=console.file, width=10_000, highlight=False)
     out.print(table)

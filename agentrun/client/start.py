@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
 import uuid
 from pathlib import Path
 from typing import Any
@@ -135,8 +136,9 @@ async def start_run(client: Client, inp: RunInput, run_id: str, task_queue: str,
 
 
 def start_options(inp: RunInput) -> dict[str, Any]:
-    """What every run starts with besides its input: its search attributes, a fork's parent in its
-    memo, and the summary Temporal Web lists it with."""
+    """What every run starts with besides its input: its search attributes, its memo (the params it
+    was given, which Temporal Web shows in the run's details, and a fork's parent), and the summary
+    Temporal Web lists it with."""
     attrs = None
     parent = inp.fork.parent if inp.fork else None
     if inp.search_attributes:
@@ -144,10 +146,21 @@ def start_options(inp: RunInput) -> dict[str, Any]:
         pairs += [SearchAttributePair(contract.PARENT, parent)] if parent else []
         pairs += [SearchAttributePair(contract.STARTED_BY, contract.BY_MCP)] if inp.driven else []
         attrs = TypedSearchAttributes(pairs)
-    memo = {contract.PARENT_MEMO: parent} if parent else {}
+    memo: dict[str, Any] = {contract.PARAMS_MEMO: _memo_params(inp.params)}
+    memo |= {contract.PARENT_MEMO: parent} if parent else {}
     if inp.driven:  # only the MCP server starts driven runs, and its tools act on these alone
         memo[contract.STARTED_BY_MEMO] = contract.BY_MCP
-    return {"search_attributes": attrs, "memo": memo or None, "static_summary": _summary(inp)}
+    return {"search_attributes": attrs, "memo": memo, "static_summary": _summary(inp)}
+
+
+MEMO_PARAMS_CHARS = 4096  # a memo travels with every listing of the run: large params stay in the input
+
+
+def _memo_params(params: dict[str, Any]) -> Any:
+    text = json.dumps(params, default=str)
+    if len(text) <= MEMO_PARAMS_CHARS:
+        return params
+    return f"{len(text)} characters of params: the run's input holds them (params)"
 
 
 def _summary(inp: RunInput) -> str:

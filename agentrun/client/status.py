@@ -12,6 +12,7 @@ from agentrun.client import elements, humans, no_worker
 from agentrun.client.partial import partials
 from agentrun.client.runs import describe, fetch_state
 from agentrun.explain import report
+from agentrun.models import run_words
 from agentrun.models.calls import Partial
 from agentrun.models.contract import RunState, dollars, open_gates, unsettled_refusals
 
@@ -51,10 +52,10 @@ def status_json(state: RunState, so_far: dict[str, Partial] | None = None) -> di
 
 
 def lines(state: RunState, so_far: dict[str, Partial] | None = None) -> list[str]:
-    """The run's line, then one per step, map, open gate, refusal and note, then what it spent."""
+    """The run's line, then one per step (and what a running one has written so far), then `notes`."""
     waiting = f" for {state.waiting_for}" if state.status == "waiting" and state.waiting_for else ""
     running = f" (running {state.current_task})" if state.current_task else ""
-    out = [f"{state.run_id}: {state.status}{waiting}{running}"]
+    out = [f"{state.run_id}: {run_words.word(state.status)}{waiting}{running}"]
     out += [f"  {line.removeprefix('- ')}" for line in report.forked(state)]
     for t in state.tasks.values():
         reused = f" reused from {t.reused_from}" if t.reused_from else ""
@@ -66,6 +67,13 @@ def lines(state: RunState, so_far: dict[str, Partial] | None = None) -> list[str
         record = (so_far or {}).get(t.id)
         if record is not None and t.status == "running":
             out.append(f"    {so_far_line(record)}")
+    return out + notes(state)
+
+
+def notes(state: RunState) -> list[str]:
+    """What `status` says after the steps: each map's progress, open gate, refusal and note, then
+    what the run spent."""
+    out = []
     for m in state.maps.values():
         done = m.total - m.counts.get("pending", 0)
         out.append(

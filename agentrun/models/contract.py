@@ -67,6 +67,7 @@ SEARCH_ATTRIBUTES = (SPEC, STATUS, WAITING_FOR, PARENT, STARTED_BY)
 
 # The memo key a fork carries its parent's run id under, from its start.
 PARENT_MEMO = "parent"
+PARAMS_MEMO = "params"  # the params a run was started with, in its details on Temporal Web
 
 
 class StepRecord(BaseModel):

@@ -18,14 +18,16 @@ from starlette.datastructures import FormData
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, Response, StreamingResponse
-from starlette.routing import Route
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
 from temporalio.client import Client
 
 from agentrun.client import humans
 from agentrun.errors import Unavailable, UserError
 from agentrun.ids import GateId
 from agentrun.lang.ir import APPROVE, REJECT
-from agentrun.models.contract import TERMINAL, AnswerInput, BudgetInput, NoteInput, limits_text
+from agentrun.models import run_words
+from agentrun.models.contract import AnswerInput, BudgetInput, NoteInput, limits_text
 from agentrun.models.names import RunStatus
 from agentrun.ui import guard, pages
 from agentrun.ui.guard import Guard, allowed_hosts
@@ -37,7 +39,10 @@ LIST_LIMIT = 50
 
 PORT = 8280
 TEMPLATES = jinja2.Environment(loader=jinja2.PackageLoader("agentrun.ui", "templates"), autoescape=True)
+# Every <script> of the pages carries `nonce="{{ nonce() }}"`, this response's own (agentrun.ui.guard),
+# and every form `{{ csrf_field() }}`.
 TEMPLATES.globals.update(nonce=guard.nonce, csrf_field=guard.csrf_field, signed_in=guard.signed_in)
+TEMPLATES.globals["run_word"] = run_words.word  # a run's status as `status`, `list` and the report word it
 
 
 def build(
@@ -51,10 +56,13 @@ def build(
             Route("/inbox/events", _inbox_events),
             Route("/answer", _answer, methods=["POST"]),
             Route("/runs", _runs),
-            # A run id may hold '/': the run's own routes are matched first by their last part.
+            # A run id may hold '/': the run's own routes are matched first by their last parts.
             Route("/runs/{run_id:path}/events", _run_events),
             Route("/runs/{run_id:path}/say", _say, methods=["POST"]),
+            Route("/runs/{run_id:path}/steps/{step}", _step),
             Route("/runs/{run_id:path}", _run),
+            # The page's scripts (Mermaid, which draws the plan) come from the package: no CDN.
+            Mount("/static", StaticFiles(packages=[("agentrun.ui", "static")]), name="static"),
         ],
         middleware=[Middleware(Guard, hosts=hosts or allowed_hosts(PORT, ()), token=token, tls=tls)],
     )
@@ -108,6 +116,16 @@ async def _run(request: Request, said: str = "", refused: str = "", status_code:
     except UserError as exc:
         return _page("missing.html", 404, refused=str(exc))
     return _page("run.html", status_code, page=page, said=said, refused=refused)
+
+
+async def _step(request: Request) -> Response:
+    """One step's output, or what its agent has written so far."""
+    run_id, key = request.path_params["run_id"], request.path_params["step"]
+    try:
+        page = await pages.step_page(_client(request), run_id, key)
+    except UserError as exc:
+        return _page("missing.html", 404, refused=str(exc))
+    return _page("step.html", page=page)
 
 
 async def _say(request: Request) -> Response:
@@ -202,12 +220,16 @@ async def _inbox_events(request: Request) -> Response:
 
 
 async def _run_events(request: Request) -> Response:
-    """The run's `status` lines whenever they change, and whether it has ended."""
+    """The run's word, its steps (as the page's table), its chart with each step's state, whenever
+    they change, and whether it has ended."""
     run_id, client = request.path_params["run_id"], _client(request)
+    plan = await pages.plan_of(client, run_id)  # a run's plan never changes: read once a page
+    steps = TEMPLATES.get_template("_steps.html")
 
     async def live() -> str:
-        state, text = await _shared(request).get(f"run {run_id}", lambda: pages.live_lines(client, run_id))
-        return json.dumps({"live": text, "ended": state.status in TERMINAL})
+        view = await _shared(request).get(f"run {run_id}", lambda: pages.live_view(client, run_id, plan))
+        table = steps.module.steps_table(view, run_id)  # type: ignore[attr-defined]  # the template's macro
+        return json.dumps({"status": view.word, "steps": str(table), "chart": view.chart, "ended": view.ended})
 
     return _events(request, live)
 

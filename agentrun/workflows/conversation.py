@@ -16,6 +16,15 @@ from agentrun.workflows.budgets import RESERVATIONS, BudgetExceeded, Budgets, Re
 from agentrun.workflows.failures import TaskFailed
 from agentrun.workflows.scope import Scope
 
+# Runs recorded before this named a map's elements by the map's worker node (`answer` three times)
+# and labelled each state-graph step with the goal line that every one of them opens with.
+SUMMARIES_NAME_ELEMENTS = "summaries-name-elements"
+
+
+def goal_line(goal: str) -> str:
+    """The line a state-graph step's prompt opens with (the dialect's template and graph agents)."""
+    return f"Goal: {goal}"
+
 
 class Conversation:
     def __init__(self, inp: RunInput, state: RunState, budgets: Budgets):
@@ -114,9 +123,19 @@ class Conversation:
         task = self.state.tasks.get(str(scope.key))
         round_ = scope.values.get("iteration") or (task.iterations if task and node.loop_until else None)
         said = phase is not None and "round" in phase  # a protocol that names its own rounds
-        head = f"{node.label} — round {round_}" if round_ and not said else node.label
-        what = phase or ("" if node.system else first_line(text))
+        name, shared = node.label, bool(node.system)
+        # Asked only where the names differ, so a run with neither a map nor a goal line gets no marker.
+        element, goal = _element_name(node, scope), self._opens_with_goal(text)
+        if (element or goal) and workflow.patched(SUMMARIES_NAME_ELEMENTS):
+            name, shared = element or name, shared or goal
+        head = f"{name} — round {round_}" if round_ and not said else name
+        what = phase or ("" if shared else first_line(text))
         return f"{head}: {what}" if what else head
+
+    def _opens_with_goal(self, text: str) -> bool:
+        """Whether the prompt opens with the run's goal line, which every step of a state graph shares."""
+        goal = self.inp.params.get("goal") or self.inp.plan.goal
+        return text.split("\n", 1)[0] == goal_line(goal)
 
     def _call(
         self, node: ir.Task, key: str, uri: str, prompt: str, transcript: list[calls.ChatMessage], tools: list[str]
@@ -215,6 +234,15 @@ class Conversation:
     def _usd_budget(self) -> bool:
         budgets = [self.state.budget, *self.state.step_budgets.values()]
         return any(b is not None and b.usd is not None for b in budgets)
+
+
+def _element_name(node: ir.Task, scope: Scope) -> str:
+    """A map element's name as `status` and the report give it (`research[2]`), though the node it
+    runs is the map's worker node (`answer`); '' outside maps."""
+    key = scope.key
+    if key is None or not key.elements:
+        return ""
+    return key.text if key.node != node.id else node.label + key.text.removeprefix(key.node)
 
 
 def first_line(text: str) -> str:
