@@ -350,7 +350,7 @@ def test_a_run_id_with_a_slash_gets_a_link_that_works(page, waiting):
     events = httpx.Client().stream("GET", f"{page.url}{href}/events")
     with events as stream:
         assert stream.status_code == 200
-        assert '"live"' in next(stream.iter_text())
+        assert '"ended": false' in next(stream.iter_text())
 
 
 # ---- tokens and binds --------------------------------------------------------------------------------
