@@ -86,11 +86,13 @@ class Engine:
         """A worker in this program while the block runs: it takes the runs on `task_queue` (this
         engine's), whoever started them, and finishes the activities it runs before the block ends."""
         from agentrun.activities.agents.agentapi import release_all
+        from agentrun.activities.mcp.calls import close_connections
         from agentrun.worker.build import build_worker
 
         async with build_worker(self.temporal, task_queue or self.task_queue, max_concurrent_activities):
             yield
         await release_all()
+        await close_connections()
 
 
 def _agent_flags(agents: str | Mapping[str, str] | None) -> list[str]:

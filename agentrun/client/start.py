@@ -178,6 +178,7 @@ async def local_worker(client: Client, task_queue: str, needed: bool, run_id: st
         return
     with startup.loading():
         from agentrun.activities.agents.agentapi import release_all
+        from agentrun.activities.mcp.calls import close_connections
         from agentrun.worker import terminal_log
         from agentrun.worker.build import build_worker
 
@@ -186,6 +187,7 @@ async def local_worker(client: Client, task_queue: str, needed: bool, run_id: st
     async with build_worker(client, task_queue):
         yield log
     await release_all()
+    await close_connections()
 
 
 async def ensure_search_attributes(client: Client) -> bool:

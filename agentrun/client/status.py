@@ -11,7 +11,7 @@ from temporalio.client import Client
 from agentrun.client import elements, humans, no_worker
 from agentrun.client.partial import partials
 from agentrun.client.runs import describe, fetch_state
-from agentrun.explain import report
+from agentrun.explain import report, tool_uses
 from agentrun.models import run_words
 from agentrun.models.calls import Partial
 from agentrun.models.contract import RunState, dollars, open_gates, unsettled_refusals
@@ -64,6 +64,9 @@ def lines(state: RunState, so_far: dict[str, Partial] | None = None) -> list[str
             f"  {t.id:<30} {t.status:<10} attempts={t.attempts} iterations={t.iterations} {t.duration_s:.1f}s"
             f"{reused}{worker}"
         )
+        uses = state.tool_calls.get(t.id)
+        if uses:
+            out.append(f"    {tool_uses.counts(uses)}; last: {tool_uses.line(uses[-1])}")
         record = (so_far or {}).get(t.id)
         if record is not None and t.status == "running":
             out.append(f"    {so_far_line(record)}")

@@ -6,6 +6,7 @@ import json
 import statistics
 from collections import Counter
 
+from agentrun.explain import tool_uses
 from agentrun.explain.outputs import fenced
 from agentrun.models import run_words
 from agentrun.models.contract import (
@@ -63,6 +64,7 @@ def summary(state: RunState) -> dict:
         "cancelled": counts["cancelled"],
         "agents": len({t.agent for t in tasks if t.status != "pending" and t.kind == "task" and not t.reused_from}),
         "sub_agents": sum(len(spawned) for spawned in state.spawned.values()),
+        "tool_calls": tool_uses.total(state),
         "total_time_s": round(total, 3),
         "retries": sum(_retries(t) for t in tasks),
         "input_tokens": state.usage.input_tokens,
@@ -155,6 +157,7 @@ def to_markdown(state: RunState, lost: list[str] | None = None) -> str:
         + _human_input(state)
         + _supervision(state)
         + _sub_agents(state)
+        + _tool_calls(state)
         + _compensations(state)
         + _taint(state)
     )
@@ -402,6 +405,18 @@ def _sub_agents(state: RunState) -> list[str]:
             lines.append(
                 f"  - {a.key} ({_cell(a.role)}): {_SUB_STATUS[a.status]}, {tokens}; task: {_cell(a.task[:200])}{ended}"
             )
+    return lines
+
+
+def _tool_calls(state: RunState) -> list[str]:
+    """Each step's tool calls in the order made: the tool, its arguments, how it ended (a refusal
+    with the policy's reason) and how long it took."""
+    if not state.tool_calls:
+        return []
+    lines = ["", "## Tool calls", ""]
+    for key, uses in state.tool_calls.items():
+        lines.append(f"- {key}: {tool_uses.counts(uses)}")
+        lines += [f"  {n}. {_cell(tool_uses.line(use))}" for n, use in enumerate(uses, 1)]
     return lines
 
 

@@ -16,6 +16,7 @@ from agentrun.ids import GateId, NodeId, RunId
 from agentrun.lang import ir
 from agentrun.lang.amounts import dollars as dollars
 from agentrun.lang.amounts import limits_text as limits_text
+from agentrun.lang.mcp_servers import McpServer
 from agentrun.lang.render import to_text
 from agentrun.models import calls, names
 from agentrun.models.calls import Usage
@@ -165,6 +166,8 @@ class RunInput(BaseModel):
     history_limit: int | None = None
     carried: Carried | None = None  # set when the run continued as new: where it was
     parent_run: str = ""  # a subgraph's run: the run whose node started it as a child workflow
+    # The MCP servers the run's tools may reach, by id: agentrun.yaml's and the spec's declarations.
+    mcp_servers: dict[str, McpServer] = {}
 
     def agent_uri(self, agent_id: str) -> str:
         return self.agents.get(agent_id, self.default_agent)
@@ -379,6 +382,24 @@ class SpawnedAgent(BaseModel):
     usage: Usage = Field(default_factory=Usage)
 
 
+class ToolUse(BaseModel):
+    """One tool call a step's model made, as people see it: the tool, its arguments cut short, how
+    it ended (ok; error: the tool's own, or it could not be run; refused: the policy said no) and
+    why, and how long it took."""
+
+    call_id: str
+    tool: str
+    arguments: str = ""  # the arguments' JSON, cut to ARGUMENTS_SHOWN characters
+    outcome: Literal["running", "ok", "error", "refused"] = "running"
+    reason: str = ""  # the error or refusal, cut short
+    duration_s: float = 0.0
+    at: datetime | None = None  # when the call was made (workflow time)
+    source: str = "builtin"  # builtin, mcp or local (answered by the workflow)
+
+
+ARGUMENTS_SHOWN = 120  # characters of a tool call's arguments the run state keeps
+
+
 class TraceEntry(BaseModel):
     """One answer to a behaviour tree's step, as its trace records it: the kind of step, where it
     was (the cursor the agent acted on), the action's name, what was submitted and what it did."""
@@ -497,6 +518,7 @@ class RunState(BaseModel):
     memory: dict[str, Any] = {}
     supervision: dict[str, GoalSupervision] = {}  # checkpoint goals by run key
     spawned: dict[str, list[SpawnedAgent]] = {}  # sub-agents by their parent's run key, in order
+    tool_calls: dict[str, list[ToolUse]] = {}  # each step's tool calls by its run key, in order
     maps: dict[str, MapSummary] = {}  # batched maps by run key; their elements' rows are in the batches
     constants: dict[str, Any] = {}  # a behaviour tree's $CONST; its $VAR is `memory`
     trace: list[TraceEntry] = []  # a behaviour tree's answers, in order
