@@ -31,7 +31,7 @@ def visibility_query(status: str | None, spec: str | None) -> str:
     if status == "terminated":
         parts.append('ExecutionStatus="Terminated"')
     elif status:
-        parts.append(f'{contract.STATUS.name}="{status}"')
+        parts.append(f"{contract.STATUS.name}={json.dumps(status)}")  # quoted: a value cannot widen the query
         if status in _LIVE:
             parts.append('ExecutionStatus="Running"')
     return " AND ".join(parts)

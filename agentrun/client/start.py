@@ -144,9 +144,12 @@ def start_options(inp: RunInput) -> dict[str, Any]:
     if inp.search_attributes:
         pairs = [SearchAttributePair(contract.SPEC, inp.plan.name), SearchAttributePair(contract.STATUS, "pending")]
         pairs += [SearchAttributePair(contract.PARENT, parent)] if parent else []
+        pairs += [SearchAttributePair(contract.STARTED_BY, contract.BY_MCP)] if inp.driven else []
         attrs = TypedSearchAttributes(pairs)
     memo: dict[str, Any] = {contract.PARAMS_MEMO: _memo_params(inp.params)}
     memo |= {contract.PARENT_MEMO: parent} if parent else {}
+    if inp.driven:  # only the MCP server starts driven runs, and its tools act on these alone
+        memo[contract.STARTED_BY_MEMO] = contract.BY_MCP
     return {"search_attributes": attrs, "memo": memo, "static_summary": _summary(inp)}
 
 

@@ -31,6 +31,10 @@ ANSWER = "answer"  # AnswerInput -> Answer
 RAISE_BUDGET = "raise_budget"  # BudgetInput -> Budget
 ROLLBACK = "rollback_on_cancel"  # no argument: the cancellation that follows runs the compensations
 STATE = "state"  # the query: RunState, without its step log
+# The query asking whether a worker holds the run: its status, a few bytes. An answer or a note waits
+# for this before it is sent; asking for the whole state instead made the worker store the state
+# (a large value, outside history) once for every note sent.
+HELD = "held"
 STEP_LOG = "step_log"  # the query and memo key: the run's step log, which a fork reads
 # Signals carrying the same answers, for when no worker may hold the run: they wait in its history,
 # and the run checks them as the updates' validators do once a worker takes it.
@@ -53,7 +57,13 @@ STATUS = SearchAttributeKey.for_keyword("AgentRunStatus")
 WAITING_FOR = SearchAttributeKey.for_keyword("AgentRunWaitingFor")
 # A fork's parent: `AgentRunParent="RUN"` lists the runs forked from RUN.
 PARENT = SearchAttributeKey.for_keyword("AgentRunParent")
-SEARCH_ATTRIBUTES = (SPEC, STATUS, WAITING_FOR, PARENT)
+# Who started the run: "mcp" for a behaviour tree an agent drives through the MCP server, whose tools
+# act on such runs only (`AgentRunStartedBy="mcp"` lists them). Kept in the memo too, for a server
+# where search attributes cannot be registered.
+STARTED_BY = SearchAttributeKey.for_keyword("AgentRunStartedBy")
+STARTED_BY_MEMO = "started_by"
+BY_MCP = "mcp"
+SEARCH_ATTRIBUTES = (SPEC, STATUS, WAITING_FOR, PARENT, STARTED_BY)
 
 
 # The memo key a fork carries its parent's run id under, from its start.

@@ -8,20 +8,16 @@ update validators take or refuse them, so a second answer to a gate is refused w
 from __future__ import annotations
 
 import asyncio
-import hmac
 import json
-import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextvars import ContextVar
 from typing import Any, get_args
 
 import jinja2
 from starlette.applications import Starlette
 from starlette.datastructures import FormData
 from starlette.middleware import Middleware
-from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response, StreamingResponse
+from starlette.responses import HTMLResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from temporalio.client import Client
@@ -33,38 +29,42 @@ from agentrun.lang.ir import APPROVE, REJECT
 from agentrun.models import run_words
 from agentrun.models.contract import AnswerInput, BudgetInput, NoteInput, limits_text
 from agentrun.models.names import RunStatus
-from agentrun.ui import pages
+from agentrun.ui import guard, pages
+from agentrun.ui.guard import Guard, allowed_hosts
 from agentrun.ui.shared import Shared
 
-COOKIE = "agentrun_ui_token"
 WAIT_S = 30.0  # how long an answer waits for a worker to hold its run, as `answer --wait 30`
 TICK_S = 1.0  # how often an open page's events look again
 LIST_LIMIT = 50
 
+PORT = 8280
 TEMPLATES = jinja2.Environment(loader=jinja2.PackageLoader("agentrun.ui", "templates"), autoescape=True)
-_NONCE: ContextVar[str] = ContextVar("agentrun_ui_nonce", default="")
-# Every <script> of the pages carries `nonce="{{ nonce() }}"`: this response's own token, which a
-# Content-Security-Policy naming it lets run.
-TEMPLATES.globals.setdefault("nonce", _NONCE.get)
+# Every <script> of the pages carries `nonce="{{ nonce() }}"`, this response's own (agentrun.ui.guard),
+# and every form `{{ csrf_field() }}`.
+TEMPLATES.globals.update(nonce=guard.nonce, csrf_field=guard.csrf_field, signed_in=guard.signed_in)
 TEMPLATES.globals["run_word"] = run_words.word  # a run's status as `status`, `list` and the report word it
 
 
-def build(client: Client, token: str | None = None) -> Starlette:
-    """The app, answering with `client`; every request must carry `token` when one is given."""
+def build(
+    client: Client, token: str | None = None, hosts: frozenset[str] | None = None, tls: bool = False
+) -> Starlette:
+    """The app, answering with `client`, for requests naming one of `hosts` (the loopback names on
+    port 8280 unless given); every request must carry `token` when one is given (agentrun.ui.guard)."""
     app = Starlette(
         routes=[
             Route("/", _inbox),
             Route("/inbox/events", _inbox_events),
             Route("/answer", _answer, methods=["POST"]),
             Route("/runs", _runs),
-            Route("/runs/{run_id}", _run),
-            Route("/runs/{run_id}/steps/{step}", _step),
-            Route("/runs/{run_id}/events", _run_events),
-            Route("/runs/{run_id}/say", _say, methods=["POST"]),
+            # A run id may hold '/': the run's own routes are matched first by their last parts.
+            Route("/runs/{run_id:path}/events", _run_events),
+            Route("/runs/{run_id:path}/say", _say, methods=["POST"]),
+            Route("/runs/{run_id:path}/steps/{step}", _step),
+            Route("/runs/{run_id:path}", _run),
             # The page's scripts (Mermaid, which draws the plan) come from the package: no CDN.
             Mount("/static", StaticFiles(packages=[("agentrun.ui", "static")]), name="static"),
         ],
-        middleware=[Middleware(TokenGate, token=token)] if token else [],
+        middleware=[Middleware(Guard, hosts=hosts or allowed_hosts(PORT, ()), token=token, tls=tls)],
     )
     app.state.client = client
     app.state.shared = Shared(max_age_s=TICK_S / 2)
@@ -72,7 +72,6 @@ def build(client: Client, token: str | None = None) -> Starlette:
 
 
 def _page(name: str, status_code: int = 200, **values: Any) -> HTMLResponse:
-    _NONCE.set(secrets.token_urlsafe(16))
     return HTMLResponse(TEMPLATES.get_template(name).render(**values), status_code=status_code)
 
 
@@ -93,8 +92,11 @@ async def _inbox(request: Request, said: str = "", refused: str = "", status_cod
 async def _runs(request: Request) -> Response:
     """`list` with its filters: ?status=S&spec=NAME&limit=N."""
     status, spec = request.query_params.get("status") or None, request.query_params.get("spec") or None
-    shown = {"status": status, "spec": spec, "statuses": list(get_args(RunStatus))}
+    statuses = list(get_args(RunStatus))
+    shown = {"status": status, "spec": spec, "statuses": statuses}
     try:
+        if status is not None and status not in statuses:
+            raise humans.UsageError(f"status '{status}' is none of {', '.join(statuses)}")
         limit = _positive(request.query_params.get("limit") or str(LIST_LIMIT), "limit")
         rows = await pages.runs(_client(request), status, spec, limit)
     except UserError as exc:
@@ -103,7 +105,7 @@ async def _runs(request: Request) -> Response:
 
 
 def _positive(text: str, name: str) -> int:
-    if not text.isdigit() or int(text) <= 0:
+    if not text.isdecimal() or not text.isascii() or int(text) <= 0:  # '²' is a digit int() cannot read
         raise humans.UsageError(f"{name} '{text}' is not a whole number above 0")
     return int(text)
 
@@ -148,9 +150,11 @@ async def _say(request: Request) -> Response:
 
 def _foreign(request: Request) -> bool:
     """A page of another site posting here: the browser sends no token cookie (SameSite), but a
-    page on loopback without a token would otherwise be obeyed."""
+    page on loopback without a token would otherwise be obeyed. `Origin: null` is what a browser
+    sends for the page's own forms under `Referrer-Policy: no-referrer`: the CSRF field, which
+    agentrun.ui.guard has checked already, is what tells those apart from anyone else's."""
     origin = request.headers.get("origin")
-    return bool(origin) and origin.split("://", 1)[-1] != request.headers.get("host")
+    return bool(origin) and origin != "null" and origin.split("://", 1)[-1] != request.headers.get("host")
 
 
 def _code(exc: UserError) -> int:
@@ -244,33 +248,3 @@ def _events(request: Request, read: Callable[[], Awaitable[str]]) -> StreamingRe
             await asyncio.sleep(TICK_S)
 
     return StreamingResponse(stream(), media_type="text/event-stream", headers={"Cache-Control": "no-store"})
-
-
-class TokenGate(BaseHTTPMiddleware):
-    """Let through a request with the token as a bearer token or in the cookie; `?token=` once sets
-    the cookie and sends the browser on without it in the address."""
-
-    def __init__(self, app: Any, token: str) -> None:
-        super().__init__(app)
-        self.token = token
-
-    async def dispatch(self, request: Request, call_next: RequestResponseEndpoint) -> Response:
-        given = request.query_params.get("token")
-        if given is not None and self._is_token(given):
-            response = RedirectResponse(str(request.url.remove_query_params("token")), status_code=303)
-            response.set_cookie(COOKIE, self.token, httponly=True, samesite="strict")
-            return response
-        bearer = request.headers.get("authorization", "")
-        if (bearer.startswith("Bearer ") and self._is_token(bearer[7:])) or self._is_token(
-            request.cookies.get(COOKIE, "")
-        ):
-            return await call_next(request)
-        return PlainTextResponse(
-            "401: this page needs the token in AGENTRUN_UI_TOKEN: open it once with ?token=TOKEN, or send "
-            "Authorization: Bearer TOKEN",
-            status_code=401,
-            headers={"WWW-Authenticate": "Bearer"},
-        )
-
-    def _is_token(self, given: str) -> bool:
-        return bool(given) and hmac.compare_digest(given.encode(), self.token.encode())

@@ -23,7 +23,12 @@ with startup.loading():  # what a worker loads lives as long as it: later collec
 async def main(args: argparse.Namespace) -> None:
     task_queue, log_format = args.task_queue, args.log_format
     logs.configure(log_format)
-    async with telemetry.running("agentrun-worker", args.metrics_port, forward_logs=log_format == "json"):
+    async with telemetry.running(
+        "agentrun-worker",
+        args.metrics_port,
+        forward_logs=log_format == "json",
+        metrics_host=getattr(args, "metrics_host", None),
+    ):
         client = await connect()
         worker = build_worker(
             client,
