@@ -10,10 +10,13 @@ it holds."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from agentrun.explain.views.graph import mermaid, mermaid_id, mermaid_label
 from agentrun.lang import ir
-from agentrun.models.contract import RunState, TaskState, open_gates
+
+if TYPE_CHECKING:  # inspect and dry-run draw a plan without loading the run contract (and Temporal)
+    from agentrun.models.contract import RunState, TaskState
 
 # A step's state as a class on its node, and how it is drawn; `pending` is Mermaid's default look.
 STYLES = {
@@ -50,6 +53,8 @@ def with_states(chart: str, plan: ir.Plan, state: RunState) -> str:
 
 def states(plan: ir.Plan, state: RunState) -> dict[str, str]:
     """Each drawn node's state, by node id: its own row's, or what the rows under it add up to."""
+    from agentrun.models.contract import open_gates
+
     rows: dict[str, list[TaskState]] = {}
     for row in state.tasks.values():
         rows.setdefault(row.id.split("[", 1)[0], []).append(row)
