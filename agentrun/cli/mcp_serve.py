@@ -37,5 +37,5 @@ async def _mcp(engine: Engine, args: argparse.Namespace, console: Console) -> in
     for root in args.root:
         if not os.path.isdir(root):
             raise UsageError(f"--root {root}: no such folder\n  hint: name a folder whose trees the agent may run")
-    await serve(engine.temporal, args.task_queue, args.http, worker=not args.no_worker, roots=tuple(args.root))
+    await serve(engine, args.task_queue, args.http, worker=not args.no_worker, roots=tuple(args.root))
     return EXIT_OK

@@ -99,4 +99,4 @@ async def _ui(engine: Engine, args: argparse.Namespace, console: Console) -> int
 
     token = os.environ.get(TOKEN_ENV) or None
     names, tls = checked(args, token)
-    return await serve(engine.temporal, args.host.strip(), args.port, token, console, names, tls)
+    return await serve(engine, args.host.strip(), args.port, token, console, names, tls)

@@ -74,7 +74,11 @@ def summary(wf: WorkflowExecution) -> RunSummary:
 
 def row(wf: WorkflowExecution) -> dict[str, Any]:
     """A run as `list --json` prints it."""
-    run = summary(wf)
+    return as_row(summary(wf))
+
+
+def as_row(run: RunSummary) -> dict[str, Any]:
+    """A run as `list --json` prints it and the runs page shows it."""
     return {
         "run_id": run.run_id,
         "status": run.status,

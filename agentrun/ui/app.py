@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, get_args
+from typing import Any, cast, get_args
 
 import jinja2
 from starlette.applications import Starlette
@@ -20,14 +20,14 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
-from temporalio.client import Client
 
 from agentrun.client import humans
+from agentrun.client.engine import Engine
 from agentrun.errors import Unavailable, UserError
 from agentrun.ids import GateId
 from agentrun.lang.ir import APPROVE, REJECT
 from agentrun.models import run_words
-from agentrun.models.contract import AnswerInput, BudgetInput, NoteInput, limits_text
+from agentrun.models.contract import NoteInput, limits_text
 from agentrun.models.names import RunStatus
 from agentrun.ui import guard, pages
 from agentrun.ui.guard import Guard, allowed_hosts
@@ -46,9 +46,9 @@ TEMPLATES.globals["run_word"] = run_words.word  # a run's status as `status`, `l
 
 
 def build(
-    client: Client, token: str | None = None, hosts: frozenset[str] | None = None, tls: bool = False
+    engine: Engine, token: str | None = None, hosts: frozenset[str] | None = None, tls: bool = False
 ) -> Starlette:
-    """The app, answering with `client`, for requests naming one of `hosts` (the loopback names on
+    """The app, answering with `engine`, for requests naming one of `hosts` (the loopback names on
     port 8280 unless given); every request must carry `token` when one is given (agentrun.ui.guard)."""
     app = Starlette(
         routes=[
@@ -66,7 +66,7 @@ def build(
         ],
         middleware=[Middleware(Guard, hosts=hosts or allowed_hosts(PORT, ()), token=token, tls=tls)],
     )
-    app.state.client = client
+    app.state.engine = engine
     app.state.shared = Shared(max_age_s=TICK_S / 2)
     return app
 
@@ -75,8 +75,8 @@ def _page(name: str, status_code: int = 200, **values: Any) -> HTMLResponse:
     return HTMLResponse(TEMPLATES.get_template(name).render(**values), status_code=status_code)
 
 
-def _client(request: Request) -> Client:
-    return request.app.state.client
+def _engine(request: Request) -> Engine:
+    return request.app.state.engine
 
 
 def _shared(request: Request) -> Shared:
@@ -85,7 +85,7 @@ def _shared(request: Request) -> Shared:
 
 
 async def _inbox(request: Request, said: str = "", refused: str = "", status_code: int = 200) -> Response:
-    questions = await pages.inbox(_client(request))
+    questions = await pages.inbox(_engine(request))
     return _page("inbox.html", status_code, questions=questions, said=said, refused=refused)
 
 
@@ -98,7 +98,7 @@ async def _runs(request: Request) -> Response:
         if status is not None and status not in statuses:
             raise humans.UsageError(f"status '{status}' is none of {', '.join(statuses)}")
         limit = _positive(request.query_params.get("limit") or str(LIST_LIMIT), "limit")
-        rows = await pages.runs(_client(request), status, spec, limit)
+        rows = await pages.runs(_engine(request), cast(RunStatus | None, status), spec, limit)
     except UserError as exc:
         return _page("runs.html", 400, rows=[], limit=LIST_LIMIT, refused=str(exc), **shown)
     return _page("runs.html", rows=rows, limit=limit, **shown)
@@ -112,7 +112,7 @@ def _positive(text: str, name: str) -> int:
 
 async def _run(request: Request, said: str = "", refused: str = "", status_code: int = 200) -> Response:
     try:
-        page = await pages.run_page(_client(request), request.path_params["run_id"])
+        page = await pages.run_page(_engine(request), request.path_params["run_id"])
     except UserError as exc:
         return _page("missing.html", 404, refused=str(exc))
     return _page("run.html", status_code, page=page, said=said, refused=refused)
@@ -122,7 +122,7 @@ async def _step(request: Request) -> Response:
     """One step's output, or what its agent has written so far."""
     run_id, key = request.path_params["run_id"], request.path_params["step"]
     try:
-        page = await pages.step_page(_client(request), run_id, key)
+        page = await pages.step_page(_engine(request), run_id, key)
     except UserError as exc:
         return _page("missing.html", 404, refused=str(exc))
     return _page("step.html", page=page)
@@ -141,7 +141,7 @@ async def _say(request: Request) -> Response:
         by=str(form.get("by", "")).strip(),
     )
     try:
-        note = await humans.send_note(_client(request), run_id, given, WAIT_S)
+        note = await _engine(request).run(run_id).say(given.text, given.step, given.by, WAIT_S)
     except UserError as exc:
         return await _run(request, refused=f"the note was not taken: {exc}", status_code=_code(exc))
     where = f"step {note.step}'s next prompt" if note.step else "the next prompt"
@@ -171,29 +171,27 @@ async def _answer(request: Request) -> Response:
     form = await request.form()
     run_id, gate = str(form.get("run_id", "")), str(form.get("gate", ""))
     try:
-        said = await _send(_client(request), form, run_id, GateId(gate))
+        said = await _send(_engine(request), form, run_id, GateId(gate))
     except UserError as exc:
         return await _inbox(request, refused=f"run {run_id}, gate {gate}: {exc}", status_code=_code(exc))
     return await _inbox(request, said=f"run {run_id}: {said}")
 
 
-async def _send(client: Client, form: FormData, run_id: str, gate: GateId) -> str:
+async def _send(engine: Engine, form: FormData, run_id: str, gate: GateId) -> str:
     action, by, comment = str(form.get("action", "")), str(form.get("by", "")).strip(), str(form.get("comment", ""))
     if action == "budget":
-        raised = BudgetInput(
-            gate=gate,
+        budget = await engine.run(run_id).raise_budget(
+            gate,
             tokens=_number(form, "tokens", int),
             usd=_number(form, "usd", float),
             iterations=_number(form, "iterations", int),
             comment=comment,
             by=by,
+            wait_s=WAIT_S,
         )
-        budget = await humans.raise_gate(client, run_id, raised, WAIT_S)
         return f"budget {gate} raised to {limits_text(budget)}"
     value = {"approve": APPROVE, "reject": REJECT}.get(action) or str(form.get("value", ""))
-    answer = await humans.answer_gate(
-        client, run_id, AnswerInput(gate=gate, value=value, comment=comment, by=by), WAIT_S
-    )
+    answer = await engine.run(run_id).answer(value, gate, comment=comment, by=by, wait_s=WAIT_S)
     return f"gate {gate} answered: {answer.value}"
 
 
@@ -210,10 +208,10 @@ def _number(form: FormData, name: str, kind: Callable[[str], Any]) -> Any:
 async def _inbox_events(request: Request) -> Response:
     """The open questions' keys whenever they change; the page marks those gone and offers the new."""
 
-    client = _client(request)
+    engine = _engine(request)
 
     async def keys() -> str:
-        questions = await _shared(request).get("inbox", lambda: pages.inbox(client))
+        questions = await _shared(request).get("inbox", lambda: pages.inbox(engine))
         return json.dumps(sorted(q.key for q in questions))
 
     return _events(request, keys)
@@ -222,12 +220,12 @@ async def _inbox_events(request: Request) -> Response:
 async def _run_events(request: Request) -> Response:
     """The run's word, its steps (as the page's table), its chart with each step's state, whenever
     they change, and whether it has ended."""
-    run_id, client = request.path_params["run_id"], _client(request)
-    plan = await pages.plan_of(client, run_id)  # a run's plan never changes: read once a page
+    run_id, engine = request.path_params["run_id"], _engine(request)
+    plan = await engine.run(run_id).plan()  # a run's plan never changes: read once a page
     steps = TEMPLATES.get_template("_steps.html")
 
     async def live() -> str:
-        view = await _shared(request).get(f"run {run_id}", lambda: pages.live_view(client, run_id, plan))
+        view = await _shared(request).get(f"run {run_id}", lambda: pages.live_view(engine, run_id, plan))
         table = steps.module.steps_table(view, run_id)  # type: ignore[attr-defined]  # the template's macro
         return json.dumps({"status": view.word, "steps": str(table), "chart": view.chart, "ended": view.ended})
 

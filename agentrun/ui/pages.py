@@ -6,21 +6,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from temporalio.client import Client
-from temporalio.service import RPCError
-
 from agentrun.client import humans, listing, status
-from agentrun.client.no_worker import start_input
-from agentrun.client.partial import partials
-from agentrun.client.runs import describe, fetch_state
+from agentrun.client.engine import Engine
+from agentrun.errors import UsageError
 from agentrun.explain import flowchart, graph, report
 from agentrun.lang import ir
 from agentrun.models import run_words
 from agentrun.models.calls import Partial
 from agentrun.models.contract import TERMINAL, Gate, RunState, TaskState, dollars, open_gates
+from agentrun.models.names import RunStatus
 from agentrun.models.texts.checkpoint_text import SUPERVISE_GATE
 from agentrun.ui import markdown
-from agentrun.worker.connection import web_url
 
 
 @dataclass
@@ -55,9 +51,9 @@ def questions_of(state: RunState) -> list[Question]:
     ]
 
 
-async def inbox(client: Client) -> list[Question]:
+async def inbox(engine: Engine) -> list[Question]:
     """Every open question across runs, newest first."""
-    found = [q for state in await humans.waiting_states(client) for q in questions_of(state)]
+    found = [q for state in await engine.waiting() for q in questions_of(state)]
     return sorted(found, key=lambda q: q.gate.opened_at.isoformat() if q.gate.opened_at else "", reverse=True)
 
 
@@ -65,13 +61,9 @@ def _spent(state: RunState) -> str:
     return f"used {state.total_tokens_used} tokens, {dollars(state.total_cost_usd)}, {state.iteration_count} prompts"
 
 
-async def runs(client: Client, status_filter: str | None, spec: str | None, limit: int) -> list[dict[str, Any]]:
+async def runs(engine: Engine, status_filter: RunStatus | None, spec: str | None, limit: int) -> list[dict[str, Any]]:
     """The runs `list` shows for the same filters, newest first."""
-    query = listing.visibility_query(status_filter, spec)
-    try:
-        return [listing.row(wf) async for wf in client.list_workflows(query, limit=limit)]
-    except RPCError as exc:
-        raise humans.UsageError(f"Temporal cannot list runs with this filter: {exc.message}") from None
+    return [listing.as_row(run) for run in await engine.runs(status_filter, spec, limit)]
 
 
 @dataclass
@@ -125,28 +117,22 @@ class RunPage:
         return self.live.ended
 
 
-async def run_page(client: Client, run_id: str) -> RunPage:
-    plan = await plan_of(client, run_id)
-    live = await live_view(client, run_id, plan)
+async def run_page(engine: Engine, run_id: str) -> RunPage:
+    plan = await engine.run(run_id).plan()
+    live = await live_view(engine, run_id, plan)
     return RunPage(
         live=live,
         plan=graph.draw(plan) if plan else "(the run's plan cannot be read)",
         report=markdown.to_html(report.to_markdown(live.state)),
-        web=web_url(client, run_id),
+        web=engine.web_url(run_id),
         questions=questions_of(live.state),
     )
 
 
-async def plan_of(client: Client, run_id: str) -> ir.Plan | None:
-    inp = await start_input(client, run_id)
-    return inp.plan if inp else None
-
-
-async def live_view(client: Client, run_id: str, plan: ir.Plan | None) -> Live:
+async def live_view(engine: Engine, run_id: str, plan: ir.Plan | None) -> Live:
     """The run's state now, its steps with what running ones have written so far, and its chart."""
-    desc = await describe(client, run_id)
-    state = await fetch_state(client, run_id, desc)
-    so_far = await partials(client, run_id, desc) if state.status in ("running", "waiting") else {}
+    progress = await engine.run(run_id).progress()
+    state, so_far = progress.state, progress.so_far
     chart = flowchart.with_states(flowchart.flowchart(plan), plan, state) if plan else ""
     return Live(
         state=state,
@@ -182,14 +168,14 @@ class StepPage:
     tail: str  # the end of the reply so far, while it runs
 
 
-async def step_page(client: Client, run_id: str, key: str) -> StepPage:
+async def step_page(engine: Engine, run_id: str, key: str) -> StepPage:
     """UsageError when the run has no step `key`."""
-    desc = await describe(client, run_id)
-    state = await fetch_state(client, run_id, desc)
+    progress = await engine.run(run_id).progress()
+    state = progress.state
     task = state.tasks.get(key)
     if task is None:
-        raise humans.UsageError(f"run {run_id} has no step '{key}'")
-    record = (await partials(client, run_id, desc)).get(key) if task.status == "running" else None
+        raise UsageError(f"run {run_id} has no step '{key}'")
+    record = progress.so_far.get(key) if task.status == "running" else None
     return StepPage(
         run_id=run_id,
         row=_row(state, task, record),

@@ -8,8 +8,8 @@ from typing import Any
 
 import uvicorn
 from rich.console import Console
-from temporalio.client import Client
 
+from agentrun.client.engine import Engine
 from agentrun.errors import UsageError
 from agentrun.ui.app import build
 from agentrun.ui.guard import allowed_hosts
@@ -36,7 +36,7 @@ class _Server(uvicorn.Server):
 
 
 async def serve(
-    client: Client,
+    engine: Engine,
     host: str,
     port: int,
     token: str | None,
@@ -47,7 +47,7 @@ async def serve(
     """Serve until interrupted, answering for the loopback names, `host` and `names`; over TLS with
     `tls` (certificate file, key file). UsageError when the address cannot be listened on."""
     hosts = allowed_hosts(port, (host, *names), tls=tls is not None)
-    app = build(client, token, hosts, tls=tls is not None)
+    app = build(engine, token, hosts, tls=tls is not None)
     certfile, keyfile = tls or (None, None)
     config = uvicorn.Config(
         app, host=host, port=port, log_level="warning", ssl_certfile=certfile, ssl_keyfile=keyfile, server_header=False
