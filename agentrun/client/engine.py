@@ -75,10 +75,7 @@ class Engine:
         """The latest runs, newest first, with this status or of this spec."""
         query = listing.visibility_query(status, spec)
         try:
-            return [
-                RunSummary.model_validate(listing.row(wf))
-                async for wf in self.temporal.list_workflows(query, limit=limit)
-            ]
+            return [listing.summary(wf) async for wf in self.temporal.list_workflows(query, limit=limit)]
         except RPCError as exc:
             raise UsageError(f"Temporal cannot list runs with this filter: {exc.message}") from None
 
