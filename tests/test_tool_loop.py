@@ -202,9 +202,11 @@ def goal_model(messages: Messages) -> Any:
 
 
 async def test_an_agentfile_goal_gets_the_tools_its_policy_leaves_on(client, llm: FakeOpenAI, tmp_path):
-    allow = 'enabled = true\nallow = ["$WORKSPACE/**"]\n'
+    # As the real system reads it: under default_deny a tool's table turns it on (`[read]` says no
+    # `enabled`), and a tool without one stays off (glob, grep, ...).
+    allow = 'allow = ["$WORKSPACE/**"]\n'
     (tmp_path / "policy.toml").write_text(
-        f"default_deny = true\n[write]\n{allow}[read]\n{allow}[bash]\nenabled = false\n"
+        f"default_deny = true\n[write]\nenabled = true\n{allow}[read]\n{allow}[bash]\nenabled = false\n"
     )
     llm.reply = goal_model
     spec = write_spec(tmp_path, AGENTFILE, "Agentfile")

@@ -104,15 +104,16 @@ def grant(
 
 
 def enabled(tables: dict[str, Any] | None, names: tuple[str, ...] = BUILTIN_TOOLS) -> list[str]:
-    """The tools of `names` a policy leaves on, as the Agentfile's real system decides: each is on
-    unless its table says `enabled = false`; with `default_deny = true`, only those that say
-    `enabled = true`."""
+    """The tools of `names` a policy leaves on, as the Agentfile's real system decides: a tool with a
+    table is on unless it says `enabled = false`; one without a table is on unless `default_deny`
+    (as the worker's reader, activities.tools.policy, decides what a call may do)."""
     tables = tables or {}
     deny = tables.get("default_deny") is True
 
     def on(name: str) -> bool:
         table = tables.get(name)
-        said = table.get("enabled") if isinstance(table, dict) else None
-        return said is True if deny else said is not False
+        if isinstance(table, dict):
+            return table.get("enabled") is not False
+        return not deny
 
     return [n for n in names if on(n)]
