@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from agentrun.client import executions
+from agentrun.models.driven import EvaluateStep, Finished, InstructStep, Said
 from tests.conftest import TEST_QUEUE
 from tests.runs import run_spec
 from tests.trees import Brain, action, by_action, composite, tree_file
@@ -193,9 +194,10 @@ async def test_agent_drives_the_tree(client, tmp_path, name):
     await accept_protocol(client, address)
     for answer in case.answers:
         step = await executions.next_step(client, address)
-        assert (step.get("type"), step.get("name")) == answer[:2]
+        assert isinstance(step, EvaluateStep | InstructStep), step
+        assert (step.type, step.name) == answer[:2]
         await give(client, address, answer)
-    assert await executions.next_step(client, address) == {"status": "done" if case.done else "failure"}
+    assert await executions.next_step(client, address) == Finished(status="done" if case.done else "failure")
     if case.final_var is not None:
         assert await executions.var_read(client, address) == case.final_var
 
@@ -210,12 +212,12 @@ async def test_a_cyclic_ref_is_refused_before_anything_runs(client, tmp_path):
 
 async def accept_protocol(client, address: str) -> None:
     step = await executions.next_step(client, address)
-    assert step["name"] == "Acknowledge_Protocol"
+    assert isinstance(step, InstructStep) and step.name == "Acknowledge_Protocol"
     said = await executions.submit(client, address, "success")
-    assert said["status"] == "protocol_accepted"
+    assert said.status == "protocol_accepted"
 
 
-async def give(client, address: str, answer: tuple[Any, ...]) -> dict[str, Any]:
+async def give(client, address: str, answer: tuple[Any, ...]) -> Said:
     if answer[0] == "evaluate":
         return await executions.eval_step(client, address, answer[2], "judged")
     for path, value in (*answer, {})[3].items():

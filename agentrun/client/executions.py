@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from temporalio.client import (
     Client,
@@ -29,9 +29,12 @@ from agentrun.lang.errors import SpecError
 from agentrun.lang.load import load
 from agentrun.models import contract
 from agentrun.models.contract import EvalInput, RunInput, RunState, SubmitInput, ThinkInput, VarWriteInput
+from agentrun.models.driven import Finished, NextStep, Recorded, Said, VarWritten
 
 PREFIX = "bt-"
 _UNSAFE = re.compile(r"[^A-Za-z0-9._/:-]+")
+
+R = TypeVar("R", Said, Recorded, VarWritten)
 
 
 class ExecutionError(Exception):
@@ -110,34 +113,34 @@ async def reset_execution(client: Client, trace_output: str) -> dict[str, Any]:
     return {"status": "reset"}
 
 
-async def next_step(client: Client, trace_output: str) -> dict[str, Any]:
+async def next_step(client: Client, trace_output: str) -> NextStep:
     handle, ended = await _handle(client, trace_output)
     if ended is None:
         try:
-            return await _update(handle, contract.NEXT_STEP, None)
+            return await _update(handle, contract.NEXT_STEP, None, NextStep)
         except ExecutionError:
             _, ended = await _handle(client, trace_output)  # it may have ended as the call reached it
             if ended is None:
                 raise
-    return {"status": "done" if ended == WorkflowExecutionStatus.COMPLETED else "failure"}
+    return Finished(status="done" if ended == WorkflowExecutionStatus.COMPLETED else "failure")
 
 
-async def eval_step(client: Client, trace_output: str, result: bool, note: str = "") -> dict[str, Any]:
-    return await _answer(client, trace_output, contract.EVAL, EvalInput(result=result, note=note))
+async def eval_step(client: Client, trace_output: str, result: bool, note: str = "") -> Said:
+    return await _answer(client, trace_output, contract.EVAL, EvalInput(result=result, note=note), Said)
 
 
-async def submit(client: Client, trace_output: str, status: str, note: str = "") -> dict[str, Any]:
-    return await _answer(
-        client, trace_output, contract.SUBMIT, SubmitInput.model_validate({"status": status, "note": note})
-    )
+async def submit(client: Client, trace_output: str, status: str, note: str = "") -> Said:
+    given = SubmitInput.model_validate({"status": status, "note": note})
+    return await _answer(client, trace_output, contract.SUBMIT, given, Said)
 
 
-async def think(client: Client, trace_output: str, thought: str) -> dict[str, Any]:
-    return await _answer(client, trace_output, contract.THINK, ThinkInput(thought=thought))
+async def think(client: Client, trace_output: str, thought: str) -> Recorded:
+    return await _answer(client, trace_output, contract.THINK, ThinkInput(thought=thought), Recorded)
 
 
-async def var_write(client: Client, trace_output: str, path: str, value: Any) -> dict[str, Any]:
-    return await _answer(client, trace_output, contract.VAR_WRITE, VarWriteInput(path=path, value=value))
+async def var_write(client: Client, trace_output: str, path: str, value: Any) -> VarWritten:
+    given = VarWriteInput(path=path, value=value)
+    return await _answer(client, trace_output, contract.VAR_WRITE, given, VarWritten)
 
 
 async def var_read(client: Client, trace_output: str, path: str | None = None) -> Any:
@@ -214,12 +217,12 @@ def _tree(tree_uri: str) -> ir.Plan:
     return plan.model_copy(update={"spec_dir": str(Path(plan.spec_dir).resolve())})
 
 
-async def _answer(client: Client, trace_output: str, name: str, arg: Any) -> dict[str, Any]:
+async def _answer(client: Client, trace_output: str, name: str, arg: Any, reply: type[R]) -> R:
     handle, ended = await _handle(client, trace_output)
     if ended is not None:
         status = "complete" if ended == WorkflowExecutionStatus.COMPLETED else "failed"
         raise ExecutionError(f"the execution has ended ({status}); call reset_execution to run it again")
-    return await _update(handle, name, arg)
+    return await _update(handle, name, arg, reply)
 
 
 async def _handle(client: Client, trace_output: str) -> tuple[RunHandle, WorkflowExecutionStatus | None]:
@@ -247,11 +250,12 @@ async def started_by_mcp(desc: WorkflowExecutionDescription) -> bool:
     return await desc.memo_value(contract.STARTED_BY_MEMO, None) == contract.BY_MCP
 
 
-async def _update(handle: RunHandle, name: str, arg: Any) -> dict[str, Any]:
+async def _update(handle: RunHandle, name: str, arg: Any, reply: Any) -> Any:
+    """The update's reply, read as `reply` (a model, or NextStep's union of them)."""
     try:
         if arg is None:
-            return await handle.execute_update(name, result_type=dict)
-        return await handle.execute_update(name, arg, result_type=dict)
+            return await handle.execute_update(name, result_type=reply)
+        return await handle.execute_update(name, arg, result_type=reply)
     except WorkflowUpdateFailedError as exc:
         cause = exc.cause
         raise ExecutionError(getattr(cause, "message", None) or str(cause)) from None

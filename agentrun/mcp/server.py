@@ -21,6 +21,7 @@ from agentrun.client.engine import Engine
 from agentrun.client.executions import ExecutionError
 from agentrun.lang import roots as read_roots
 from agentrun.models import limits
+from agentrun.models.driven import DrivenReply
 
 TraceOutput = Annotated[str, Field(description="The execution's address (for example ./traces/deploy-001.json).")]
 Note = Annotated[str | None, Field(description="One sentence on why: the values that decided it. Kept in the trace.")]
@@ -84,7 +85,7 @@ def build(engine: Engine, task_queue: str, roots: tuple[str, ...] = ()) -> MCPSe
 
     @server.tool(description="The next step: an evaluate, an instruct, or {status: done | failure}.")
     async def next_step(trace_output: TraceOutput) -> dict[str, Any]:
-        return await call(executions.next_step(engine.temporal, trace_output))
+        return _reply(await call(executions.next_step(engine.temporal, trace_output)))
 
     @server.tool(name="eval", description="Answer an evaluate step: true if the precondition holds.")
     async def eval_(
@@ -92,7 +93,7 @@ def build(engine: Engine, task_queue: str, roots: tuple[str, ...] = ()) -> MCPSe
         result: Annotated[bool, Field(description="true to advance, false to fail the action.")],
         note: Note = None,
     ) -> dict[str, Any]:
-        return await call(executions.eval_step(engine.temporal, trace_output, result, note or ""))
+        return _reply(await call(executions.eval_step(engine.temporal, trace_output, result, note or "")))
 
     @server.tool(description="Report an instruct step: success, failure, or running (not finished yet).")
     async def submit(
@@ -100,11 +101,11 @@ def build(engine: Engine, task_queue: str, roots: tuple[str, ...] = ()) -> MCPSe
         status: Literal["success", "failure", "running"],
         note: Note = None,
     ) -> dict[str, Any]:
-        return await call(executions.submit(engine.temporal, trace_output, status, note or ""))
+        return _reply(await call(executions.submit(engine.temporal, trace_output, status, note or "")))
 
     @server.tool(description="Record a thought in the execution's trace.")
     async def think(trace_output: TraceOutput, thought: str) -> dict[str, Any]:
-        return await call(executions.think(engine.temporal, trace_output, thought))
+        return _reply(await call(executions.think(engine.temporal, trace_output, thought)))
 
     @server.tool(description="Read $VAR, the blackboard: all of it, or one dotted path.")
     async def var_read(trace_output: TraceOutput, path: Path = None) -> dict[str, Any]:
@@ -112,7 +113,7 @@ def build(engine: Engine, task_queue: str, roots: tuple[str, ...] = ()) -> MCPSe
 
     @server.tool(description="Write a $VAR value; the value is JSON-parsed when it parses, else kept as text.")
     async def var_write(trace_output: TraceOutput, path: str, value: str) -> dict[str, Any]:
-        return await call(executions.var_write(engine.temporal, trace_output, path, parsed(value)))
+        return _reply(await call(executions.var_write(engine.temporal, trace_output, path, parsed(value))))
 
     @server.tool(description="Read $CONST, the read-only values: all of them, or one dotted path.")
     async def const_read(trace_output: TraceOutput, path: Path = None) -> dict[str, Any]:
@@ -174,6 +175,11 @@ def parsed(value: str) -> Any:
         return json.loads(value)
     except ValueError:
         return value
+
+
+def _reply(reply: DrivenReply) -> dict[str, Any]:
+    """A driven run's reply as the agent reads it: the JSON object of its model."""
+    return reply.model_dump(mode="json")
 
 
 def _object(value: Any) -> dict[str, Any]:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import copy
-from typing import Any
 
 from temporalio import workflow
 from temporalio.exceptions import ApplicationError
@@ -36,6 +35,7 @@ from agentrun.models.contract import (
     VarWriteInput,
     limits_text,
 )
+from agentrun.models.driven import NextStep, Recorded, Said, VarWritten
 from agentrun.workflows import gates, notes
 from agentrun.workflows.budgets import Budgets
 from agentrun.workflows.continuing import Continuing
@@ -279,7 +279,7 @@ class AgentRun:
         return self.saga.pending
 
     @workflow.update(name=contract.NEXT_STEP)
-    async def next_step(self) -> dict[str, Any]:
+    async def next_step(self) -> NextStep:
         return await self._driven().next_step()
 
     @next_step.validator
@@ -287,7 +287,7 @@ class AgentRun:
         self._driven()
 
     @workflow.update(name=contract.EVAL)
-    def eval(self, given: EvalInput) -> dict[str, Any]:
+    def eval(self, given: EvalInput) -> Said:
         return self._driven().eval(given)
 
     @eval.validator
@@ -295,7 +295,7 @@ class AgentRun:
         _refuse(self._driven().eval_refusal())
 
     @workflow.update(name=contract.SUBMIT)
-    def submit(self, given: SubmitInput) -> dict[str, Any]:
+    def submit(self, given: SubmitInput) -> Said:
         return self._driven().submit(given)
 
     @submit.validator
@@ -303,7 +303,7 @@ class AgentRun:
         _refuse(self._driven().submit_refusal())
 
     @workflow.update(name=contract.THINK)
-    def think(self, given: ThinkInput) -> dict[str, Any]:
+    def think(self, given: ThinkInput) -> Recorded:
         return self._driven().think(given.thought)
 
     @think.validator
@@ -311,7 +311,7 @@ class AgentRun:
         self._driven()
 
     @workflow.update(name=contract.VAR_WRITE)
-    def var_write(self, given: VarWriteInput) -> dict[str, Any]:
+    def var_write(self, given: VarWriteInput) -> VarWritten:
         return self._driven().var_write(given.path, given.value)
 
     @var_write.validator

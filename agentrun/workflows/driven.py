@@ -20,6 +20,7 @@ from agentrun.lang import ir
 from agentrun.lang.blackboard import const_refusal, var_path, write
 from agentrun.lang.render import clip
 from agentrun.models.contract import Drive, EvalInput, RunState, SubmitInput, TraceEntry, open_gates
+from agentrun.models.driven import EvaluateStep, Finished, InstructStep, NextStep, Recorded, Said, VarWritten
 from agentrun.models.texts.tree_text import Outcome, Verdict
 from agentrun.workflows.protocols.tree import NOTE_CHARS, outcome_of
 
@@ -84,22 +85,22 @@ class Driven:
 
     # ------------------------------------------------------------------ the agent's calls
 
-    async def next_step(self) -> dict[str, Any]:
+    async def next_step(self) -> NextStep:
         drive = self.drive
         if drive.finished:
-            return {"status": drive.finished}
+            return Finished(status=drive.finished)
         if not drive.protocol_accepted:
             if drive.protocol_rejected:
-                return {"status": "failure"}
+                return Finished(status="failure")
             drive.phase, drive.cursor = "protocol", "null"
-            return {"type": "instruct", "name": PROTOCOL_STEP, "instruction": PROTOCOL_TEXT}
+            return InstructStep(name=PROTOCOL_STEP, instruction=PROTOCOL_TEXT)
         if drive.current is not None:
             return request(self.waiting[drive.current].node)  # asked again before an answer
         await workflow.wait_condition(
             lambda: bool(self.waiting) or bool(drive.finished) or bool(open_gates(self.state))
         )
         if drive.finished:
-            return {"status": drive.finished}
+            return Finished(status=drive.finished)
         if not self.waiting:
             return _waiting_for_people(self.state)
         key = min(self.waiting, key=lambda k: _order(self.waiting[k].node))
@@ -122,7 +123,7 @@ class Driven:
             return f"Execution is not in performing phase (current: {self.drive.phase})"
         return None
 
-    def eval(self, given: EvalInput) -> dict[str, Any]:
+    def eval(self, given: EvalInput) -> Said:
         waiting = self._current()
         outcome = "evaluation_passed" if given.result else "evaluation_failed"
         self._trace(waiting.node, "evaluate", str(given.result).lower(), outcome, given.note)
@@ -130,7 +131,7 @@ class Driven:
         self._idle()
         return _said(outcome)
 
-    def submit(self, given: SubmitInput) -> dict[str, Any]:
+    def submit(self, given: SubmitInput) -> Said:
         if self.drive.phase == "protocol":
             return self._protocol(given)
         waiting = self._current()
@@ -143,21 +144,21 @@ class Driven:
             self._idle()
         return _said(outcome)
 
-    def think(self, thought: str) -> dict[str, Any]:
+    def think(self, thought: str) -> Recorded:
         self.state.trace.append(self._entry("think", self._name(), thought, "recorded", ""))
-        return {"status": "recorded"}
+        return Recorded()
 
     def var_refusal(self, path: str) -> str | None:
         return const_refusal(path, self.constants)
 
-    def var_write(self, path: str, value: Any) -> dict[str, Any]:
+    def var_write(self, path: str, value: Any) -> VarWritten:
         write(self.state.memory, var_path(path), value)
         self.changed()
-        return {"path": var_path(path), "value": value}
+        return VarWritten(path=var_path(path), value=value)
 
     # ------------------------------------------------------------------ bookkeeping
 
-    def _protocol(self, given: SubmitInput) -> dict[str, Any]:
+    def _protocol(self, given: SubmitInput) -> Said:
         outcome = {"success": "protocol_accepted", "failure": "protocol_rejected"}.get(given.status, "running")
         submitted = {"success": "accept", "failure": "reject"}.get(given.status, "running")
         self.state.trace.append(self._entry("protocol", PROTOCOL_STEP, submitted, outcome, given.note))
@@ -198,13 +199,13 @@ class Driven:
         )
 
 
-def request(node: ir.Task) -> dict[str, Any]:
+def request(node: ir.Task) -> EvaluateStep | InstructStep:
     """A step as next_step hands it out."""
     step = node.tree_step
     assert step is not None
     if node.protocol == "evaluate":
-        return {"type": "evaluate", "name": step.action, "expression": node.prompt}
-    return {"type": "instruct", "name": step.action, "instruction": node.prompt}
+        return EvaluateStep(name=step.action, expression=node.prompt)
+    return InstructStep(name=step.action, instruction=node.prompt)
 
 
 def _order(node: ir.Task) -> tuple[int, ...]:
@@ -213,13 +214,13 @@ def _order(node: ir.Task) -> tuple[int, ...]:
     return (*step.path, step.index)
 
 
-def _said(outcome: str) -> dict[str, Any]:
-    return {"status": outcome, "message": _MESSAGES[outcome]}
+def _said(outcome: str) -> Said:
+    return Said(status=outcome, message=_MESSAGES[outcome])
 
 
-def _waiting_for_people(state: RunState) -> dict[str, Any]:
+def _waiting_for_people(state: RunState) -> Said:
     gates = ", ".join(gate.id for gate in open_gates(state))
-    return {
-        "status": "waiting",
-        "message": f"The run waits for a person at gate {gates}; call next_step again once it is answered.",
-    }
+    return Said(
+        status="waiting",
+        message=f"The run waits for a person at gate {gates}; call next_step again once it is answered.",
+    )
