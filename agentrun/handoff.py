@@ -22,7 +22,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, NamedTuple
 
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
 # What the fork server is started with: enough to import the same packages, and no credentials,
@@ -147,6 +147,9 @@ def start_server() -> None:
             return
         env = {k: v for k, v in os.environ.items() if k in KEPT or k.startswith(KEPT_PREFIXES)}
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PACKAGE.parent), env.get("PYTHONPATH")]))
+        # Which install and interpreter the server is for: `server status` and `server stop` find
+        # this install's servers by it, and leave every other install's alone.
+        install_path(path).write_text(json.dumps({"package": str(PACKAGE), "python": sys.executable}))
         with open(path.with_suffix(".log"), "ab") as log:
             subprocess.Popen(
                 [sys.executable, "-P", "-m", "agentrun.forkserver"],  # -P: not "/" first on sys.path
@@ -201,3 +204,50 @@ def server_pid(path: Path) -> int | None:
             return int(text) if text.isdigit() else 0
         fcntl.flock(lock, fcntl.LOCK_UN)
         return None
+
+
+def install_path(path: Path) -> Path:
+    return path.with_suffix(".install")
+
+
+class Running(NamedTuple):
+    """A fork server of this install: its pid, the interpreter it runs and its socket."""
+
+    pid: int
+    python: str
+    socket: Path
+
+
+def this_installs_servers() -> list[Running]:
+    """The fork servers running for this agentrun install, whatever interpreter runs each (the
+    system's, a virtual environment's); never another install's."""
+    current = socket_path()
+    found = {current: sys.executable}
+    for marker in current.parent.glob("forkserver-*.install"):
+        try:
+            about = json.loads(marker.read_text())
+        except (OSError, ValueError):
+            continue
+        if about.get("package") == str(PACKAGE):
+            found[marker.with_suffix(".sock")] = str(about.get("python", ""))
+    running = []
+    for path, python in sorted(found.items()):
+        pid = server_pid(path)
+        if pid:  # 0: a server is taking the lock and has not written its pid yet
+            running.append(Running(pid, python, path))
+    return running
+
+
+def stop(server: Running, timeout_s: float = 10) -> bool:
+    """Stop a fork server (SIGTERM): it lets go of its lock and socket; commands it already runs go
+    on, each in its own process. True once it has stopped."""
+    try:
+        os.kill(server.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return True
+    deadline = time.monotonic() + timeout_s
+    while server_pid(server.socket) == server.pid:
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
