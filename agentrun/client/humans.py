@@ -394,13 +394,36 @@ def terminal_prompter(console: Console) -> Prompter:
     """Asks on the terminal; an empty answer or end of input leaves the gate open."""
 
     def ask(gate: Gate) -> str | None:
+        given = choices(gate)
         try:
-            value = Prompt.ask(f"{gate.id}: {gate.prompt}", choices=choices(gate) or None, console=console)
+            value = _Choice.ask(f"{gate.id}: {gate.prompt}", choices=given or None, console=console, aliases=given)
         except EOFError:
             return None
         return value or None
 
     return ask
+
+
+class _Choice(Prompt):
+    """A prompt that takes y/yes and n/no for approve and reject, as people type at a terminal."""
+
+    def __init__(self, *args: Any, aliases: list[str] | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.aliases = yes_no(aliases or [])
+
+    @classmethod
+    def ask(cls, *args: Any, aliases: list[str] | None = None, **kwargs: Any) -> Any:  # type: ignore[override]
+        return cls(*args, aliases=aliases, **kwargs)()
+
+    def process_response(self, value: str) -> str:
+        return super().process_response(self.aliases.get(value.strip().lower(), value))
+
+
+def yes_no(given: list[str]) -> dict[str, str]:
+    """y, yes, n and no for a gate's approve and reject, unless it takes those words as its own."""
+    if APPROVE not in given or REJECT not in given or {"y", "yes", "n", "no"} & {c.lower() for c in given}:
+        return {}
+    return {"y": APPROVE, "yes": APPROVE, "n": REJECT, "no": REJECT}
 
 
 async def answer_inline(handle: WorkflowHandle, gate: Gate, prompter: Prompter, console: Console) -> None:

@@ -24,6 +24,7 @@ MEMORY_CHARS = 200  # of each memory value in the report; `report --format json`
 _STEP_STATUS = {
     "completed": "SUCCESS",
     "failed": "FAILED",
+    "not_taken": "NOT TAKEN",
     "skipped": "SKIPPED",
     "cancelled": "CANCELLED",
     "running": "RUNNING",
