@@ -26,7 +26,8 @@ import traceback
 from collections.abc import Iterator
 from pathlib import Path
 
-from agentrun import handoff, launcher, startup
+from agentrun import caller as callers
+from agentrun import handoff, startup
 
 IDLE_S = 30 * 60
 REQUEST_TIMEOUT_S = 5.0
@@ -34,13 +35,13 @@ REQUEST_TIMEOUT_S = 5.0
 # line to the worker; each command imports anything else itself.
 PRELOADED = (
     "agentrun.cli",
-    "agentrun.client.prepare",
+    "agentrun.explain.prepare",
     "agentrun.client.start",
     "agentrun.client.fork",
     "agentrun.client.follow",
-    "agentrun.client.report",
+    "agentrun.explain.report",
     "agentrun.client.retries",
-    "agentrun.client.interrupts",
+    "agentrun.cli.interrupts",
     "agentrun.activities.agents.agentapi",
     "agentrun.worker.build",
     "agentrun.worker.terminal_log",
@@ -173,7 +174,7 @@ def _fingerprint() -> tuple[int, ...]:
 
 def _run(conn: socket.socket, request: dict, fds: list[int], caller: int) -> None:
     """In the fork: become the caller's command, run it, send its exit code, and leave."""
-    launcher.caller = caller
+    callers.caller = caller
     try:
         _take_over(request, fds)
     except Exception:

@@ -12,8 +12,6 @@ runs in this process, as it always did, and a fork server is started in the back
 
 from __future__ import annotations
 
-import fcntl
-import hashlib
 import json
 import os
 import signal
@@ -22,26 +20,17 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import BinaryIO, NamedTuple
+from typing import BinaryIO
+
+# Where a fork server keeps its files; callers reach them through this module as they always have.
+from agentrun.forkservers import PACKAGE, install_path, server_pid, socket_path
+from agentrun.forkservers import lock_path as lock_path
 
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
 # What the fork server is started with: enough to import the same packages, and no credentials,
 # since it outlives the command that started it. Each command it runs gets its caller's environment.
 KEPT = ("PATH", "HOME", "LANG", "TZ", "TMPDIR", "XDG_RUNTIME_DIR", "VIRTUAL_ENV")
 KEPT_PREFIXES = ("PYTHON", "LC_")
-PACKAGE = Path(__file__).resolve().parent
-
-
-def socket_path() -> Path:
-    """One fork server per interpreter and agentrun install, in a folder only this user can open."""
-    base = os.environ.get("XDG_RUNTIME_DIR") or os.environ.get("TMPDIR") or "/tmp"
-    folder = Path(base) / f"agentrun-{os.getuid()}"
-    folder.mkdir(mode=0o700, exist_ok=True)
-    stat = folder.stat()
-    if stat.st_uid != os.getuid() or stat.st_mode & 0o077:
-        raise PermissionError(f"{folder} is not this user's alone")
-    key = hashlib.sha256(f"{sys.executable}\0{PACKAGE}".encode()).hexdigest()[:16]
-    return folder / f"forkserver-{key}.sock"
 
 
 def hand_off(entry: str, argv: list[str]) -> int | None:
@@ -187,67 +176,3 @@ def ready(path: Path) -> bool:
             return "stale" not in _reply(conn.makefile("rb"))
     except OSError:
         return False
-
-
-def lock_path(path: Path) -> Path:
-    return path.with_suffix(".lock")
-
-
-def server_pid(path: Path) -> int | None:
-    """The pid of the fork server holding the lock beside `path` (loading, or serving), if one does."""
-    with open(lock_path(path), "a+") as lock:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            lock.seek(0)
-            text = lock.read().strip()
-            return int(text) if text.isdigit() else 0
-        fcntl.flock(lock, fcntl.LOCK_UN)
-        return None
-
-
-def install_path(path: Path) -> Path:
-    return path.with_suffix(".install")
-
-
-class Running(NamedTuple):
-    """A fork server of this install: its pid, the interpreter it runs and its socket."""
-
-    pid: int
-    python: str
-    socket: Path
-
-
-def this_installs_servers() -> list[Running]:
-    """The fork servers running for this agentrun install, whatever interpreter runs each (the
-    system's, a virtual environment's); never another install's."""
-    current = socket_path()
-    found = {current: sys.executable}
-    for marker in current.parent.glob("forkserver-*.install"):
-        try:
-            about = json.loads(marker.read_text())
-        except (OSError, ValueError):
-            continue
-        if about.get("package") == str(PACKAGE):
-            found[marker.with_suffix(".sock")] = str(about.get("python", ""))
-    running = []
-    for path, python in sorted(found.items()):
-        pid = server_pid(path)
-        if pid:  # 0: a server is taking the lock and has not written its pid yet
-            running.append(Running(pid, python, path))
-    return running
-
-
-def stop(server: Running, timeout_s: float = 10) -> bool:
-    """Stop a fork server (SIGTERM): it lets go of its lock and socket; commands it already runs go
-    on, each in its own process. True once it has stopped."""
-    try:
-        os.kill(server.pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return True
-    deadline = time.monotonic() + timeout_s
-    while server_pid(server.socket) == server.pid:
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True

@@ -2,8 +2,7 @@
 (agentrun.handoff) when one takes them; every other command, and those when none does, run here.
 
 Every command imports this module first, so it imports only os and sys: the commands that are not
-handed off start no slower for it. It also says which process the user started (caller_pid), which
-is not this one in a fork of the fork server.
+handed off start no slower for it.
 """
 
 from __future__ import annotations
@@ -13,13 +12,6 @@ import sys
 
 ENV = "AGENTRUN_FORKSERVER"
 HANDED = ("start", "fork")
-# Set in a fork of the fork server: the pid of the process the user started, whose command it runs.
-caller: int | None = None
-
-
-def caller_pid() -> int:
-    """The pid of the process the user started: the caller's in a fork of the fork server, else ours."""
-    return caller or os.getpid()
 
 
 def main(entry: str) -> None:

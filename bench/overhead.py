@@ -55,11 +55,12 @@ from temporalio.worker import Worker
 with workflow.unsafe.imports_passed_through():
     from pydantic import BaseModel
 
-    from agentrun import contract, handoff, launcher
-    from agentrun.contract import RunInput, RunState
+    from agentrun import handoff, launcher
     from agentrun.lang import ir
-    from agentrun.lang.calls import RUN_AGENT, AgentCall, AgentReply
     from agentrun.lang.load import load
+    from agentrun.models import contract
+    from agentrun.models.calls import RUN_AGENT, AgentCall, AgentReply
+    from agentrun.models.contract import RunInput, RunState
     from agentrun.worker.blobs import data_converter
     from agentrun.worker.build import ACTIVITIES, WORKFLOWS, runner
     from agentrun.worker.embedded import database_args, temporal_binary, tuning_args

@@ -28,7 +28,7 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 from agentrun.lang.load import load
 from agentrun.worker.build import ACTIVITIES, LIBRARIES, WORKFLOWS, runner
 
-OWN = ("agentrun.lang", "agentrun.workflows", "agentrun.contract", "agentrun.errors")
+OWN = ("agentrun.lang", "agentrun.workflows", "agentrun.models.contract", "agentrun.errors")
 RUNNERS: dict[str, WorkflowRunner] = {
     "unsandboxed (shipped)": runner(),
     "passed through the sandbox": SandboxedWorkflowRunner(

@@ -47,11 +47,11 @@ with workflow.unsafe.imports_passed_through():
     from overhead import HEARTBEAT_S, REPLY, RawChain, dev_server, raw_input, worker_process, write_chain
     from pydantic import BaseModel
 
-    from agentrun.contract import HISTORY_LIMIT, RunInput, RunState
     from agentrun.lang import ir
     from agentrun.lang import params as spec_params
-    from agentrun.lang.calls import RUN_AGENT, AgentCall, AgentReply
     from agentrun.lang.load import load
+    from agentrun.models.calls import RUN_AGENT, AgentCall, AgentReply
+    from agentrun.models.contract import HISTORY_LIMIT, RunInput, RunState
     from agentrun.worker.blobs import data_converter
     from agentrun.worker.build import ACTIVITIES, runner
 

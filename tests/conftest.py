@@ -19,7 +19,8 @@ import pytest_asyncio
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
-from agentrun import contract, handoff
+from agentrun import handoff
+from agentrun.models import contract
 from agentrun.worker import blobs
 from agentrun.worker.blobs import data_converter
 from agentrun.worker.build import STICKY_ENV, build_worker

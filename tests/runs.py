@@ -13,13 +13,13 @@ from typing import Any
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.service import RPCError
 
-from agentrun import contract
 from agentrun.client.runs import fetch_state
-from agentrun.contract import Answer, RunInput, RunState
 from agentrun.ids import GateId
 from agentrun.lang import ir
 from agentrun.lang import params as spec_params
 from agentrun.lang.load import load
+from agentrun.models import contract
+from agentrun.models.contract import Answer, RunInput, RunState
 from tests.conftest import ROOT, TEST_QUEUE, run_id
 
 SHELL_BRAIN = [sys.executable, str(ROOT / "examples" / "agents" / "shell_agent.py")]

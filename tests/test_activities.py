@@ -25,7 +25,7 @@ from agentrun.activities.criteria import check_criteria
 from agentrun.activities.preconditions import check_preconditions
 from agentrun.activities.provider import call_provider
 from agentrun.activities.providers.registry import get_provider, provider_names
-from agentrun.lang.calls import CheckResult, CriteriaCall, PreconditionCall, ProviderCall, ProviderResult
+from agentrun.models.calls import CheckResult, CriteriaCall, PreconditionCall, ProviderCall, ProviderResult
 from tests.conftest import alive
 
 # ---------------------------------------------------------------- helpers

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from agentrun.client.explain import dry_run_text, inspect_text
+from agentrun.explain.describe import dry_run_text, inspect_text
 from agentrun.lang import ir
 from agentrun.lang.dialects import agentfile
 from agentrun.lang.errors import SpecError

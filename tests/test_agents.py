@@ -20,7 +20,7 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
 from agentrun.activities.agent import release_agent, run_agent
-from agentrun.lang.calls import AgentCall, AgentReply, ChatMessage
+from agentrun.models.calls import AgentCall, AgentReply, ChatMessage
 from tests.conftest import alive
 from tests.fakes.agentapi_server import FakeAgentAPI
 from tests.fakes.openai_server import FakeOpenAI

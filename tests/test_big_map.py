@@ -12,14 +12,14 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowUpdateFailedError
 from temporalio.contrib.pydantic import pydantic_data_converter
 
-from agentrun import contract
-from agentrun.client import report
-from agentrun.contract import RunInput
+from agentrun.explain import report
 from agentrun.lang import ir
 from agentrun.lang import params as spec_params
 from agentrun.lang.check import check
 from agentrun.lang.errors import SpecError
 from agentrun.lang.load import load
+from agentrun.models import contract
+from agentrun.models.contract import RunInput
 from agentrun.workflows.batching import BatchInput, reads
 from tests.conftest import TEST_QUEUE, run_id, write_spec
 from tests.runs import finish, open_gate, prompts_out, run_spec

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from agentrun.contract import RunInput
 from agentrun.lang import ir
+from agentrun.models.contract import RunInput
 from tests.conftest import TEST_QUEUE, run_id, write_spec
 from tests.runs import finish, plan, run_spec, task
 

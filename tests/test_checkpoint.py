@@ -16,9 +16,9 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle
 
 from agentrun.cli import client as main
-from agentrun.client import report
-from agentrun.contract import RunInput, RunState
+from agentrun.explain import report
 from agentrun.lang import ir
+from agentrun.models.contract import RunInput, RunState
 from agentrun.workflows.protocols import reconcile
 from tests.conftest import TEST_QUEUE, run_id
 from tests.fakes.openai_server import FakeOpenAI, Messages

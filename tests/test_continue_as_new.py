@@ -8,8 +8,8 @@ import json
 import pytest
 from temporalio.client import Client
 
-from agentrun.contract import VISITED_KEPT
 from agentrun.lang import ir
+from agentrun.models.contract import VISITED_KEPT
 from tests.conftest import write_spec
 from tests.fakes.openai_server import FakeOpenAI
 from tests.runs import answer, finish, open_gate, plan, run_spec

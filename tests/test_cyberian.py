@@ -6,7 +6,7 @@ import pytest
 
 from agentrun.lang import ir
 from agentrun.lang.load import load
-from agentrun.workflows.protocols.status_text import prompt
+from agentrun.models.texts.status_text import prompt
 from tests.conftest import write_spec
 from tests.runs import run_spec
 

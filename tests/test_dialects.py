@@ -23,7 +23,7 @@ from agentrun.lang.yamlpos import yaml_text
 from tests.conftest import HISTORIES, ROOT
 
 EXAMPLES = ROOT / "examples"
-VIEWS = ROOT / "agentrun" / "client" / "views"
+VIEWS = ROOT / "agentrun" / "explain" / "views"
 NAMES = [d.NAME for d in DIALECTS]
 
 
@@ -94,9 +94,11 @@ def test_inspect_and_dry_run_show_each_example(dialect: Dialect):
     if any(plan.traits.tree for _, plan in plans):
         needed.add("tree.py")  # a tree's nodes are drawn in the tree's words
     missing = sorted(name for name in needed if not (VIEWS / name).exists())
-    assert not missing, f"{dialect.NAME} needs views: write " + ", ".join(f"agentrun/client/views/{m}" for m in missing)
+    assert not missing, f"{dialect.NAME} needs views: write " + ", ".join(
+        f"agentrun/explain/views/{m}" for m in missing
+    )
 
-    from agentrun.client import explain  # after the check above: a missing view fails this import
+    from agentrun.explain import describe as explain  # after the check above: a missing view fails this import
 
     for path, plan in plans:
         shown = _inspect(explain, path)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from agentrun.contract import RunInput
 from agentrun.lang import ir
+from agentrun.models.contract import RunInput
 from tests.conftest import TEST_QUEUE, run_id
 from tests.runs import finish
 

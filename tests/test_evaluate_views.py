@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentrun.client.explain import dry_run_text, inspect_text
-from agentrun.client.graph import draw
+from agentrun.explain.describe import dry_run_text, inspect_text
+from agentrun.explain.graph import draw
 from agentrun.lang import ir
 
 CONDITION = "{{ steps.score.output.score }} > 50"

@@ -5,8 +5,8 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from agentrun.client.explain import dry_run_text, inspect_text
-from agentrun.client.graph import draw
+from agentrun.explain.describe import dry_run_text, inspect_text
+from agentrun.explain.graph import draw
 from agentrun.lang.load import load
 from tests.specs import run_cli
 

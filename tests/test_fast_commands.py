@@ -19,7 +19,7 @@ HEAVY = (
     "temporalio.worker",
     "opentelemetry.sdk",
     "mcp",
-    "agentrun.contract",
+    "agentrun.models.contract",
     "starlette",
     "uvicorn",
 )

@@ -12,8 +12,8 @@ import pytest
 from temporalio.service import RPCError
 
 from agentrun.client.runs import fetch_state
-from agentrun.contract import PARENT_MEMO, STEP_LOG, RunInput, StepRecord
 from agentrun.lang.load import load
+from agentrun.models.contract import PARENT_MEMO, STEP_LOG, RunInput, StepRecord
 from tests.conftest import TEST_QUEUE, run_id, write_spec
 from tests.runs import open_gate
 from tests.trees import Brain, action, composite, tree_file

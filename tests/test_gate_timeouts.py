@@ -13,8 +13,8 @@ import pytest
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 
 from agentrun.client.runs import fetch_state
-from agentrun.contract import RunInput, RunState
 from agentrun.lang import ir
+from agentrun.models.contract import RunInput, RunState
 from tests.conftest import TIME_QUEUE, run_id
 from tests.runs import approval, plan, task
 

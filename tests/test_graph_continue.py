@@ -11,9 +11,9 @@ import re
 import pytest
 from temporalio.api.enums.v1 import EventType
 
-from agentrun.contract import RunInput
 from agentrun.lang import params as spec_params
 from agentrun.lang.load import load
+from agentrun.models.contract import RunInput
 from tests.conftest import TEST_QUEUE, run_id, write_spec
 from tests.fakes.openai_server import Messages
 from tests.runs import run_spec

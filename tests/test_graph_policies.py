@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 from temporalio.client import Client, WorkflowHandle
 
-from agentrun.client.report import to_markdown
 from agentrun.client.runs import fetch_state
-from agentrun.contract import RunInput
+from agentrun.explain.report import to_markdown
 from agentrun.lang import params as spec_params
 from agentrun.lang.load import load
+from agentrun.models.contract import RunInput
 from tests.conftest import TEST_QUEUE, TIME_QUEUE, run_id, write_spec
 from tests.runs import answer, finish, open_gate, run_spec
 

@@ -142,7 +142,7 @@ def test_a_bundle_mistake_is_said_where_it_is(tmp_path, change, said):
 
 
 def test_a_bundle_agents_model_is_used_when_no_flag_or_agentrun_yaml_names_an_agent(tmp_path):
-    from agentrun.client import agents
+    from agentrun.explain import agents
     from agentrun.lang.check import agent_ids
 
     bundle = (Path(__file__).parent.parent / "examples" / "graphs" / "market_analysis.json").read_text()

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from agentrun.client.report import to_markdown
 from agentrun.client.runs import fetch_state
+from agentrun.explain.report import to_markdown
 from tests.conftest import run_id, sigkill, start_worker, wait_for, watch_with_new_worker, write_spec
 from tests.runs import run_spec
 

@@ -10,10 +10,10 @@ import sys
 import pytest
 
 from agentrun.activities.providers.process import run_process
-from agentrun.client import report
-from agentrun.contract import RunInput
+from agentrun.explain import report
 from agentrun.lang.errors import SpecError
 from agentrun.lang.load import load
+from agentrun.models.contract import RunInput
 from tests.conftest import ROOT, TEST_QUEUE, run_id, until, write_spec
 from tests.fuzz_specs import HOSTILE
 from tests.runs import finish, run_spec

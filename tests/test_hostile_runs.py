@@ -11,8 +11,8 @@ from datetime import timedelta
 import pytest
 from temporalio.client import WorkflowHistory
 
-from agentrun.contract import RunInput
 from agentrun.lang.load import load
+from agentrun.models.contract import RunInput
 from tests.conftest import run_id, start_worker, until, write_spec
 from tests.runs import finish, run_spec
 

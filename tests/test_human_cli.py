@@ -16,9 +16,12 @@ import pytest
 from rich.console import Console
 from temporalio.api.enums.v1 import EventType
 
-from agentrun.client import report
 from agentrun.client.follow import _Printer
-from agentrun.contract import (
+from agentrun.explain import report
+from agentrun.ids import GateId
+from agentrun.lang.ir import Budget
+from agentrun.models.calls import Usage
+from agentrun.models.contract import (
     Answer,
     CompensationEntry,
     CompensationResult,
@@ -29,9 +32,6 @@ from agentrun.contract import (
     TaintMark,
     TaskState,
 )
-from agentrun.ids import GateId
-from agentrun.lang.calls import Usage
-from agentrun.lang.ir import Budget
 from tests.conftest import run_id, start_worker, until, wait_for, write_spec
 from tests.specs import SHED
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from agentrun.client.explain import dry_run_text, inspect_text
-from agentrun.client.graph import draw
+from agentrun.explain.describe import dry_run_text, inspect_text
+from agentrun.explain.graph import draw
 from agentrun.lang import ir
 from agentrun.lang.check import agent_ids, check
 from agentrun.lang.errors import SpecError

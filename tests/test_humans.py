@@ -13,9 +13,9 @@ import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
 
-from agentrun import contract
-from agentrun.contract import InvalidTransition, RunInput, RunState, RunStatus
 from agentrun.lang import ir
+from agentrun.models import contract
+from agentrun.models.contract import InvalidTransition, RunInput, RunState, RunStatus
 from tests.conftest import TEST_QUEUE, run_id, sigkill, start_worker, until, write_spec
 from tests.fakes.openai_server import FakeOpenAI
 from tests.runs import answer, approval, finish, open_gate, plan, run_spec, state_of, task

@@ -296,7 +296,7 @@ def test_a_value_is_measured_at_the_size_the_converter_sends(value):
 
 
 def test_a_model_is_measured_at_the_size_the_converter_sends():
-    from agentrun.contract import TaskState
+    from agentrun.models.contract import TaskState
 
     row = TaskState(id="write", title="write — round 2", kind="task", agent="writer", error="ünï " * 1000)
     assert sizes.payload_bytes(row) == blobs.data_converter().payload_converter.to_payloads([row])[0].ByteSize()

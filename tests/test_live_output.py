@@ -20,7 +20,7 @@ import pyte
 import pytest
 from temporalio.client import Client
 
-from agentrun.lang.calls import Partial
+from agentrun.models.calls import Partial
 from tests.conftest import ROOT, _cli_env, run_id, sigkill, start_worker, wait_for, write_spec
 from tests.fakes.drip import Drip
 from tests.fakes.openai_server import FakeOpenAI

@@ -4,8 +4,8 @@ and a check's many-line error (kept whole in the report)."""
 
 from __future__ import annotations
 
-from agentrun.client import report
-from agentrun.contract import RunState, TaskState
+from agentrun.explain import report
+from agentrun.models.contract import RunState, TaskState
 from tests.conftest import write_spec
 
 SPEC = """\

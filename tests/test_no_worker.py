@@ -3,16 +3,16 @@ still show its spec and steps (from its start input), and `watch --worker` runs 
 
 from __future__ import annotations
 
-from tests.conftest import SHELL_AGENT, run_id, write_spec
+from tests.conftest import SHELL_AGENT, run_id, start_worker, write_spec
 from tests.test_terminal import HELD
 
 
 def test_a_run_no_worker_polls_for_says_so_and_watch_worker_runs_it(cli, cli_process, tmp_path):
     spec, queue, rid = write_spec(tmp_path, HELD), run_id("q-none"), run_id("held")
-    own = f"{queue}/{rid}"  # no worker polls the queue, so the run gets one of its own
+    # Detached, the run waits on the queue it was given for any worker that comes later.
     hint = (
-        f"no worker polls task queue '{own}', so nothing runs it: start one with `python -m worker --task-queue "
-        f"{own}`, or run one here with `python -m client watch {rid} --worker`"
+        f"no worker polls task queue '{queue}', so nothing runs it: start one with `python -m worker --task-queue "
+        f"{queue}`, or run one here with `python -m client watch {rid} --worker`"
     )
     started = cli("start", str(spec), "--agent", SHELL_AGENT, "--id", rid, "--task-queue", queue, "--detach")
     assert started.code == 0 and started.out.splitlines()[1:] == [hint]
@@ -38,3 +38,28 @@ def test_a_run_no_worker_polls_for_says_so_and_watch_worker_runs_it(cli, cli_pro
     out, err = running.communicate(timeout=60)
     assert running.returncode == 0, out + err
     assert "✓ ship done in" in out and "- Status: COMPLETE" in out
+
+
+def test_a_detached_run_waits_for_a_worker_started_afterwards(cli, address, tmp_path):
+    spec, queue, rid = write_spec(tmp_path, QUICK), run_id("q-later"), run_id("later")
+    started = cli("start", str(spec), "--agent", SHELL_AGENT, "--id", rid, "--task-queue", queue, "--detach")
+    assert started.code == 0, started.err
+    assert f"start one with `python -m worker --task-queue {queue}`" in started.out
+    worker = start_worker(address, "--task-queue", queue)  # the fix the hint gives, as printed
+    try:
+        watched = cli("watch", rid)
+    finally:
+        worker.terminate()
+        worker.wait(timeout=30)
+    assert watched.code == 0, watched.out + watched.err
+    assert "- Status: COMPLETE" in watched.out
+
+
+QUICK = """name: later
+subtasks:
+  hello:
+    instructions: |
+      ```sh
+      echo hello from a later worker
+      ```
+"""

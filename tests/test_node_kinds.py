@@ -7,8 +7,8 @@ import typing
 
 import pytest
 
-from agentrun.client.views import VIEWS
-from agentrun.client.views.base import View
+from agentrun.explain.views import VIEWS
+from agentrun.explain.views.base import View
 from agentrun.lang import ir
 from agentrun.lang.check import check
 from agentrun.lang.errors import SpecError
@@ -26,7 +26,9 @@ def has_view(kind: str, method: str) -> bool:
 
 
 def missing_view(kind: str, what: str) -> str:
-    return f"node kind '{kind}' has no {what}: write client/views/{kind}.py and register it in client/views/__init__.py"
+    return (
+        f"node kind '{kind}' has no {what}: write explain/views/{kind}.py and register it in explain/views/__init__.py"
+    )
 
 
 @pytest.mark.parametrize("kind", USABLE)
@@ -68,7 +70,7 @@ def test_a_plan_using_a_kind_not_runnable_yet_is_refused_before_the_run(kind: st
 
 
 def test_every_reply_protocol_of_the_ir_has_its_module_and_its_first_prompt():
-    from agentrun.workflows.protocols.prompts import FIRST_PROMPTS
+    from agentrun.models.texts.prompts import FIRST_PROMPTS
     from agentrun.workflows.protocols.registry import PROTOCOLS
 
     assert set(PROTOCOLS) == set(typing.get_args(ir.Protocol))

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from temporalio.api.enums.v1 import EventType
 
-from agentrun.client import report
-from agentrun.contract import RunState
+from agentrun.explain import report
+from agentrun.models.contract import RunState
 from tests.conftest import until, write_spec
 from tests.fakes.openai_server import FakeOpenAI
 from tests.runs import run_spec

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from agentrun.client import prepare
+from agentrun.explain import prepare
 from agentrun.lang import expressions, ir, params
 from agentrun.lang.check import check
 from agentrun.lang.errors import SpecError

@@ -15,11 +15,11 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowFailureError, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
-from agentrun.client import report
 from agentrun.client.runs import fetch_state
-from agentrun.contract import RunInput, RunState
+from agentrun.explain import report
 from agentrun.lang import params as spec_params
 from agentrun.lang.load import load
+from agentrun.models.contract import RunInput, RunState
 from agentrun.worker.blobs import data_converter
 from agentrun.worker.build import build_worker
 from tests.conftest import SERVER_STARTUP, TIME_QUEUE, run_id, time_server_binary, write_spec

@@ -9,11 +9,11 @@ import json
 
 from rich.console import Console
 
-from agentrun.client import report
 from agentrun.client.follow import _Printer
 from agentrun.client.humans import how_to_answer
-from agentrun.contract import CompensationEntry, Gate, RunState, TaskState
+from agentrun.explain import report
 from agentrun.ids import GateId
+from agentrun.models.contract import CompensationEntry, Gate, RunState, TaskState
 from tests.conftest import SHELL_AGENT, run_id, write_spec
 
 

@@ -26,7 +26,7 @@ def test_readme_has_the_two_commands():
 
 
 def test_readme_pipeline_section_matches_the_example_and_its_graph():
-    from agentrun.client.graph import draw
+    from agentrun.explain.graph import draw
 
     section = README.split("## Multi-agent pipelines", 1)[1]
     example = ROOT / "examples" / "pipelines" / "lead-scoring.yaml"
@@ -80,8 +80,8 @@ def state_graphs_section() -> str:
 
 
 def test_readme_state_graphs_section_shows_the_example_and_inspect_as_printed():
-    from agentrun.client.explain import inspect_text
-    from agentrun.client.views.graph import mermaid
+    from agentrun.explain.describe import inspect_text
+    from agentrun.explain.views.graph import mermaid
 
     section = state_graphs_section()
     example = ROOT / "examples" / "graphs" / "hub_and_spoke.yaml"

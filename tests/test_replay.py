@@ -15,9 +15,9 @@ from temporalio.client import Client, WorkflowHandle, WorkflowHistory
 from temporalio.worker import Replayer
 
 from agentrun.client import executions
-from agentrun.contract import RunInput
-from agentrun.lang import calls
 from agentrun.lang.load import load
+from agentrun.models import calls
+from agentrun.models.contract import RunInput
 from agentrun.worker.blobs import data_converter
 from agentrun.worker.build import WORKFLOWS, runner
 from tests.conftest import HISTORIES, ROOT, SHELL_AGENT, TEST_QUEUE, run_id, write_spec

@@ -14,11 +14,12 @@ import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle
 
-from agentrun.client import report
-from agentrun.contract import RunInput
-from agentrun.lang import calls, ir
+from agentrun.explain import report
+from agentrun.lang import ir
 from agentrun.lang.load import load
-from agentrun.workflows import spawn_text
+from agentrun.models import calls
+from agentrun.models.contract import RunInput
+from agentrun.models.texts import spawn_text
 from tests.conftest import TEST_QUEUE, run_id, sigkill, start_worker, until, wait_for, watch_with_new_worker, write_spec
 from tests.fakes.openai_server import FakeOpenAI, Messages, Recorded, ToolUse
 from tests.runs import finish

@@ -15,7 +15,7 @@ import pytest
 from temporalio.testing import ActivityEnvironment
 
 from agentrun.activities.agent import run_agent
-from agentrun.lang.calls import AgentCall, AgentReply, Partial
+from agentrun.models.calls import AgentCall, AgentReply, Partial
 from tests.fakes.agentapi_server import FakeAgentAPI
 from tests.fakes.drip import Drip
 from tests.fakes.openai_server import FakeOpenAI, ToolUse

@@ -14,11 +14,11 @@ import pytest
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
-from agentrun.client import report
 from agentrun.client.runs import fetch_state
-from agentrun.contract import RunInput, RunState
+from agentrun.explain import report
 from agentrun.lang import params as spec_params
 from agentrun.lang.load import load
+from agentrun.models.contract import RunInput, RunState
 from tests.conftest import TIME_QUEUE, run_id, until, write_spec
 from tests.fakes.openai_server import FakeOpenAI
 

@@ -11,8 +11,8 @@ import pytest
 from temporalio.client import WorkflowFailureError
 
 from agentrun.client.runs import fetch_state
-from agentrun.contract import RunInput
 from agentrun.lang.load import load
+from agentrun.models.contract import RunInput
 from tests.conftest import TEST_QUEUE, TIME_QUEUE, run_id
 from tests.runs import run_spec
 from tests.trees import Brain, action, composite, tree_file

@@ -11,8 +11,8 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
 from agentrun.activities.validation import EMPTY_OUTPUT, validate_output
-from agentrun.lang.calls import ValidateCall, ValidateResult
 from agentrun.lang.rules import Rule, check_rule, extract_json, parse_rule
+from agentrun.models.calls import ValidateCall, ValidateResult
 from agentrun.worker.blobs import data_converter
 
 PAIN_POINTS = [

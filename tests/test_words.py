@@ -13,8 +13,8 @@ import sys
 
 import pytest
 
-from agentrun.contract import RunInput
 from agentrun.lang import ir
+from agentrun.models.contract import RunInput
 from tests.conftest import ROOT, SHELL_AGENT, TEST_QUEUE, _cli_env, run_id, sigkill, write_spec
 from tests.runs import finish, plan, sh
 from tests.test_forkserver import read_until

@@ -23,8 +23,8 @@ from agentrun.activities.agents import agentapi, anthropic, command, openai, scr
 from agentrun.activities.agents._common import AGENT_ERROR, AGENT_UNAVAILABLE
 from agentrun.activities.redact import raise_redacted, redactor
 from agentrun.activities.sizes import check_size
-from agentrun.lang.calls import RELEASE_AGENT, RUN_AGENT, AgentCall, AgentReply
-from agentrun.lang.drivers import AgentUri
+from agentrun.lang.agent_uri import AgentUri
+from agentrun.models.calls import RELEASE_AGENT, RUN_AGENT, AgentCall, AgentReply
 
 Driver = Callable[[AgentCall], Awaitable[AgentReply]]
 

@@ -25,7 +25,7 @@ from temporalio.exceptions import ApplicationError
 from agentrun.activities import children
 from agentrun.activities.providers.process import Finished, describe_exit, run_process, tail
 from agentrun.activities.redact import redactor
-from agentrun.lang.calls import CHECK_CRITERIA, CheckResult, CriteriaCall
+from agentrun.models.calls import CHECK_CRITERIA, CheckResult, CriteriaCall
 
 HEARTBEAT_EVERY_S = 1.0
 VALUES_ENV = "AGENTRUN_VALUES"

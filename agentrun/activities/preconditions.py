@@ -13,7 +13,7 @@ from pathlib import Path
 
 from temporalio import activity
 
-from agentrun.lang.calls import CHECK_PRECONDITIONS, CheckResult, PreconditionCall
+from agentrun.models.calls import CHECK_PRECONDITIONS, CheckResult, PreconditionCall
 
 
 class _Failed(Exception):

@@ -14,8 +14,8 @@ from contextvars import ContextVar
 
 from opentelemetry import trace
 
-from agentrun.lang import telemetry as names
-from agentrun.lang.calls import PARTIAL_CHARS, AgentCall, Partial
+from agentrun.models import telemetry as names
+from agentrun.models.calls import PARTIAL_CHARS, AgentCall, Partial
 
 FIRST_TOKEN_EVENT = "agentrun.first_token"
 # Kept beyond what a record shows, so a secret cut by the record's start is still seen whole.

@@ -15,7 +15,7 @@ from agentrun.activities.providers.base import Provider, ProviderError
 from agentrun.activities.providers.registry import ProviderLoadError, UnknownProvider, get_provider
 from agentrun.activities.redact import raise_redacted, redact
 from agentrun.activities.sizes import check_size
-from agentrun.lang.calls import CALL_PROVIDER, ProviderCall, ProviderResult
+from agentrun.models.calls import CALL_PROVIDER, ProviderCall, ProviderResult
 
 HEARTBEAT_EVERY_S = 1.0
 T = TypeVar("T")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from temporalio.exceptions import ApplicationError
 
-from agentrun.lang.sizes import MAX_RESULT_BYTES, megabytes
+from agentrun.models.sizes import MAX_RESULT_BYTES, megabytes
 
 TOO_LARGE = "ResultTooLarge"
 

@@ -19,9 +19,9 @@ from temporalio.exceptions import ApplicationError
 from temporalio.worker import ActivityInboundInterceptor, ExecuteActivityInput
 
 from agentrun.activities.redact import redact
-from agentrun.lang import calls
-from agentrun.lang import telemetry as names
-from agentrun.lang.drivers import driver_of, model_of
+from agentrun.models import calls
+from agentrun.models import telemetry as names
+from agentrun.models.drivers import driver_of, model_of
 
 _TRACER = trace.get_tracer("agentrun.activity")
 _METER = metrics.get_meter("agentrun.activity")

@@ -12,8 +12,8 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from agentrun.lang.calls import VALIDATE_OUTPUT, ValidateCall, ValidateResult
 from agentrun.lang.rules import Rule, check_rule, extract_json, parse_rule
+from agentrun.models.calls import VALIDATE_OUTPUT, ValidateCall, ValidateResult
 
 EMPTY_OUTPUT = "the agent returned an empty output"
 # A schema error quotes the offending value; a whole reply quoted back helps no one.

@@ -16,6 +16,7 @@ from collections.abc import Callable
 
 from rich.console import Console
 
+from agentrun import __version__
 from agentrun.cli import mcp_serve, people, runs, server, shell, specs, ui
 from agentrun.errors import UserError
 
@@ -24,6 +25,7 @@ EXIT_BROKEN_PIPE = 141  # as a program killed by SIGPIPE: `status --json | head`
 
 def parser(prog: str = "python -m client") -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=prog, description="Run durable multi-agent workflows.")
+    p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     runs.add_commands(sub)
     specs.add_commands(sub)
@@ -45,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
         print(exc.message(), file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
-        from agentrun.client import interrupts
+        from agentrun.cli import interrupts
 
         print(interrupts.farewell(args), file=sys.stderr)
         return interrupts.EXIT_INTERRUPTED
@@ -58,7 +60,7 @@ def client(argv: list[str] | None = None) -> int:
 
 def agentrun(argv: list[str] | None = None) -> int:
     """`agentrun ARGS`: the exit code; also answers the shell's completion requests."""
-    from agentrun.client import spelling
+    from agentrun import spelling
 
     spelling.called_as_agentrun()
     p = parser(prog="agentrun")

@@ -94,7 +94,7 @@ def on_temporal(action: ClientAction) -> Handler:
     """A command that talks to Temporal: connect (with telemetry), run `action`, Ctrl-C handled."""
 
     def handler(args: argparse.Namespace, console: Console) -> int:
-        from agentrun.client import interrupts
+        from agentrun.cli import interrupts
 
         return interrupts.run(_connected(action, args, console), args)
 

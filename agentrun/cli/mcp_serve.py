@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 
 from agentrun.cli.args import EXIT_OK, command, on_temporal, positive
-from agentrun.names import TASK_QUEUE
+from agentrun.models.names import TASK_QUEUE
 
 if TYPE_CHECKING:
     from temporalio.client import Client
@@ -22,7 +22,7 @@ def add_commands(sub: Any) -> None:
 
 
 async def _mcp(client: Client, args: argparse.Namespace, console: Console) -> int:
-    from agentrun.client.mcp_server import serve  # the MCP SDK loads only for this command
+    from agentrun.mcp.server import serve  # the MCP SDK loads only for this command
 
     await serve(client, args.task_queue, args.http, worker=not args.no_worker)
     return EXIT_OK

@@ -10,7 +10,7 @@ from rich.console import Console
 
 from agentrun import startup
 from agentrun.cli.args import EXIT_OK, command, on_temporal, positive, prompter, spec_and_inputs
-from agentrun.names import TASK_QUEUE, RunStatus
+from agentrun.models.names import TASK_QUEUE, RunStatus
 
 if TYPE_CHECKING:
     from temporalio.client import Client
@@ -128,8 +128,8 @@ def _serving_models() -> None:
 def _start_command(args: argparse.Namespace, console: Console) -> int:
     with startup.loading():
         _serving_models()
-        from agentrun.client.prepare import prepare, say_warnings
         from agentrun.client.start import start
+        from agentrun.explain.prepare import prepare, say_warnings
 
         inp = prepare(args)  # a bad spec is refused before Temporal is reached
     say_warnings(inp.plan)
@@ -199,8 +199,9 @@ async def _list_runs(client: Client, args: argparse.Namespace, console: Console)
 
 
 async def _report(client: Client, args: argparse.Namespace, console: Console) -> int:
-    from agentrun.client import elements, outputs, report, retries
+    from agentrun.client import elements, retries
     from agentrun.client.runs import fetch_state
+    from agentrun.explain import outputs, report
 
     paged = elements.wanted(args)  # a bad combination of options is refused before the run is read
     state = await fetch_state(client, args.run_id)

@@ -22,7 +22,7 @@ def add_commands(sub: Any) -> None:
 
 
 def _status(args: argparse.Namespace, console: Console) -> int:
-    from agentrun import handoff
+    from agentrun import forkservers
     from agentrun.worker import embedded
 
     pid = embedded.running_pid()
@@ -34,7 +34,7 @@ def _status(args: argparse.Namespace, console: Console) -> int:
         )
     else:
         say(console, f"embedded Temporal server: not running (none started from {embedded.state_dir()})")
-    servers = handoff.this_installs_servers()
+    servers = forkservers.this_installs_servers()
     for server in servers:
         say(console, f"fork server: running, pid {server.pid}, for {server.python}")
     if not servers:
@@ -43,7 +43,7 @@ def _status(args: argparse.Namespace, console: Console) -> int:
 
 
 def _stop(args: argparse.Namespace, console: Console) -> int:
-    from agentrun import handoff
+    from agentrun import forkservers
     from agentrun.worker import embedded
 
     code = EXIT_OK
@@ -55,9 +55,9 @@ def _stop(args: argparse.Namespace, console: Console) -> int:
     else:
         say(console, f"embedded Temporal server: pid {pid} did not stop; see {embedded.state_dir() / 'temporal.log'}")
         code = EXIT_NOT_STOPPED
-    servers = handoff.this_installs_servers()
+    servers = forkservers.this_installs_servers()
     for server in servers:
-        if handoff.stop(server):
+        if forkservers.stop(server):
             say(console, f"fork server: stopped (pid {server.pid}, for {server.python})")
         else:
             say(console, f"fork server: pid {server.pid} did not stop; see {server.socket.with_suffix('.log')}")

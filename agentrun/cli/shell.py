@@ -15,13 +15,14 @@ from rich.console import Console
 
 from agentrun.cli import worker
 from agentrun.cli.args import EXIT_OK, command
+from agentrun.worker import args as worker_args
 
 SHELLS = ("bash", "zsh", "fish")
 
 
 def add_commands(sub: Any) -> None:
-    w = command(sub, "worker", "run a worker", _worker, description=worker.DESCRIPTION)
-    worker.add_arguments(w)
+    w = command(sub, "worker", "run a worker", _worker, description=worker_args.DESCRIPTION)
+    worker_args.add_arguments(w)
     c = command(sub, "completion", "print the shell code that completes agentrun's commands", _completion)
     c.add_argument("shell", choices=SHELLS, help='e.g. eval "$(agentrun completion bash)" in ~/.bashrc')
 

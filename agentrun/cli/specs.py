@@ -67,12 +67,12 @@ def unknown_rules(plan: ir.Plan) -> list[str]:
 
 
 def _inspect(args: argparse.Namespace, console: Console) -> int:
-    from agentrun.client import explain
+    from agentrun.explain import describe as explain
 
     return explain.inspect_command(args.spec, console, args.format)
 
 
 def _dry_run(args: argparse.Namespace, console: Console) -> int:
-    from agentrun.client import explain
+    from agentrun.explain import describe as explain
 
     return explain.dry_run_command(args, console)

@@ -11,8 +11,8 @@ from rich.console import Console
 from temporalio.client import Client
 
 from agentrun.client.runs import fetch_state
-from agentrun.contract import RunState, TaskState, dollars
 from agentrun.lang.render import clip
+from agentrun.models.contract import RunState, TaskState, dollars
 
 SHOWN_CHARS = 60
 

@@ -6,50 +6,14 @@ map that ran in the run itself has its elements' rows in the run's own state."""
 from __future__ import annotations
 
 import argparse
-import json
-from dataclasses import asdict, dataclass
 
 from temporalio.client import Client, WorkflowExecutionStatus
 
 from agentrun.client.runs import NoSuchRun, UsageError, ask_state, describe
-from agentrun.contract import MapSummary, RunState, TaskState, batch_id, element_key
+from agentrun.models.contract import MapSummary, RunState, TaskState, batch_id, element_key
+from agentrun.models.elements import Element, Page
 
 DEFAULT_LIMIT = 50
-
-
-@dataclass
-class Element:
-    key: str
-    status: str
-    retries: int
-    duration_s: float
-    output_size: int
-    error: str
-    output: str | None
-
-
-@dataclass
-class Page:
-    map: str
-    page: int
-    pages: int
-    limit: int
-    total: int
-    elements: list[Element]
-
-    @property
-    def first(self) -> int:
-        return (self.page - 1) * self.limit
-
-    def heading(self) -> str:
-        if not self.elements:
-            return f"{self.map}: no elements"
-        last = self.first + len(self.elements) - 1
-        return f"{self.map}: elements {self.first}–{last} of {self.total}, page {self.page} of {self.pages}"
-
-    def to_json(self) -> str:
-        data = {k: v for k, v in asdict(self).items() if k != "elements"}
-        return json.dumps({**data, "elements": [asdict(e) for e in self.elements]}, indent=2)
 
 
 def wanted(args: argparse.Namespace) -> bool:

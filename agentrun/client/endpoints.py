@@ -14,10 +14,10 @@ from collections.abc import Iterable
 from typing import NamedTuple
 from urllib.parse import urlsplit
 
-from agentrun.contract import RunInput
 from agentrun.lang.check import agent_ids
-from agentrun.lang.drivers import AgentUri
 from agentrun.lang.errors import Problem, SpecError
+from agentrun.models.contract import RunInput
+from agentrun.models.drivers import AgentUri
 
 CONNECT_S = 2.0  # a local server answers a connection at once; a remote one well within this
 

@@ -19,15 +19,16 @@ from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
-from agentrun import contract
-from agentrun.client import spelling, telemetry
+from agentrun import spelling
+from agentrun.client import telemetry
 from agentrun.client.runs import NoSuchRun, describe, fetch_state
 from agentrun.client.start import ensure_search_attributes, start_options
-from agentrun.contract import EvalInput, RunInput, RunState, SubmitInput, ThinkInput, VarWriteInput
 from agentrun.lang import ir
 from agentrun.lang.blackboard import MISSING, lookup, var_path
 from agentrun.lang.errors import SpecError
 from agentrun.lang.load import load
+from agentrun.models import contract
+from agentrun.models.contract import EvalInput, RunInput, RunState, SubmitInput, ThinkInput, VarWriteInput
 
 PREFIX = "bt-"
 _UNSAFE = re.compile(r"[^A-Za-z0-9._/:-]+")
@@ -215,7 +216,7 @@ async def _answer(client: Client, trace_output: str, name: str, arg: Any) -> dic
     return await _update(handle, name, arg)
 
 
-async def _handle(client: Client, trace_output: str) -> tuple[WorkflowHandle, WorkflowExecutionStatus | None]:
+async def _handle(client: Client, trace_output: str) -> tuple[WorkflowHandle[Any, Any], WorkflowExecutionStatus | None]:
     """The execution's run, and how it ended if it has."""
     run_id = execution_id(trace_output)
     try:
@@ -226,7 +227,7 @@ async def _handle(client: Client, trace_output: str) -> tuple[WorkflowHandle, Wo
     return client.get_workflow_handle(run_id), ended
 
 
-async def _update(handle: WorkflowHandle, name: str, arg: Any) -> dict[str, Any]:
+async def _update(handle: WorkflowHandle[Any, Any], name: str, arg: Any) -> dict[str, Any]:
     try:
         if arg is None:
             return await handle.execute_update(name, result_type=dict)

@@ -18,8 +18,8 @@ from agentrun.client.no_worker import hint
 from agentrun.client.partial import partials
 from agentrun.client.retries import Retries
 from agentrun.client.runs import describe, fetch_state, state_if_polled
-from agentrun.client.tails import STALL_S, Tails
-from agentrun.contract import CompensationResult, Gate, RunState, TaskState, open_gates
+from agentrun.explain.tails import STALL_S, Tails
+from agentrun.models.contract import CompensationResult, Gate, RunState, TaskState, open_gates
 
 
 async def follow(

@@ -10,18 +10,20 @@ import sys
 from rich.console import Console
 from temporalio.client import Client
 
-from agentrun.client import changes, cut
 from agentrun.client.humans import Prompter
 from agentrun.client.no_worker import start_input
 from agentrun.client.runs import UsageError, describe, fetch_state, fetch_step_log
 from agentrun.client.start import start
-from agentrun.contract import Fork, RunInput
+from agentrun.explain import changes, cut
 from agentrun.lang import ir
-from agentrun.names import shared_queue
+from agentrun.models.contract import Fork, RunInput
+from agentrun.models.names import shared_queue
 
 
 async def fork_command(client: Client, args: argparse.Namespace, console: Console, prompter: Prompter | None) -> int:
-    inp = await forked_input(client, args)
+    inp, args.task_queue = await forked_input(
+        client, args.run_id, args.at, changes.Wanted(args.param, args.set, args.prompt), args.task_queue
+    )
     fork = inp.fork
     assert fork is not None
     console.print(
@@ -32,10 +34,12 @@ async def fork_command(client: Client, args: argparse.Namespace, console: Consol
     return await start(client, args, inp, console, prompter)
 
 
-async def forked_input(client: Client, args: argparse.Namespace) -> RunInput:
-    """The fork's input: the parent's, with its plan and params changed and the steps it takes
-    over. Raises NoSuchRun, UsageError or SpecError before anything starts."""
-    parent = args.run_id
+async def forked_input(
+    client: Client, parent: str, at: str, wanted: changes.Wanted, task_queue: str | None = None
+) -> tuple[RunInput, str]:
+    """The fork's input: the parent's, with its plan and params changed as `wanted` and the steps it
+    takes over; and the task queue it goes on (`task_queue`, else the parent's shared queue). Raises
+    NoSuchRun, UsageError or SpecError before anything starts."""
     desc = await describe(client, parent)
     started = await start_input(client, parent)
     if started is None:
@@ -46,20 +50,20 @@ async def forked_input(client: Client, args: argparse.Namespace) -> RunInput:
     if state.status == "compensated":
         raise UsageError(f"run {parent} was rolled back: what its steps did was undone, so there is nothing to reuse")
     state.step_log = state.step_log or await fetch_step_log(client, parent, desc)
-    chosen = cut.choose(started.plan, state, args.at)
-    changed = changes.apply(started.plan, started.params, args)
+    chosen = cut.choose(started.plan, state, at)
+    changed = changes.apply(started.plan, started.params, wanted)
     for note in chosen.notes:
         print(f"note: {note}", file=sys.stderr)
-    for warning in _unsent_prompts(changed.plan, chosen, args.prompt):
+    for warning in _unsent_prompts(changed.plan, chosen, wanted.prompt):
         print(warning, file=sys.stderr)
-    args.task_queue = args.task_queue or shared_queue(desc.task_queue, parent)  # start picks the worker
+    queue = task_queue or shared_queue(desc.task_queue, parent)  # start picks the worker
     # The notes people said, but for those a step taken over already read: the fork's prompts get them again.
     reused = {record.key for record in chosen.reuse}
     notes = [note for note in state.notes if note.delivered_to not in reused]
     fork = Fork(
         parent=parent, at=chosen.at, reuse=chosen.reuse, memory=changed.memory, changes=changed.said, notes=notes
     )
-    return started.model_copy(update={"plan": changed.plan, "params": changed.params, "fork": fork})
+    return started.model_copy(update={"plan": changed.plan, "params": changed.params, "fork": fork}), queue
 
 
 def _unsent_prompts(plan: ir.Plan, chosen: cut.Cut, prompts: list[str]) -> list[str]:

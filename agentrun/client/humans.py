@@ -25,12 +25,15 @@ from rich.table import Table
 from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.service import RPCError
 
-from agentrun import contract
-from agentrun.client import no_worker, spelling
+from agentrun import spelling
+from agentrun.client import no_worker
 from agentrun.client.delivery import enqueue, when_held
 from agentrun.client.no_worker import NO_WORKER
 from agentrun.client.runs import NoSuchRun, UsageError, ask_state, fetch_state, running
-from agentrun.contract import (
+from agentrun.ids import GateId
+from agentrun.lang.ir import APPROVE, REJECT, Budget
+from agentrun.models import contract
+from agentrun.models.contract import (
     RUN_BUDGET_GATE,
     Answer,
     AnswerInput,
@@ -43,8 +46,6 @@ from agentrun.contract import (
     open_gates,
     unsettled_refusals,
 )
-from agentrun.ids import GateId
-from agentrun.lang.ir import APPROVE, REJECT, Budget
 
 # Asks a person for a gate's answer; None leaves the gate to be answered elsewhere.
 Prompter = Callable[[Gate], "str | None"]
@@ -199,7 +200,7 @@ async def answer_command(client: Client, args: argparse.Namespace, console: Cons
     handle, queue = await running(client, args.run_id)
 
     def given(state: RunState | None) -> AnswerInput:
-        gate_id = args.gate or _only_open_gate(handle.id, _readable(handle.id, state), value)
+        gate_id = args.gate or only_open_gate(handle.id, _readable(handle.id, state), value)
         return AnswerInput(gate=GateId(gate_id), value=value, comment=args.comment or "", by=_who(args))
 
     if args.no_wait:
@@ -307,13 +308,13 @@ def _queued(console: Console, what: str) -> None:
     )
 
 
-async def running_handle(client: Client, run_id: str) -> WorkflowHandle:
+async def running_handle(client: Client, run_id: str) -> WorkflowHandle[Any, Any]:
     """The handle of a run that can take an update or a cancellation: it exists (else NoSuchRun) and
     is still running."""
     return (await running(client, run_id))[0]
 
 
-def _only_open_gate(run_id: str, state: RunState, value: str) -> str:
+def only_open_gate(run_id: str, state: RunState, value: str) -> str:
     """The gate meant when --gate is left out: the run's one open gate."""
     waiting = open_gates(state)
     if len(waiting) != 1:
@@ -331,22 +332,22 @@ def _only_open_gate(run_id: str, state: RunState, value: str) -> str:
     return gate.id
 
 
-async def send_answer(handle: WorkflowHandle, answer: AnswerInput) -> Answer:
+async def send_answer(handle: WorkflowHandle[Any, Any], answer: AnswerInput) -> Answer:
     """Deliver an answer; Refused with the run's reason if its validator turns it down."""
     return await _update(handle, contract.ANSWER, answer, Answer)
 
 
-async def raise_budget(handle: WorkflowHandle, raised: BudgetInput) -> Budget:
+async def raise_budget(handle: WorkflowHandle[Any, Any], raised: BudgetInput) -> Budget:
     return await _update(handle, contract.RAISE_BUDGET, raised, Budget)
 
 
-async def request_rollback(handle: WorkflowHandle) -> int:
+async def request_rollback(handle: WorkflowHandle[Any, Any]) -> int:
     """Ask the run to run its compensations when the cancellation that follows reaches it; how many
     are queued so far."""
     return await _update(handle, contract.ROLLBACK, None, int)
 
 
-async def _update(handle: WorkflowHandle, name: str, arg: Any, result_type: type) -> Any:
+async def _update(handle: WorkflowHandle[Any, Any], name: str, arg: Any, result_type: type) -> Any:
     try:
         if arg is None:
             return await handle.execute_update(name, result_type=result_type)
@@ -426,7 +427,7 @@ def yes_no(given: list[str]) -> dict[str, str]:
     return {"y": APPROVE, "yes": APPROVE, "n": REJECT, "no": REJECT}
 
 
-async def answer_inline(handle: WorkflowHandle, gate: Gate, prompter: Prompter, console: Console) -> None:
+async def answer_inline(handle: WorkflowHandle[Any, Any], gate: Gate, prompter: Prompter, console: Console) -> None:
     """Ask a person at this terminal and send their answer; a refusal (someone answered first) is shown."""
     value = await _in_daemon_thread(prompter, gate)
     if value is None:

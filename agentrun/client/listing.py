@@ -12,9 +12,10 @@ from rich.table import Table
 from temporalio.client import Client, WorkflowExecution, WorkflowExecutionStatus
 from temporalio.service import RPCError
 
-from agentrun import contract
-from agentrun.client import spelling
+from agentrun import spelling
+from agentrun.client.models import RunSummary
 from agentrun.client.runs import CLOSED_STATUS, UsageError
+from agentrun.models import contract
 
 _LIVE = frozenset({"pending", "running", "waiting", "retrying"})
 COLUMNS = ("RUN", "STATUS", "SPEC", "STARTED", "ENDED")
@@ -60,14 +61,26 @@ async def list_command(client: Client, args: argparse.Namespace, console: Consol
     return 0
 
 
-def row(wf: WorkflowExecution) -> dict[str, Any]:
+def summary(wf: WorkflowExecution) -> RunSummary:
     attrs = wf.search_attributes or {}
+    return RunSummary(
+        run_id=wf.id,
+        status=status_of(wf.status, str((attrs.get(contract.STATUS.name) or [""])[0])),
+        spec=str((attrs.get(contract.SPEC.name) or [""])[0]),
+        started=wf.start_time,
+        ended=wf.close_time,
+    )
+
+
+def row(wf: WorkflowExecution) -> dict[str, Any]:
+    """A run as `list --json` prints it."""
+    run = summary(wf)
     return {
-        "run_id": wf.id,
-        "status": status_of(wf.status, str((attrs.get(contract.STATUS.name) or [""])[0])),
-        "spec": str((attrs.get(contract.SPEC.name) or [""])[0]),
-        "started": wf.start_time.isoformat(timespec="seconds") if wf.start_time else "",
-        "ended": wf.close_time.isoformat(timespec="seconds") if wf.close_time else "",
+        "run_id": run.run_id,
+        "status": run.status,
+        "spec": run.spec,
+        "started": run.started.isoformat(timespec="seconds") if run.started else "",
+        "ended": run.ended.isoformat(timespec="seconds") if run.ended else "",
     }
 
 

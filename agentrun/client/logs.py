@@ -20,7 +20,7 @@ from temporalio.service import RPCError
 
 from agentrun.client.partial import partials
 from agentrun.client.runs import describe
-from agentrun.lang.calls import RUN_AGENT, AgentCall, AgentReply
+from agentrun.models.calls import RUN_AGENT, AgentCall, AgentReply
 
 GROWING_POLL_S = 0.5
 

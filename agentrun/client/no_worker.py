@@ -10,9 +10,9 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 from temporalio.service import RPCError
 
-from agentrun import contract
-from agentrun.client import spelling
-from agentrun.contract import RunInput, RunState
+from agentrun import spelling
+from agentrun.models import contract
+from agentrun.models.contract import RunInput, RunState
 
 # The warning fetch_state gives such a run; `pending` looks for it.
 NO_WORKER = "no worker is answering for this run"

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from temporalio.api.workflow.v1 import PendingActivityInfo
 from temporalio.client import Client, WorkflowExecutionDescription
 
-from agentrun.lang.calls import RUN_AGENT, Partial
+from agentrun.models.calls import RUN_AGENT, Partial
 
 
 async def partials(client: Client, run_id: str, desc: WorkflowExecutionDescription | None = None) -> dict[str, Partial]:

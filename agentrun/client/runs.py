@@ -8,6 +8,7 @@ import os
 import socket
 import time
 from datetime import timedelta
+from typing import Any
 
 from temporalio.api.common.v1 import WorkflowExecution
 from temporalio.api.enums.v1 import TaskQueueType
@@ -16,10 +17,10 @@ from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest, GetWorkf
 from temporalio.client import Client, WorkflowExecutionDescription, WorkflowExecutionStatus, WorkflowHandle
 from temporalio.service import RPCError
 
-from agentrun import contract
 from agentrun.client import no_worker
-from agentrun.contract import RunState, RunStatus, StepRecord
 from agentrun.errors import Unavailable, UsageError, UserError
+from agentrun.models import contract
+from agentrun.models.contract import RunState, RunStatus, StepRecord
 
 CLOSED_STATUS: dict[WorkflowExecutionStatus, RunStatus] = {
     WorkflowExecutionStatus.COMPLETED: "completed",
@@ -53,7 +54,7 @@ async def describe(client: Client, run_id: str) -> WorkflowExecutionDescription:
         raise NoSuchRun(f"no run with id '{run_id}' ({exc.message})") from None
 
 
-async def running(client: Client, run_id: str) -> tuple[WorkflowHandle, str]:
+async def running(client: Client, run_id: str) -> tuple[WorkflowHandle[Any, Any], str]:
     """The handle and task queue of a run that can take an update or a cancellation: it exists (else
     NoSuchRun) and is still running (else UsageError)."""
     desc = await describe(client, run_id)
@@ -103,7 +104,7 @@ async def _terminated_because(client: Client, run_id: str) -> str:
     return f"the run was terminated from outside{who}: {reason}"
 
 
-async def _running_state(client: Client, handle: WorkflowHandle, task_queue: str) -> RunState:
+async def _running_state(client: Client, handle: WorkflowHandle[Any, Any], task_queue: str) -> RunState:
     """The state from the worker that holds the run. While a live worker polls the run's queue (one
     that has just restarted), a failed query is asked again for a while rather than reported."""
     deadline = time.monotonic() + RESTART_PATIENCE_S
@@ -116,7 +117,9 @@ async def _running_state(client: Client, handle: WorkflowHandle, task_queue: str
         await asyncio.sleep(0.5)  # a query refused at once must not spin
 
 
-async def state_if_polled(client: Client, handle: WorkflowHandle, task_queue: str) -> tuple[RunState | None, bool]:
+async def state_if_polled(
+    client: Client, handle: WorkflowHandle[Any, Any], task_queue: str
+) -> tuple[RunState | None, bool]:
     """The state, and whether a live worker polls the run's queue. A query a worker answers comes
     back in milliseconds; one that has not after ANSWER_S is dropped when nobody polls the queue,
     rather than waited out (QUERY_S)."""
@@ -133,7 +136,7 @@ async def state_if_polled(client: Client, handle: WorkflowHandle, task_queue: st
     return None, False
 
 
-async def ask_state(handle: WorkflowHandle, timeout_s: float = QUERY_S) -> RunState | None:
+async def ask_state(handle: WorkflowHandle[Any, Any], timeout_s: float = QUERY_S) -> RunState | None:
     """The state of a running run from the worker that holds it; None if no worker answered in time."""
     try:
         return await handle.query(contract.STATE, result_type=RunState, rpc_timeout=timedelta(seconds=timeout_s))

@@ -17,15 +17,17 @@ from temporalio.common import SearchAttributePair, TypedSearchAttributes, Workfl
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
-from agentrun import contract, startup
-from agentrun.client import endpoints, outputs, report, retries, telemetry
+from agentrun import startup
+from agentrun.client import endpoints, retries, telemetry
 from agentrun.client.follow import follow
 from agentrun.client.humans import Prompter
 from agentrun.client.no_worker import hint
 from agentrun.client.runs import UsageError, pollers
-from agentrun.client.tails import STALL_S
-from agentrun.contract import RunInput
-from agentrun.names import own_queue, run_queue
+from agentrun.explain import outputs, report
+from agentrun.explain.tails import STALL_S
+from agentrun.models import contract
+from agentrun.models.contract import RunInput
+from agentrun.models.names import own_queue, run_queue
 from agentrun.worker.connection import web_url
 from agentrun.worker.embedded import state_dir
 
@@ -33,11 +35,11 @@ from agentrun.worker.embedded import state_dir
 async def start(
     client: Client, args: argparse.Namespace, inp: RunInput, console: Console, prompter: Prompter | None = None
 ) -> int:
-    run_id = args.id = args.id or f"{inp.plan.name}-{uuid.uuid4().hex[:8]}"  # Ctrl-C names it
+    run_id = args.id = args.id or new_run_id(inp.plan.name)  # Ctrl-C names it
     inp.search_attributes, serving = await asyncio.gather(
         ensure_search_attributes(client), pollers(client, args.task_queue)
     )
-    if not serving:  # the run gets a queue of its own, which only this process's worker polls
+    if not serving and not args.detach:  # a queue of its own, which only this process's worker polls
         args.task_queue = run_queue(args.task_queue, run_id)
     if serving or args.detach:
         return await _started(client, args, inp, console, prompter, serving)
@@ -63,7 +65,7 @@ async def _started(
     `log`: the log of this process's worker, when it runs the run."""
     run_id = args.id
     with telemetry.starting(inp.plan, run_id):
-        handle = await _start(client, inp, run_id, args.task_queue, eager=log is not None)
+        handle = await start_run(client, inp, run_id, args.task_queue, eager=log is not None)
     console.print(f"run {run_id} started", markup=False, highlight=False)
     link = web_url(client, run_id)
     if link:
@@ -75,6 +77,11 @@ async def _started(
     if args.detach:
         return 0
     return await watch(client, handle.id, console, prompter, log, stall_s=getattr(args, "stall", None))
+
+
+def new_run_id(spec: str) -> str:
+    """A run's id when none is given: the spec's name and a random suffix."""
+    return f"{spec}-{uuid.uuid4().hex[:8]}"
 
 
 def _worker_line(client: Client, run_id: str, task_queue: str, serving: list[str]) -> str:
@@ -113,7 +120,10 @@ async def watch(
     return 0 if final.status == "completed" else 1
 
 
-async def _start(client: Client, inp: RunInput, run_id: str, task_queue: str, eager: bool = False) -> WorkflowHandle:
+async def start_run(
+    client: Client, inp: RunInput, run_id: str, task_queue: str, eager: bool = False
+) -> WorkflowHandle[Any, Any]:
+    """Start the AgentRun workflow of `inp` as `run_id` on `task_queue`; UsageError if the id is taken."""
     try:
         return await client.start_workflow(
             "AgentRun",

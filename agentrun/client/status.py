@@ -8,11 +8,12 @@ import json
 from rich.console import Console
 from temporalio.client import Client
 
-from agentrun.client import elements, humans, no_worker, report
+from agentrun.client import elements, humans, no_worker
 from agentrun.client.partial import partials
 from agentrun.client.runs import describe, fetch_state
-from agentrun.contract import RunState, dollars, open_gates, unsettled_refusals
-from agentrun.lang.calls import Partial
+from agentrun.explain import report
+from agentrun.models.calls import Partial
+from agentrun.models.contract import RunState, dollars, open_gates, unsettled_refusals
 
 SO_FAR_CHARS = 60  # of a running step's reply, on its line
 

@@ -10,7 +10,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind
 
 from agentrun.lang import ir
-from agentrun.lang import telemetry as names
+from agentrun.models import telemetry as names
 
 _TRACER = trace.get_tracer("agentrun.client")
 

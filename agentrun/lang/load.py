@@ -11,9 +11,10 @@ from agentrun.lang.source import read_text
 from agentrun.lang.yamlpos import load_mapping, yaml_text
 
 
-def load(path: str, given_params: Iterable[str] = ()) -> ir.Plan:
-    """The Plan for the spec at `path`; SpecError with file:line problems if it is not valid."""
-    text = yaml_text(path, read_text(path))
+def load(path: str, given_params: Iterable[str] = (), text: str | None = None) -> ir.Plan:
+    """The Plan for the spec at `path` (or `text`, the spec's own, as if it were that file); SpecError
+    with file:line problems if it is not valid."""
+    text = yaml_text(path, read_text(path) if text is None else text)
     for dialect in DIALECTS:
         if dialect.detect(path, text):
             return compile(dialect, path, text, set(given_params)).model_copy(update={"traits": dialect.TRAITS})

@@ -24,11 +24,11 @@ from starlette.routing import Route
 from temporalio.client import Client
 
 from agentrun.client import humans
-from agentrun.contract import TERMINAL, AnswerInput, BudgetInput, NoteInput, limits_text
 from agentrun.errors import Unavailable, UserError
 from agentrun.ids import GateId
 from agentrun.lang.ir import APPROVE, REJECT
-from agentrun.names import RunStatus
+from agentrun.models.contract import TERMINAL, AnswerInput, BudgetInput, NoteInput, limits_text
+from agentrun.models.names import RunStatus
 from agentrun.ui import pages
 from agentrun.ui.shared import Shared
 

@@ -9,13 +9,14 @@ from typing import Any
 from temporalio.client import Client
 from temporalio.service import RPCError
 
-from agentrun.client import graph, humans, listing, report, status
+from agentrun.client import humans, listing, status
 from agentrun.client.no_worker import start_input
 from agentrun.client.partial import partials
 from agentrun.client.runs import describe, fetch_state
-from agentrun.contract import TERMINAL, Gate, RunState, dollars, open_gates
+from agentrun.explain import graph, report
+from agentrun.models.contract import TERMINAL, Gate, RunState, dollars, open_gates
+from agentrun.models.texts.checkpoint_text import SUPERVISE_GATE
 from agentrun.worker.connection import web_url
-from agentrun.workflows.protocols.checkpoint_text import SUPERVISE_GATE
 
 
 @dataclass

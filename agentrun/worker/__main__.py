@@ -12,8 +12,8 @@ from agentrun import startup
 
 with startup.loading():  # what a worker loads lives as long as it: later collections skip it
     from agentrun.activities.agents.agentapi import release_all
-    from agentrun.cli import worker as worker_cli
     from agentrun.errors import UserError
+    from agentrun.worker import args as worker_args
     from agentrun.worker import logs, telemetry, terminal_log
     from agentrun.worker.build import build_worker
     from agentrun.worker.connection import connect
@@ -55,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 if __name__ == "__main__":
-    code = run(worker_cli.parser().parse_args())
+    code = run(worker_args.parser().parse_args())
     # The SDK's native threads can still be calling into Python while the interpreter finalizes,
     # which aborts the process now and then; all work is done here, so skip finalization.
     sys.stdout.flush()

@@ -16,7 +16,7 @@ from agentrun.activities.criteria import check_criteria
 from agentrun.activities.preconditions import check_preconditions
 from agentrun.activities.provider import call_provider
 from agentrun.activities.validation import validate_output
-from agentrun.contract import TASK_QUEUE
+from agentrun.models.contract import TASK_QUEUE
 from agentrun.worker import GRACEFUL_SHUTDOWN_S, paths
 from agentrun.worker.failures import with_plain_failures
 from agentrun.workflows.agent_run import AgentRun

@@ -10,7 +10,7 @@ import time
 from temporalio.client import Client
 from temporalio.envconfig import ClientConfig
 
-from agentrun import launcher
+from agentrun import caller
 from agentrun.errors import Unavailable
 from agentrun.worker import blobs, embedded, telemetry
 
@@ -30,7 +30,7 @@ async def connect() -> Client:
     config = settings()
     # pid@host as Temporal names a process, with the pid of the command the user started, which is
     # not ours when the fork server runs it
-    config["identity"] = config.get("identity") or f"{launcher.caller_pid()}@{socket.gethostname()}"
+    config["identity"] = config.get("identity") or f"{caller.caller_pid()}@{socket.gethostname()}"
     patience_s = 0.0
     if "target_host" not in config:
         try:

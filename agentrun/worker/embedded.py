@@ -16,7 +16,7 @@ import sysconfig
 import time
 from pathlib import Path
 
-from agentrun import contract
+from agentrun.models import contract
 
 HOST, PORT, UI_PORT = "127.0.0.1", 7233, 8233  # the defaults; AGENTRUN_SERVER_PORT, AGENTRUN_UI_PORT
 

@@ -16,8 +16,10 @@ from typing import Any
 from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
-from agentrun import contract
-from agentrun.contract import (
+from agentrun.ids import GateId
+from agentrun.lang import ir
+from agentrun.models import contract
+from agentrun.models.contract import (
     Answer,
     AnswerInput,
     BudgetInput,
@@ -34,8 +36,6 @@ from agentrun.contract import (
     VarWriteInput,
     limits_text,
 )
-from agentrun.ids import GateId
-from agentrun.lang import ir
 from agentrun.workflows import gates, notes
 from agentrun.workflows.budgets import Budgets
 from agentrun.workflows.continuing import Continuing

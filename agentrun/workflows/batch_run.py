@@ -22,9 +22,9 @@ from typing import Any
 from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
-from agentrun import contract
-from agentrun.contract import ElementNote, ModelUsage, RunState, TaskStatus
-from agentrun.lang.calls import Usage
+from agentrun.models import contract
+from agentrun.models.calls import Usage
+from agentrun.models.contract import ElementNote, ModelUsage, RunState, TaskStatus
 from agentrun.workflows import sizes
 from agentrun.workflows.batching import (
     BATCH_TOO_BIG,

@@ -10,10 +10,10 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from agentrun.contract import ElementNote, ModelUsage, Note, RunInput, TaintMark, TaskState
 from agentrun.lang import expressions, ir
-from agentrun.lang.calls import ChatMessage, Usage
 from agentrun.lang.render import TemplateSyntaxError, names_used
+from agentrun.models.calls import ChatMessage, Usage
+from agentrun.models.contract import ElementNote, ModelUsage, Note, RunInput, TaintMark, TaskState
 from agentrun.workflows.scope import RunKey
 from agentrun.workflows.taint import strings
 

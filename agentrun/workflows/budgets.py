@@ -6,10 +6,10 @@ from collections.abc import Awaitable, Callable
 
 from temporalio import workflow
 
-from agentrun.contract import RUN_BUDGET_GATE, ModelUsage, RunState, dollars
 from agentrun.ids import GateId
 from agentrun.lang import ir
-from agentrun.lang.calls import Usage
+from agentrun.models.calls import Usage
+from agentrun.models.contract import RUN_BUDGET_GATE, ModelUsage, RunState, dollars
 
 
 class BudgetExceeded(Exception):

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from temporalio import workflow
 
-from agentrun.contract import HISTORY_LIMIT, Carried, RunInput
+from agentrun.models.contract import HISTORY_LIMIT, Carried, RunInput
 
 if TYPE_CHECKING:
     from agentrun.workflows.interpreter import Interpreter

@@ -6,10 +6,12 @@ from __future__ import annotations
 from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
-from agentrun.contract import RunInput, RunState
-from agentrun.lang import calls, ir
-from agentrun.lang.drivers import driver_of, model_of
-from agentrun.workflows import activity_calls, metrics, notes, spawn_text, spawning, tracing
+from agentrun.lang import ir
+from agentrun.models import calls
+from agentrun.models.contract import RunInput, RunState
+from agentrun.models.drivers import driver_of, model_of
+from agentrun.models.texts import spawn_text
+from agentrun.workflows import activity_calls, metrics, notes, spawning, tracing
 from agentrun.workflows.budgets import RESERVATIONS, BudgetExceeded, Budgets, Reservations, cost_usd
 from agentrun.workflows.failures import TaskFailed
 from agentrun.workflows.scope import Scope

@@ -16,12 +16,12 @@ from typing import Any
 
 from temporalio import workflow
 
-from agentrun.contract import Drive, EvalInput, RunState, SubmitInput, TraceEntry, open_gates
 from agentrun.lang import ir
 from agentrun.lang.blackboard import const_refusal, var_path, write
 from agentrun.lang.render import clip
+from agentrun.models.contract import Drive, EvalInput, RunState, SubmitInput, TraceEntry, open_gates
+from agentrun.models.texts.tree_text import Outcome, Verdict
 from agentrun.workflows.protocols.tree import NOTE_CHARS, outcome_of
-from agentrun.workflows.protocols.tree_text import Outcome, Verdict
 
 PROTOCOL_STEP = "Acknowledge_Protocol"
 PROTOCOL_TEXT = """\

@@ -6,8 +6,8 @@ tests share them. A refused update is rejected before it is accepted: nothing re
 
 from __future__ import annotations
 
-from agentrun.contract import AnswerInput, BudgetInput, Gate, RunState, dollars, open_gates
 from agentrun.lang.ir import REJECT
+from agentrun.models.contract import AnswerInput, BudgetInput, Gate, RunState, dollars, open_gates
 
 
 def answer_refusal(state: RunState, answer: AnswerInput) -> str | None:

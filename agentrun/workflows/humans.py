@@ -10,9 +10,9 @@ from datetime import timedelta
 
 from temporalio import workflow
 
-from agentrun.contract import Answer, AnswerInput, Gate, GateKind, RunState
 from agentrun.ids import GateId
 from agentrun.lang import ir
+from agentrun.models.contract import Answer, AnswerInput, Gate, GateKind, RunState
 from agentrun.workflows import metrics, tracing
 
 

@@ -11,11 +11,11 @@ from typing import Any
 from jinja2 import TemplateError
 from temporalio import workflow
 
-from agentrun.contract import Answer, RunInput, RunState
 from agentrun.lang import ir
-from agentrun.lang.drivers import agent_type
 from agentrun.lang.render import render
 from agentrun.lang.scope import template_values
+from agentrun.models.contract import Answer, RunInput, RunState
+from agentrun.models.drivers import agent_type
 from agentrun.workflows import routing, sizes, taint, tracing
 from agentrun.workflows.budgets import Budgets
 from agentrun.workflows.continuing import Continuing

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 from temporalio import workflow
 from temporalio.exceptions import ApplicationError, ChildWorkflowError
 
-from agentrun.contract import BATCH_WORKFLOW, MapSummary, Note, TaskState, batch_id
 from agentrun.lang import ir
+from agentrun.models.contract import BATCH_WORKFLOW, MapSummary, Note, TaskState, batch_id
 from agentrun.workflows import batching, metrics, notes, sizes
 from agentrun.workflows.batching import BATCH_TOO_BIG, ELEMENT_FAILED, BatchInput, BatchResult
 from agentrun.workflows.budgets import BudgetExceeded

@@ -4,7 +4,7 @@ budgets. Its size does not grow with the list."""
 
 from __future__ import annotations
 
-from agentrun.contract import ElementNote, MapSummary, ModelUsage, RunState, TaintMark, TaskState
+from agentrun.models.contract import ElementNote, MapSummary, ModelUsage, RunState, TaintMark, TaskState
 from agentrun.workflows.batching import BatchResult, Spent
 
 MAX_FAILURES = 20

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from opentelemetry import metrics
 
-from agentrun.lang import telemetry as names
-from agentrun.lang.calls import Usage
+from agentrun.models import telemetry as names
+from agentrun.models.calls import Usage
 
 _METER = metrics.get_meter("agentrun.workflow")
 _PROMPTS = _METER.create_counter("agentrun.prompts", unit="{prompt}", description="Prompts sent to agents")

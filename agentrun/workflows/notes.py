@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from agentrun.contract import TERMINAL, Note, NoteInput, RunState
+from agentrun.models.contract import TERMINAL, Note, NoteInput, RunState
 
 FINISHED = ("completed", "failed", "skipped", "cancelled")
 

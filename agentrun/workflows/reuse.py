@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 from temporalio import workflow
 
-from agentrun.contract import MAX_OUTPUT_CHARS, Fork, RunState, StepRecord
 from agentrun.lang import blackboard, ir
 from agentrun.lang.render import to_text
+from agentrun.models.contract import MAX_OUTPUT_CHARS, Fork, RunState, StepRecord
 from agentrun.workflows import taint
 from agentrun.workflows.failures import TaskFailed
 

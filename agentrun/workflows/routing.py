@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 from temporalio import workflow
 
-from agentrun.contract import RunState
+from agentrun.models.contract import RunState
 
 # Runs recorded before kept such rows failed and their errors in the run's list.
 ROUTED_NOT_FAILED = "routed-failure-not-error"

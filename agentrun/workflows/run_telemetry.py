@@ -12,7 +12,7 @@ from temporalio import workflow
 from temporalio.worker import ExecuteWorkflowInput, WorkflowInboundInterceptor
 
 from agentrun.lang import ir
-from agentrun.lang import telemetry as names
+from agentrun.models import telemetry as names
 from agentrun.workflows.tracing import _ended, _event, _span
 
 

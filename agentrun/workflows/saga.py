@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from agentrun.contract import CompensationEntry, CompensationResult, RunState, TaskState
 from agentrun.lang import ir
+from agentrun.models.contract import CompensationEntry, CompensationResult, RunState, TaskState
 from agentrun.workflows import tracing
 from agentrun.workflows.failures import TaskFailed
 from agentrun.workflows.scope import RunKey, Scope

@@ -17,7 +17,7 @@ from temporalio import workflow
 from temporalio.api.common.v1 import Payload
 from temporalio.contrib.pydantic import PydanticJSONPlainPayloadConverter
 
-from agentrun.lang.sizes import MAX_SENT_BYTES, MAX_STATE_BYTES, megabytes
+from agentrun.models.sizes import MAX_SENT_BYTES, MAX_STATE_BYTES, megabytes
 
 __all__ = [
     "StateBound",

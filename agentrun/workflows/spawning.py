@@ -8,13 +8,14 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
-from agentrun.contract import SpawnedAgent
-from agentrun.lang import calls, ir
-from agentrun.lang.drivers import driver_of
+from agentrun.lang import ir
 from agentrun.lang.render import clip
+from agentrun.models import calls
+from agentrun.models.contract import SpawnedAgent
+from agentrun.models.drivers import driver_of
+from agentrun.models.texts.spawn_text import Ask, Request, follow_up, results, sub_agent, wants_to_spawn
 from agentrun.workflows.failures import TaskFailed
 from agentrun.workflows.scope import Scope
-from agentrun.workflows.spawn_text import Ask, Request, follow_up, results, sub_agent, wants_to_spawn
 from agentrun.workflows.taint import untrusted
 
 if TYPE_CHECKING:

@@ -9,10 +9,10 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from agentrun.contract import RunState, TaintMark
 from agentrun.lang import expressions, ir
 from agentrun.lang.render import TemplateSyntaxError, names_used
 from agentrun.lang.render import untrusted as untrusted
+from agentrun.models.contract import RunState, TaintMark
 from agentrun.workflows.scope import Scope
 
 

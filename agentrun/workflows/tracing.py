@@ -26,16 +26,17 @@ from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 from temporalio import workflow
 
-from agentrun.contract import TERMINAL
-from agentrun.lang import calls, ir
-from agentrun.lang import telemetry as names
-from agentrun.lang.drivers import driver_of, model_of
+from agentrun.lang import ir
+from agentrun.models import calls
+from agentrun.models import telemetry as names
+from agentrun.models.contract import TERMINAL
+from agentrun.models.drivers import driver_of, model_of
 from agentrun.workflows import metrics
 from agentrun.workflows.failures import TaskFailed
 from agentrun.workflows.scope import RunKey, Scope
 
 if TYPE_CHECKING:
-    from agentrun.contract import Gate, RunState
+    from agentrun.models.contract import Gate, RunState
     from agentrun.workflows.interpreter import Interpreter
 
 _TRACER = trace.get_tracer("agentrun.workflow")

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 import yaml
 
-from agentrun.contract import RunState
+from agentrun.models.contract import RunState
 from tests.fakes.openai_server import FakeOpenAI, Recorded
 from tests.runs import answer, finish, open_gate, start_spec
 

@@ -42,8 +42,8 @@ from agentrun.activities.agents._common import (
     stop_process_group,
     tail,
 )
-from agentrun.lang.calls import AgentCall, AgentReply
-from agentrun.lang.drivers import AgentUri
+from agentrun.lang.agent_uri import AgentUri
+from agentrun.models.calls import AgentCall, AgentReply
 
 POLL_S = 0.5
 # While events come, the settled reply is looked for when they say so, and this often besides.

@@ -18,8 +18,8 @@ from agentrun.activities import keys, progress
 from agentrun.activities.agents import streaming
 from agentrun.activities.agents._common import AGENT_UNAVAILABLE, agent_error, http_client
 from agentrun.activities.agents.tools import anthropic_tools
-from agentrun.lang.calls import AgentCall, AgentReply, ChatMessage, ToolCall, Usage
-from agentrun.lang.drivers import AgentUri
+from agentrun.lang.agent_uri import AgentUri
+from agentrun.models.calls import AgentCall, AgentReply, ChatMessage, ToolCall, Usage
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 API_VERSION = "2023-06-01"

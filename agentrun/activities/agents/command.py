@@ -13,8 +13,8 @@ import shlex
 
 from agentrun.activities import progress
 from agentrun.activities.agents._common import agent_error, spawn, stop_process_group, tail
-from agentrun.lang.calls import AgentCall, AgentReply
-from agentrun.lang.drivers import AgentUri
+from agentrun.lang.agent_uri import AgentUri
+from agentrun.models.calls import AgentCall, AgentReply
 
 
 async def send(call: AgentCall) -> AgentReply:

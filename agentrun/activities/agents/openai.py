@@ -17,8 +17,8 @@ from agentrun.activities import keys, progress
 from agentrun.activities.agents import streaming
 from agentrun.activities.agents._common import agent_error, http_client
 from agentrun.activities.agents.tools import openai_tools
-from agentrun.lang.calls import AgentCall, AgentReply, ChatMessage, ToolCall, Usage
-from agentrun.lang.drivers import AgentUri
+from agentrun.lang.agent_uri import AgentUri
+from agentrun.models.calls import AgentCall, AgentReply, ChatMessage, ToolCall, Usage
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 

@@ -17,8 +17,8 @@ from typing import Any
 import yaml
 
 from agentrun.activities.agents._common import agent_error
-from agentrun.lang.calls import AgentCall, AgentReply
-from agentrun.lang.drivers import AgentUri
+from agentrun.lang.agent_uri import AgentUri
+from agentrun.models.calls import AgentCall, AgentReply
 
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's, where installed
 

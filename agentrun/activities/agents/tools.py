@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from agentrun.activities.agents._common import agent_error
-from agentrun.lang.calls import SPAWN_AGENTS
+from agentrun.models.calls import SPAWN_AGENTS
 
 _SPAWN_PARAMETERS: dict[str, Any] = {
     "type": "object",

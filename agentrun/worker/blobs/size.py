@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agentrun.lang.sizes import megabytes
+from agentrun.models.sizes import megabytes
 
 
 def size_text(size: int) -> str:

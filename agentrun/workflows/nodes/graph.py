@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 from temporalio import workflow
 
-from agentrun.contract import MAX_OUTPUT_CHARS, ModelUsage
 from agentrun.lang import expressions, ir
 from agentrun.lang.render import to_text
+from agentrun.models.contract import MAX_OUTPUT_CHARS, ModelUsage
 from agentrun.workflows import taint
 from agentrun.workflows.budgets import overrun
 from agentrun.workflows.failures import TaskFailed

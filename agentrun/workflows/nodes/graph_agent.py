@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from agentrun.contract import TaskState
 from agentrun.lang import ir
 from agentrun.lang.rules import extract_json
+from agentrun.models.contract import TaskState
 from agentrun.workflows.nodes.leaf import Row
 
 if TYPE_CHECKING:

@@ -9,9 +9,10 @@ from typing import TYPE_CHECKING, Any
 
 from temporalio import workflow
 
-from agentrun.contract import TaskState
-from agentrun.lang import calls, ir
+from agentrun.lang import ir
 from agentrun.lang.render import render, to_text
+from agentrun.models import calls
+from agentrun.models.contract import TaskState
 from agentrun.workflows import activity_calls, metrics, taint
 from agentrun.workflows.failures import TaskFailed, unexpected
 

@@ -6,8 +6,9 @@ from typing import TYPE_CHECKING
 
 from temporalio import workflow
 
-from agentrun.lang import calls, ir
+from agentrun.lang import ir
 from agentrun.lang.render import render, render_value
+from agentrun.models import calls
 from agentrun.workflows import activity_calls
 from agentrun.workflows.nodes import leaf
 from agentrun.workflows.nodes.base import Handler

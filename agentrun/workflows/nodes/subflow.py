@@ -28,9 +28,9 @@ from pydantic import ValidationError
 from temporalio import workflow
 from temporalio.exceptions import ApplicationError, ChildWorkflowError
 
-from agentrun.contract import WORKFLOW, ModelUsage, RunState, SubgraphRun, TaintMark, TaskState
 from agentrun.lang import ir
 from agentrun.lang.render import to_text
+from agentrun.models.contract import WORKFLOW, ModelUsage, RunState, SubgraphRun, TaintMark, TaskState
 from agentrun.workflows.budgets import SUBGRAPH_HOLDS
 from agentrun.workflows.failures import TaskFailed
 from agentrun.workflows.nodes import leaf

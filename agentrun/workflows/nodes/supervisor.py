@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 from temporalio import workflow
 
-from agentrun.contract import SupervisorChoice
 from agentrun.lang import ir
+from agentrun.models.contract import SupervisorChoice
 from agentrun.workflows.failures import TaskFailed
 from agentrun.workflows.nodes.base import Handler
 from agentrun.workflows.nodes.graph_agent import as_task, context, node_row, reply_object

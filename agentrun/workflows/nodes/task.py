@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
-from agentrun.contract import TaskState
 from agentrun.lang import ir
+from agentrun.models.contract import TaskState
 from agentrun.workflows.nodes import leaf
 from agentrun.workflows.nodes.base import Handler
 from agentrun.workflows.protocols.registry import PROTOCOLS

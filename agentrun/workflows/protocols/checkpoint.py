@@ -13,13 +13,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from jinja2 import TemplateError
 from temporalio import workflow
 
-from agentrun.contract import DEFAULT_MAX_ITERATIONS, GoalSupervision, SupervisedAttempt, TaskState
 from agentrun.lang import expressions, ir
 from agentrun.lang.render import clip, to_text
+from agentrun.models.contract import DEFAULT_MAX_ITERATIONS, GoalSupervision, SupervisedAttempt, TaskState
+from agentrun.models.texts.checkpoint_text import commit_prompt, execute_prompt, given, reminder, setting
 from agentrun.workflows.failures import TaskFailed
 from agentrun.workflows.protocols import reconcile
 from agentrun.workflows.protocols.checkpoint_read import converged, output_value, read_post, read_pre
-from agentrun.workflows.protocols.checkpoint_text import commit_prompt, execute_prompt, given, reminder, setting
 from agentrun.workflows.protocols.supervise import MAX_REORIENTS, Goal, decide
 from agentrun.workflows.taint import untrusted
 

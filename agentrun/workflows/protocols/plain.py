@@ -8,15 +8,16 @@ from typing import TYPE_CHECKING, Any
 from jinja2 import TemplateError
 from temporalio import workflow
 
-from agentrun.contract import MAX_OUTPUT_CHARS
-from agentrun.lang import calls, expressions, ir
+from agentrun.lang import expressions, ir
+from agentrun.models import calls
+from agentrun.models.contract import MAX_OUTPUT_CHARS
+from agentrun.models.texts.plain_text import prompt
 from agentrun.workflows import activity_calls, metrics
 from agentrun.workflows.conversation import first_line
 from agentrun.workflows.failures import TaskFailed
-from agentrun.workflows.protocols.plain_text import prompt
 
 if TYPE_CHECKING:
-    from agentrun.contract import TaskState
+    from agentrun.models.contract import TaskState
     from agentrun.workflows.interpreter import Interpreter
     from agentrun.workflows.scope import Scope
 

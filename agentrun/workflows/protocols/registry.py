@@ -12,7 +12,7 @@ from agentrun.lang import ir
 from agentrun.workflows.protocols import checkpoint, plain, status, tree
 
 if TYPE_CHECKING:
-    from agentrun.contract import TaskState
+    from agentrun.models.contract import TaskState
     from agentrun.workflows.interpreter import Interpreter
     from agentrun.workflows.scope import Scope
 

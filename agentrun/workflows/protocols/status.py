@@ -11,13 +11,13 @@ from typing import TYPE_CHECKING
 
 from temporalio import workflow
 
-from agentrun.contract import DEFAULT_MAX_ITERATIONS
 from agentrun.lang import ir
+from agentrun.models.contract import DEFAULT_MAX_ITERATIONS
+from agentrun.models.texts.status_text import prompt, templated
 from agentrun.workflows.failures import TaskFailed
-from agentrun.workflows.protocols.status_text import prompt, templated
 
 if TYPE_CHECKING:
-    from agentrun.contract import TaskState
+    from agentrun.models.contract import TaskState
     from agentrun.workflows.interpreter import Interpreter
     from agentrun.workflows.scope import Scope
 

@@ -6,14 +6,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from agentrun.contract import GoalSupervision, SupervisedAttempt, TaskState, Verdict
 from agentrun.lang import ir
 from agentrun.lang.render import clip, to_text
+from agentrun.models.contract import GoalSupervision, SupervisedAttempt, TaskState, Verdict
+from agentrun.models.texts.checkpoint_text import SUPERVISOR, Setting, gate_id, supervise_prompt
 from agentrun.workflows.conversation import first_line
 from agentrun.workflows.failures import TaskFailed
 from agentrun.workflows.humans import rejected
 from agentrun.workflows.protocols.checkpoint_read import read_verdict
-from agentrun.workflows.protocols.checkpoint_text import SUPERVISOR, Setting, gate_id, supervise_prompt
 
 if TYPE_CHECKING:
     from agentrun.workflows.interpreter import Interpreter

@@ -11,15 +11,15 @@ from typing import TYPE_CHECKING, Any
 
 from temporalio import workflow
 
-from agentrun.contract import TraceEntry
 from agentrun.lang import blackboard, ir
 from agentrun.lang.render import clip
+from agentrun.models.contract import TraceEntry
+from agentrun.models.texts import tree_text
+from agentrun.models.texts.tree_text import BadAnswer, Outcome, Verdict
 from agentrun.workflows.failures import TaskFailed
-from agentrun.workflows.protocols import tree_text
-from agentrun.workflows.protocols.tree_text import BadAnswer, Outcome, Verdict
 
 if TYPE_CHECKING:
-    from agentrun.contract import TaskState
+    from agentrun.models.contract import TaskState
     from agentrun.workflows.interpreter import Interpreter
     from agentrun.workflows.scope import Scope
 

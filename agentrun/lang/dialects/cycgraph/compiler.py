@@ -7,12 +7,12 @@ import os
 from typing import Any
 
 from agentrun.lang import expressions, ir
+from agentrun.lang.agent_uri import AgentUri
 from agentrun.lang.dialects.builder import Builder
 from agentrun.lang.dialects.cycgraph import NAME, is_bundle
 from agentrun.lang.dialects.cycgraph.checks import check_graph
 from agentrun.lang.dialects.cycgraph.fanout import attach_workers, check_subgraph_refs
 from agentrun.lang.dialects.cycgraph.nodes import Compiled, NodeCompiler
-from agentrun.lang.drivers import AgentUri
 from agentrun.lang.errors import SpecError
 from agentrun.lang.yamlpos import PosDict, load_mapping, plain, position
 

@@ -1,0 +1,102 @@
+"""The engine as a library: connect to Temporal, start runs, find them, list them, and serve them
+with a worker inside the caller's program.
+
+    engine = await agentrun.connect()
+    run = await engine.start("examples/quickstart.yaml", agents="scripted:replies.yaml")
+    async with engine.worker():
+        async for event in run.events():
+            print(event.kind, getattr(event, "step", ""))
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import AsyncGenerator, Mapping
+from typing import Any
+
+from temporalio.client import Client
+from temporalio.service import RPCError
+
+from agentrun.client import listing, start
+from agentrun.client.models import RunSummary
+from agentrun.client.run import Run
+from agentrun.errors import UsageError
+from agentrun.explain import prepare
+from agentrun.explain.prepare import Spec
+from agentrun.models.names import TASK_QUEUE, RunStatus
+
+
+async def connect() -> Engine:
+    """An engine on the Temporal that TEMPORAL_ADDRESS (and the other TEMPORAL_* variables or an
+    env-config profile) name, else on the embedded dev server, started if it is not running.
+    Raises Unreachable."""
+    from agentrun.worker.connection import connect as connect_client
+
+    return Engine(await connect_client())
+
+
+class Engine:
+    """Runs on one Temporal namespace. Runs started here wait on `task_queue` for any worker:
+    `worker()` in this program, `python -m worker` or `agentrun worker` anywhere."""
+
+    def __init__(self, client: Client, task_queue: str = TASK_QUEUE) -> None:
+        self.temporal = client  # Temporal's own client, for what this API does not cover
+        self.task_queue = task_queue
+
+    async def start(
+        self,
+        spec: Spec,
+        params: Mapping[str, Any] | None = None,
+        agents: str | Mapping[str, str] | None = None,
+        workdir: str | os.PathLike[str] | None = None,
+        run_id: str | None = None,
+        resume_from: str | None = None,
+        max_iterations: int | None = None,
+        lenient: bool = False,
+    ) -> Run:
+        """Start a run of `spec` (a path, the spec's text, or a loaded `ir.Plan`). `agents`: the
+        default agent URI, or agent id -> URI (`"default"` for the default), over agentrun.yaml
+        beside the spec; `workdir`: where agents and checks run (default: the spec's folder).
+        Raises SpecError (with file:line problems) before anything starts, UsageError for a taken id."""
+        loaded = prepare.load_spec(spec, list((params or {}).items()), _agent_flags(agents))
+        inp = prepare.prepare_input(loaded, workdir, resume_from, max_iterations, lenient)
+        new_id = run_id or start.new_run_id(inp.plan.name)
+        inp.search_attributes = await start.ensure_search_attributes(self.temporal)
+        await start.start_run(self.temporal, inp, new_id, self.task_queue)
+        return Run(self.temporal, new_id)
+
+    def run(self, run_id: str) -> Run:
+        """A handle on a run that exists already (its methods raise NoSuchRun if it does not)."""
+        return Run(self.temporal, run_id)
+
+    async def runs(self, status: RunStatus | None = None, spec: str | None = None, limit: int = 50) -> list[RunSummary]:
+        """The latest runs, newest first, with this status or of this spec."""
+        query = listing.visibility_query(status, spec)
+        try:
+            return [
+                RunSummary.model_validate(listing.row(wf))
+                async for wf in self.temporal.list_workflows(query, limit=limit)
+            ]
+        except RPCError as exc:
+            raise UsageError(f"Temporal cannot list runs with this filter: {exc.message}") from None
+
+    @contextlib.asynccontextmanager
+    async def worker(self, task_queue: str | None = None, max_concurrent_activities: int = 100) -> AsyncGenerator[None]:
+        """A worker in this program while the block runs: it takes the runs on `task_queue` (this
+        engine's), whoever started them, and finishes the activities it runs before the block ends."""
+        from agentrun.activities.agents.agentapi import release_all
+        from agentrun.worker.build import build_worker
+
+        async with build_worker(self.temporal, task_queue or self.task_queue, max_concurrent_activities):
+            yield
+        await release_all()
+
+
+def _agent_flags(agents: str | Mapping[str, str] | None) -> list[str]:
+    """`agents` as `--agent` flags: a URI for the default, ID=URI for one agent."""
+    if agents is None:
+        return []
+    if isinstance(agents, str):
+        return [agents]
+    return [uri if agent == "default" else f"{agent}={uri}" for agent, uri in agents.items()]

@@ -1,0 +1,133 @@
+"""What a fork changes before it goes on: params (-p), memory values (--set memory.KEY=VALUE) and
+step prompts (--prompt STEP=TEXT), each checked against the plan before anything starts."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple, NoReturn
+
+import yaml
+
+from agentrun.explain import mistakes
+from agentrun.explain.cut import step_id
+from agentrun.explain.prepare import cli_params
+from agentrun.lang import blackboard, ir, params
+from agentrun.lang.errors import Problem, SpecError, did_you_mean
+from agentrun.lang.render import TemplateSyntaxError, names_used
+
+MEMORY = "memory."
+
+
+class Changes(NamedTuple):
+    plan: ir.Plan
+    params: dict[str, Any]
+    memory: dict[str, Any]  # dotted paths
+    said: list[str]  # each change in words, for the report
+
+
+@dataclass(frozen=True)
+class Wanted:
+    """What a fork changes, as `fork`'s options give it: `KEY=VALUE` params, `memory.KEY=VALUE`
+    memory values and `STEP=TEXT` prompts."""
+
+    param: list[str] = field(default_factory=list)
+    set: list[str] = field(default_factory=list)
+    prompt: list[str] = field(default_factory=list)
+
+
+def apply(plan: ir.Plan, given: dict[str, Any], args: Wanted) -> Changes:
+    """The fork's plan, params and memory values from `--param`, `--set` and `--prompt`. Raises SpecError."""
+    plan = plan.model_copy(deep=True)
+    said: list[str] = []
+    values, changed = dict(given), cli_params(args.param)
+    for name, value in changed:
+        values[name] = _param(plan, name, value)
+        said.append(f"param {name} = {values[name]!r}")
+    for warning in mistakes.unknown_params(plan, [name for name, _ in changed]):
+        print(warning, file=sys.stderr)
+    memory = {}
+    for item in args.set:
+        path, value = _memory(plan, item)
+        memory[path] = value
+        said.append(f"memory.{path} = {value!r}")
+    for item in args.prompt:
+        said.append(_prompt(plan, item))
+    return Changes(plan, values, memory, said)
+
+
+def _param(plan: ir.Plan, name: str, value: Any) -> Any:
+    param = plan.params.get(name)
+    if param is None:
+        return value
+    try:
+        return params.coerce(value, param.type)
+    except ValueError as exc:
+        raise SpecError([Problem(f"-p {name}", 0, 0, f"param '{name}': {exc}", f"pass a {param.type} value")]) from None
+
+
+def _memory(plan: ir.Plan, item: str) -> tuple[str, Any]:
+    """`memory.KEY=VALUE` (KEY may be dotted, VALUE is YAML) as its path and value."""
+    target, sep, raw = item.partition("=")
+    if not sep or not target.startswith(MEMORY) or target == MEMORY:
+        _refuse(f"--set {item}", f"cannot set '{target}'", "write --set memory.KEY=VALUE (KEY may be dotted: a.b)")
+    path = target.removeprefix(MEMORY)
+    root = path.split(".")[0]
+    if plan.traits.blackboard:
+        refusal = blackboard.const_refusal(path, plan.constants)
+        if refusal:
+            _refuse(f"--set {item}", refusal, "set a $VAR value")
+    else:
+        names = memory_names(plan)
+        if not names:
+            where = plan.traits.stores_with
+            _refuse(
+                f"--set {item}",
+                f"a {plan.dialect} run of '{plan.name}' keeps no memory: none of its steps stores a value",
+                f"memory values come from {where}; change a step's input with --prompt or a param with -p",
+            )
+        if root not in names:
+            hint = did_you_mean(root, names) or "its memory keys: " + ", ".join(sorted(names))
+            _refuse(f"--set {item}", f"no memory key '{root}' in {plan.name}", hint)
+    return path, _value(raw)
+
+
+def memory_names(plan: ir.Plan) -> set[str]:
+    """The memory keys the plan's steps read and write: seeded ones, store_as names, goal outputs,
+    and a state graph's read and write keys."""
+    names = set(plan.memory)
+    for node in plan.walk():
+        names |= {node.store_as} if node.store_as else set()
+        names |= set(node.outputs) if isinstance(node, ir.Task) else set()
+        for access in node.access.values() if isinstance(node, ir.Graph) else []:
+            names |= {*access.read_keys, *access.write_keys, access.write_key or "*"} - {"*"}
+    return names
+
+
+def _value(raw: str) -> Any:
+    try:
+        return yaml.safe_load(raw) if raw else ""
+    except yaml.YAMLError:
+        return raw
+
+
+def _prompt(plan: ir.Plan, item: str) -> str:
+    """Replace a step's prompt in the plan; the change in words."""
+    name, sep, text = item.partition("=")
+    if not sep or not name:
+        _refuse(f"--prompt {item}", "expected STEP=TEXT", "write --prompt STEP=TEXT")
+    node = next(n for n in plan.leaves() if n.id == step_id(plan, name, f"--prompt {name}"))
+    if not isinstance(node, ir.Task):
+        _refuse(
+            f"--prompt {name}", f"step '{node.id}' is a {node.kind} step, which has no prompt", "name an agent task"
+        )
+    try:
+        names_used(text)
+    except TemplateSyntaxError as exc:
+        _refuse(f"--prompt {name}", f"the new prompt is not a valid template: {exc}", "check its {{ }} and {% %}")
+    node.prompt = text
+    return f"prompt of {node.id} replaced"
+
+
+def _refuse(flag: str, message: str, hint: str) -> NoReturn:
+    raise SpecError([Problem(flag, 0, 0, message, hint)])

@@ -1,0 +1,157 @@
+"""`python -m client mcp`: the behaviour-tree tools over MCP (the official SDK), stdio by default,
+streamable HTTP with `--http PORT`. Each tool is one call to `client.executions`; the server keeps
+nothing of its own, so it can be killed and started again at any time."""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Awaitable, Callable
+from typing import Annotated, Any, Literal
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import Field
+from temporalio.client import Client
+
+from agentrun.client import executions
+from agentrun.client.executions import ExecutionError
+
+TraceOutput = Annotated[str, Field(description="The execution's address (for example ./traces/deploy-001.json).")]
+Note = Annotated[str | None, Field(description="One sentence on why: the values that decided it. Kept in the trace.")]
+Path = Annotated[str | None, Field(description="A dotted path inside the scope; leave out to read all of it.")]
+
+Handler = Callable[..., Awaitable[Any]]
+
+INSTRUCTIONS = (
+    "Drive behaviour-tree executions: start_execution(tree_uri, trace_output), then loop next_step -> "
+    "eval (for an evaluate step) or submit (for an instruct step) until next_step says done or failure. "
+    "Read and write the blackboard with var_read, var_write and const_read."
+)
+
+
+def build(client: Client, task_queue: str) -> MCPServer:
+    server = MCPServer(name="agentrun-behaviour-trees", instructions=INSTRUCTIONS, log_level="WARNING")
+
+    async def call(work: Any) -> Any:
+        try:
+            return await work
+        except ExecutionError as exc:
+            raise ToolError(str(exc)) from None
+
+    @server.tool(description="Leave a person's note for the next prompt of a run's step (or of any step).")
+    async def say(run_id: str, text: str, step: str = "", by: str = "") -> dict[str, Any]:
+        from agentrun.client import humans  # the one tool about runs rather than executions
+        from agentrun.errors import UserError
+        from agentrun.models.contract import NoteInput
+
+        try:
+            note = await humans.send_note(client, run_id, NoteInput(text=text, step=step, by=by or humans.user()))
+        except UserError as exc:
+            raise ToolError(str(exc)) from None
+        return note.model_dump()
+
+    @server.tool(description="Start a new execution of a behaviour tree file at an address of your choosing.")
+    async def start_execution(
+        tree_uri: Annotated[str, Field(description="Path to the tree's .yaml/.yml/.json file.")],
+        trace_output: TraceOutput,
+    ) -> dict[str, Any]:
+        return await call(executions.start_execution(client, tree_uri, trace_output, task_queue))
+
+    @server.tool(description="Where an existing execution is: its status, phase and whether the protocol is accepted.")
+    async def resume_execution(trace_output: TraceOutput) -> dict[str, Any]:
+        return await call(executions.resume_execution(client, trace_output))
+
+    @server.tool(description="Start an execution over: state seeded again, progress and trace cleared.")
+    async def reset_execution(trace_output: TraceOutput) -> dict[str, Any]:
+        return await call(executions.reset_execution(client, trace_output))
+
+    @server.tool(description="The next step: an evaluate, an instruct, or {status: done | failure}.")
+    async def next_step(trace_output: TraceOutput) -> dict[str, Any]:
+        return await call(executions.next_step(client, trace_output))
+
+    @server.tool(name="eval", description="Answer an evaluate step: true if the precondition holds.")
+    async def eval_(
+        trace_output: TraceOutput,
+        result: Annotated[bool, Field(description="true to advance, false to fail the action.")],
+        note: Note = None,
+    ) -> dict[str, Any]:
+        return await call(executions.eval_step(client, trace_output, result, note or ""))
+
+    @server.tool(description="Report an instruct step: success, failure, or running (not finished yet).")
+    async def submit(
+        trace_output: TraceOutput,
+        status: Literal["success", "failure", "running"],
+        note: Note = None,
+    ) -> dict[str, Any]:
+        return await call(executions.submit(client, trace_output, status, note or ""))
+
+    @server.tool(description="Record a thought in the execution's trace.")
+    async def think(trace_output: TraceOutput, thought: str) -> dict[str, Any]:
+        return await call(executions.think(client, trace_output, thought))
+
+    @server.tool(description="Read $VAR, the blackboard: all of it, or one dotted path.")
+    async def var_read(trace_output: TraceOutput, path: Path = None) -> dict[str, Any]:
+        return _object(await call(executions.var_read(client, trace_output, path)))
+
+    @server.tool(description="Write a $VAR value; the value is JSON-parsed when it parses, else kept as text.")
+    async def var_write(trace_output: TraceOutput, path: str, value: str) -> dict[str, Any]:
+        return await call(executions.var_write(client, trace_output, path, parsed(value)))
+
+    @server.tool(description="Read $CONST, the read-only values: all of them, or one dotted path.")
+    async def const_read(trace_output: TraceOutput, path: Path = None) -> dict[str, Any]:
+        return _object(await call(executions.const_read(client, trace_output, path)))
+
+    @server.tool(description="The whole execution document: status, phase, cursor, blackboard and trace.")
+    async def get_execution(trace_output: TraceOutput) -> dict[str, Any]:
+        return await call(executions.get_execution(client, trace_output))
+
+    @server.tool(description="A slice of the execution's trace: entries from `from` up to, not including, `to`.")
+    @_keywords({"from": "start", "to": "end"})
+    async def read_trace(
+        trace_output: TraceOutput,
+        start: Annotated[int | None, Field(alias="from", description="The first entry, from 0.")] = None,
+        end: Annotated[int | None, Field(alias="to", description="The entry to stop before.")] = None,
+    ) -> dict[str, Any]:
+        return await call(executions.read_trace(client, trace_output, start, end))
+
+    return server
+
+
+def _keywords(names: dict[str, str]) -> Callable[[Handler], Handler]:
+    """A tool whose inputs are Python keywords (`from`, `to`): the SDK calls it by those names,
+    which it takes under their field names. Its signature stays the tool's own, for the schema."""
+
+    def wrap(tool: Handler) -> Handler:
+        @functools.wraps(tool)
+        async def called(**given: Any) -> Any:
+            return await tool(**{names.get(key, key): value for key, value in given.items()})
+
+        return called
+
+    return wrap
+
+
+def parsed(value: str) -> Any:
+    """A written value: JSON when it parses (numbers, true, objects), else the text itself."""
+    try:
+        return json.loads(value)
+    except ValueError:
+        return value
+
+
+def _object(value: Any) -> dict[str, Any]:
+    """Tool results are JSON objects; a scope is one already, a single value comes as {path, value}."""
+    return value if isinstance(value, dict) else {"value": value}
+
+
+async def serve(client: Client, task_queue: str, http_port: int | None, worker: bool) -> None:
+    """Serve the tools until the MCP client goes away, with a worker for the runs unless told not to."""
+    from agentrun.client.start import local_worker
+
+    server = build(client, task_queue)
+    async with local_worker(client, task_queue, needed=worker):
+        if http_port:
+            await server.run_streamable_http_async(host="127.0.0.1", port=http_port)
+        else:
+            await server.run_stdio_async()

@@ -1,0 +1,675 @@
+"""The contract between the client and the worker: what a run is given, what it reports, how
+people talk to it (update and query names, their inputs), the search attributes it sets and the
+task queue. Both sides import this module and nothing else of each other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Any, Literal, TypeVar, cast
+
+from pydantic import BaseModel, Field, PrivateAttr, computed_field, model_validator
+from temporalio.common import SearchAttributeKey
+
+from agentrun.ids import GateId, NodeId, RunId
+from agentrun.lang import ir
+from agentrun.lang.amounts import dollars as dollars
+from agentrun.lang.amounts import limits_text as limits_text
+from agentrun.lang.render import to_text
+from agentrun.models import calls, names
+from agentrun.models.calls import Usage
+
+WORKFLOW = "AgentRun"
+BATCH_WORKFLOW = "AgentRunBatch"  # a batch of a long map's elements, a child workflow of its run
+TASK_QUEUE = names.TASK_QUEUE
+DEFAULT_MAX_ITERATIONS = 25
+
+# Updates people (and tools) send a run, and the query that reads it.
+ANSWER = "answer"  # AnswerInput -> Answer
+RAISE_BUDGET = "raise_budget"  # BudgetInput -> Budget
+ROLLBACK = "rollback_on_cancel"  # no argument: the cancellation that follows runs the compensations
+STATE = "state"  # the query: RunState, without its step log
+STEP_LOG = "step_log"  # the query and memo key: the run's step log, which a fork reads
+# Signals carrying the same answers, for when no worker may hold the run: they wait in its history,
+# and the run checks them as the updates' validators do once a worker takes it.
+SAY = "say"  # NoteInput -> Note: a person's note for the next prompt of a step (or of any step)
+QUEUE_ANSWER = "queue_answer"  # AnswerInput
+QUEUE_BUDGET = "queue_budget"  # BudgetInput
+# A driven run (a behaviour tree the agent walks over MCP): the agent asks for each step and answers it.
+NEXT_STEP = "next_step"  # no argument -> the step to do, or {status: done | failure | waiting}
+EVAL = "eval"  # EvalInput -> {status: evaluation_passed | evaluation_failed, message}
+SUBMIT = "submit"  # SubmitInput -> {status: step_complete | action_complete | action_failed | running, …}
+THINK = "think"  # ThinkInput -> {status: recorded}
+VAR_WRITE = "var_write"  # VarWriteInput -> {path, value}
+
+RUN_BUDGET_GATE = "budget"  # the gate a paused run budget opens; a step budget opens budget:<step id>
+
+# Search attributes, so people can filter runs in Temporal Web:
+# `AgentRunWaitingFor="human_approval"` lists the runs waiting on a person.
+SPEC = SearchAttributeKey.for_keyword("AgentRunSpec")
+STATUS = SearchAttributeKey.for_keyword("AgentRunStatus")
+WAITING_FOR = SearchAttributeKey.for_keyword("AgentRunWaitingFor")
+# A fork's parent: `AgentRunParent="RUN"` lists the runs forked from RUN.
+PARENT = SearchAttributeKey.for_keyword("AgentRunParent")
+SEARCH_ATTRIBUTES = (SPEC, STATUS, WAITING_FOR, PARENT)
+
+
+# The memo key a fork carries its parent's run id under, from its start.
+PARENT_MEMO = "parent"
+
+
+class StepRecord(BaseModel):
+    """One finished run of a step (an agent task, a provider call, a question to people), as a
+    fork takes it over instead of running it again.
+
+    `round` counts the runs of the same run key (a loop's rounds, a retry's attempts) from 1;
+    `began` is how many records had been written when it began, so a fork can tell which steps
+    could not have read another's output (they began before it ended).
+    """
+
+    key: str  # the run key, as the report shows it: draft, score[3]
+    node: str  # the plan node's id
+    round: int = 1
+    began: int = 0
+    status: Literal["completed", "failed"] = "completed"
+    value: Any = None  # what the step gave the nodes after it
+    kept: bool = True  # False: the value was too large to keep, so a fork runs the step again
+    error: str = ""
+    writes: dict[str, Any] = {}  # blackboard paths it wrote ($VAR)
+
+
+class NoteInput(BaseModel):
+    text: str
+    step: str = ""  # the step whose next prompt carries it; "" for the next prompt of any step
+    by: str = ""
+
+
+class Note(BaseModel):
+    """A person's note to the run's agents, kept in the run state; `delivered_to` is the run key
+    (step, element or round) whose prompt carried it, "" until then."""
+
+    n: int
+    text: str
+    step: str = ""
+    by: str = ""
+    delivered_to: str = ""
+    delivered_turn: int = 0  # the prompt of that run key that carried it, from 1
+    handed_to: str = ""  # the batch (child workflow id) whose prompts may carry it; no other prompt does
+
+    @property
+    def sender(self) -> str:
+        return self.by or "a person"
+
+
+class Fork(BaseModel):
+    """What a forked run takes from the run it was forked from, and what it changes."""
+
+    parent: str
+    at: str  # the step it goes on from: its run key, with #N past its first round
+    reuse: list[StepRecord] = []  # runs of steps taken over, not run again
+    memory: dict[str, Any] = {}  # dotted memory paths set where the fork goes on (--set memory.KEY)
+    changes: list[str] = []  # what was changed, in words, for the report
+    notes: list[Note] = []  # people's notes it carries, to be delivered again (client.fork)
+
+
+HISTORY_LIMIT = 8_000
+
+
+class Carried(BaseModel):
+    """What a run that continues as new takes into its next execution: its state, what finished
+    nodes returned (workflows.journal), and the conversation and taint records the state lacks."""
+
+    state: RunState
+    journal: dict[str, Any] = {}
+    transcripts: dict[str, list[calls.ChatMessage]] = {}
+    turns: dict[str, int] = {}
+    ran: dict[str, list[str]] = {}
+    # What each compensation_stack entry runs (it is not sent with the state): the compensation
+    # node's id, the map element indexes of its run key, the output it undoes.
+    undos: list[tuple[str, list[int], Any]] = []
+    rollback: bool = False  # a cancellation asked for before it continued undoes what it did
+
+
+class RunInput(BaseModel):
+    """What `client start` hands the AgentRun workflow."""
+
+    plan: ir.Plan
+    params: dict[str, Any] = {}
+    workdir: str
+    default_agent: str
+    agents: dict[str, str] = {}  # agent id -> URI, overriding the default
+    resume_from: NodeId | None = None
+    max_iterations: int | None = None
+    lenient: bool = False
+    heartbeat_s: float = 30.0
+    search_attributes: bool = True
+    prices: dict[str, ir.Price] = {}  # a price table from the command line; the spec's own wins
+    # A behaviour tree the agent walks itself over MCP: no agent is asked, the run waits for updates.
+    driven: bool = False
+    trace_output: str = ""  # a driven run's address as the agent knows it
+    fork: Fork | None = None  # a run forked from another: the steps it takes over
+    # Events one execution's history may reach before the run continues as new (Temporal warns at
+    # 10,240); None is HISTORY_LIMIT.
+    history_limit: int | None = None
+    carried: Carried | None = None  # set when the run continued as new: where it was
+    parent_run: str = ""  # a subgraph's run: the run whose node started it as a child workflow
+
+    def agent_uri(self, agent_id: str) -> str:
+        return self.agents.get(agent_id, self.default_agent)
+
+
+class AnswerInput(BaseModel):
+    gate: GateId
+    value: str
+    comment: str = ""
+    by: str = ""
+
+
+class EvalInput(BaseModel):
+    result: bool
+    note: str = ""
+
+
+class SubmitInput(BaseModel):
+    status: Literal["success", "failure", "running"]
+    note: str = ""
+
+
+class ThinkInput(BaseModel):
+    thought: str
+
+
+class VarWriteInput(BaseModel):
+    path: str
+    value: Any = None
+
+
+Phase = Literal["idle", "protocol", "evaluating", "performing"]
+
+
+class Drive(BaseModel):
+    """Where the agent driving a run is: the phase machine of a behaviour tree's loop, and the step
+    it was handed (its run key and cursor) while it works on it."""
+
+    phase: Phase = "idle"
+    protocol_accepted: bool = False
+    protocol_rejected: bool = False
+    current: str | None = None
+    cursor: str = "null"
+    finished: Literal["done", "failure"] | None = None
+
+
+class BudgetInput(BaseModel):
+    gate: GateId = GateId(RUN_BUDGET_GATE)
+    tokens: int | None = None
+    usd: float | None = None
+    iterations: int | None = None
+    comment: str = ""
+    by: str = ""
+
+
+# not_taken: it failed where the spec routes a failure (a selector's next alternative, a skip or a
+# fallback), so the run went on as its spec says (workflows.routing).
+TaskStatus = Literal["pending", "running", "waiting", "completed", "failed", "not_taken", "skipped", "cancelled"]
+RunStatus = names.RunStatus
+TERMINAL = frozenset({"completed", "failed", "cancelled", "timeout", "compensated", "terminated"})
+# The status lifecycle of seed 001; a terminal status only moves on to a rollback's outcome.
+MOVES: dict[str, frozenset[str]] = {
+    "pending": frozenset({"running", "cancelled", "failed"}),
+    "running": frozenset({"waiting", "retrying", "completed", "failed", "cancelled", "timeout"}),
+    "waiting": frozenset({"running", "retrying", "failed", "cancelled", "timeout"}),
+    "retrying": frozenset({"running", "waiting", "failed", "cancelled", "timeout"}),
+    "failed": frozenset({"compensated"}),
+    "terminated": frozenset(),
+    "completed": frozenset(),
+    "cancelled": frozenset(),
+    "timeout": frozenset(),
+    "compensated": frozenset(),
+}
+
+# The memo and query carry outputs; keep each one well under Temporal's payload limits.
+MAX_OUTPUT_CHARS = 64_000
+VISITED_KEPT = 1000
+
+
+class TaskState(BaseModel):
+    id: str
+    title: str = ""
+    kind: str = "task"
+    agent: str = ""
+    status: TaskStatus = "pending"
+    attempts: int = 0
+    retries: int = 0  # node-level re-runs after a failure (the spec's retry policy)
+    iterations: int = 0
+    started_at: datetime | None = None
+    ended_at: datetime | None = None
+    duration_s: float = 0.0
+    output_size: int = 0
+    error: str = ""
+    usage: Usage = Field(default_factory=Usage)
+    cost_usd: float = 0.0
+    reused_from: str = ""  # the run whose recorded output a fork took over: nothing was spent here
+    worker: str = ""  # the identity (pid@host) of the worker whose agent call answered last
+    first_token_s: float | None = None  # from its first prompt to the first piece of the reply
+
+
+class Answer(BaseModel):
+    value: str | None
+    comment: str = ""
+    by: str = ""
+    at: datetime
+    timed_out: bool = False
+
+
+GateKind = Literal["question", "approval", "budget"]
+
+
+class Gate(BaseModel):
+    """A question a run put to people; open until answered or its timeout passes."""
+
+    id: GateId  # the spec's gate id, with #N when the same gate is asked again (a loop's round N)
+    name: str = ""  # the spec's gate id, as `human.<name>` reads the latest answer
+    kind: GateKind = "question"
+    prompt: str = ""
+    choices: list[str] = []
+    node: str = ""  # the node it belongs to or guards
+    status: Literal["open", "answered", "timed_out"] = "open"
+    opened_at: datetime | None = None
+    timeout_at: datetime | None = None
+    answer: Answer | None = None
+
+
+class QueuedRefusal(BaseModel):
+    """A queued answer or budget raise the run turned down when a worker took it."""
+
+    gate: GateId
+    message: str  # as in the run's warnings: queued answer to gate 'g' refused: <reason>
+    at: datetime
+
+
+class ModelUsage(BaseModel):
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+
+    def add(self, spent: ModelUsage) -> None:
+        """Count what another run (a child, a batch) spent in this account."""
+        self.calls += spent.calls
+        self.input_tokens += spent.input_tokens
+        self.output_tokens += spent.output_tokens
+        self.cost_usd += spent.cost_usd
+
+    def minus(self, before: ModelUsage) -> ModelUsage:
+        """What was spent since `before`."""
+        return ModelUsage(
+            calls=self.calls - before.calls,
+            input_tokens=self.input_tokens - before.input_tokens,
+            output_tokens=self.output_tokens - before.output_tokens,
+            cost_usd=self.cost_usd - before.cost_usd,
+        )
+
+
+class CompensationEntry(BaseModel):
+    """seed 001's stack entry: which action it undoes and what will undo it. `undo` is what the
+    workflow runs (the compensation node, its run key, the output it undoes); it is not sent."""
+
+    action_id: str
+    compensation_action: dict[str, Any]  # {type: agent | provider, payload: {...}}
+    undo: Any = Field(default=None, exclude=True, repr=False)
+
+
+class CompensationResult(BaseModel):
+    action_id: str
+    status: Literal["completed", "failed"]
+    error: str = ""
+
+
+class TaintMark(BaseModel):
+    """Data that came from outside (a tool, a provider, the web), or was derived from such data."""
+
+    source: str
+    derived_from: list[str] = []
+
+
+class Verdict(BaseModel):
+    """A decision on one EXECUTE of a goal: its supervisor agent's, or a person's at its gate."""
+
+    by: str  # "agent <id>" for a supervisor, else the person who answered ("" if unnamed)
+    verdict: str  # CONTINUE, REORIENT, PAUSE; a person's may also be REJECT
+    correction: str = ""
+    reason: str = ""
+    gate: str = ""  # the gate a person answered
+
+
+class SupervisedAttempt(BaseModel):
+    """One EXECUTE of a goal: its post-checkpoint, the flags RECONCILE raised, the verdicts on it."""
+
+    post: dict[str, Any] = {}
+    flags: list[str] = []
+    verdicts: list[Verdict] = []
+
+
+class GoalSupervision(BaseModel):
+    """What a checkpoint goal committed to and how each attempt at it was judged."""
+
+    supervision: ir.Supervision = "none"
+    pre: dict[str, Any] = {}
+    attempts: list[SupervisedAttempt] = []
+
+
+class SpawnedAgent(BaseModel):
+    """A sub-agent a goal's agent started with spawn_agents, counted under its parent."""
+
+    key: str  # its own run key, PARENT/agent-N, which its activities carry
+    role: str
+    task: str
+    status: Literal["running", "completed", "failed", "refused"] = "running"
+    output: str = ""  # its reply (cut like a post-checkpoint's), or why it failed or was refused
+    usage: Usage = Field(default_factory=Usage)
+
+
+class TraceEntry(BaseModel):
+    """One answer to a behaviour tree's step, as its trace records it: the kind of step, where it
+    was (the cursor the agent acted on), the action's name, what was submitted and what it did."""
+
+    ts: datetime
+    kind: str  # evaluate, instruct, protocol
+    cursor: str
+    name: str
+    submitted: str  # true / false, success / failure / running, accept / reject
+    outcome: str  # evaluation_passed, step_complete, action_failed, protocol_accepted, …
+    note: str = ""
+
+
+def element_key(map_key: str, index: int) -> str:
+    """The run key of a map's element as people read it (`score[3]`), as workflows.scope.RunKey
+    writes it."""
+    return f"{map_key}[{index}]"
+
+
+def batch_id(children: str, batch: int, part: int = 1) -> RunId:
+    """The workflow id of a map's batch: `<run id>/<map key>/batch-<n>`; a batch a paused budget
+    stopped goes on in part 2, 3, … (`batch-<n>.2`)."""
+    return RunId(f"{children}/batch-{batch}" + (f".{part}" if part > 1 else ""))
+
+
+class ElementNote(BaseModel):
+    """One element of a batched map, as its batch reported it."""
+
+    key: str
+    status: TaskStatus = "pending"
+    duration_s: float = 0.0
+    retries: int = 0  # its attempts after the first, node-level and transport
+    output_size: int = 0
+    error: str = ""
+
+
+class MapSummary(BaseModel):
+    """A map whose list was longer than its batch: its elements ran in child workflows of `batch`
+    elements each (ids from `batch_id(children, n)`), which keep every element's row and output.
+    The run keeps this instead, whatever the list's length: counts by status, the first failures,
+    the slowest elements."""
+
+    key: str  # the map's run key
+    row: str  # the one row in `tasks` that stands for all its elements
+    run: int = 1  # which run of the map: a loop's next round or a retry runs it again
+    total: int
+    batch: int
+    batches: int
+    batches_done: int = 0
+    children: str
+    parts: dict[int, int] = {}  # batch -> child workflows it took, when a paused budget stopped it
+    counts: dict[str, int] = {}  # elements by status
+    failures: list[ElementNote] = []  # the first MAX_FAILURES that failed (skipped ones too)
+    more_failures: int = 0
+    slowest: list[ElementNote] = []  # the SLOWEST slowest, slowest first
+    notes_dropped: int = 0  # warnings and errors of its elements not copied into the run's
+
+
+class SupervisorChoice(BaseModel):
+    """One decision of a graph's supervisor: which managed node it handed the work to, and why."""
+
+    supervisor_id: str
+    delegated_to: str
+    reasoning: str = ""
+    iteration: int = 0
+    timestamp: datetime
+
+
+class SubgraphRun(BaseModel):
+    """A run of a graph node's subgraph: a child workflow of its own, with its own run id."""
+
+    graph: str
+    run_id: str
+    status: str = "running"  # the child's run status once it ended
+    error: str = ""
+
+
+class InvalidTransition(RuntimeError):
+    pass
+
+
+class RunState(BaseModel):
+    run_id: str = ""
+    spec: str = ""
+    dialect: str = ""
+    traits: ir.Traits = ir.Traits()
+    goal: str = ""
+    constraints: list[str] = []
+    status: RunStatus = "pending"
+    current_task: str | None = None
+    iteration_count: int = 0  # agent prompts sent so far
+    retry_count: int = 0
+    last_error: str = ""
+    waiting_for: str | None = None  # human_approval, resource_limit (a budget paused the run)
+    waiting_since: datetime | None = None
+    waiting_timeout_at: datetime | None = None
+    gates: dict[str, Gate] = {}  # by GateId
+    human: dict[str, str | None] = {}  # gate id -> the answer, as templates read it
+    budget: ir.Budget | None = None  # the run's limits, as raised by people
+    step_budgets: dict[str, ir.Budget] = {}
+    total_cost_usd: float = 0.0
+    usage_by_model: dict[str, ModelUsage] = {}
+    visited_nodes: list[str] = []  # the last VISITED_KEPT, oldest first
+    node_runs: dict[str, int] = {}  # how often each node ran (by run key), however long the run
+    compensation_stack: list[CompensationEntry] = []
+    compensations: list[CompensationResult] = []
+    notes: list[Note] = []  # what people said to the run with `say`, in the order they said it
+    taint: dict[str, TaintMark] = {}
+    step_usage: dict[str, ModelUsage] = {}  # what each step with a budget has spent
+    started_at: datetime | None = None
+    ended_at: datetime | None = None
+    tasks: dict[str, TaskState] = {}
+    outputs: dict[str, str] = {}
+    # Pipeline values later templates read: steps.<id>.output / .outputs, and store_as names.
+    steps: dict[str, dict[str, Any]] = {}
+    memory: dict[str, Any] = {}
+    supervision: dict[str, GoalSupervision] = {}  # checkpoint goals by run key
+    spawned: dict[str, list[SpawnedAgent]] = {}  # sub-agents by their parent's run key, in order
+    maps: dict[str, MapSummary] = {}  # batched maps by run key; their elements' rows are in the batches
+    constants: dict[str, Any] = {}  # a behaviour tree's $CONST; its $VAR is `memory`
+    trace: list[TraceEntry] = []  # a behaviour tree's answers, in order
+    drive: Drive | None = None  # a driven run's phase machine
+    supervisor_history: list[SupervisorChoice] = []  # a graph's supervisors' choices, in order
+    executions: int = 1  # Temporal executions the run took: one more each time it continued as new
+    subgraph_runs: dict[str, list[SubgraphRun]] = {}  # child runs by the run key of their subgraph node
+    parent_run: str = ""  # set in a subgraph's run: the run it is part of
+    # A subgraph's run that completed hands its parent what its compensation stack runs (each
+    # entry's compensation node id, map element indexes and output), so the parent can undo it.
+    compensation_undos: list[tuple[str, list[int], Any]] = []
+    final_output: str = ""
+    warnings: list[str] = []
+    queued_refusals: list[QueuedRefusal] = []
+    errors: list[str] = []
+    usage: Usage = Field(default_factory=Usage)
+    # Every finished run of a step, in the order they finished. It grows with the run, and only a
+    # fork reads it: the state query, the memo's state and the run's result leave it out (`shown`).
+    step_log: list[StepRecord] = []
+    step_rounds: dict[str, int] = {}  # runs of each step begun so far, by run key: the next one's round
+    parent: str = ""  # the run this one was forked from
+    forked_at: str = ""  # the step it went on from
+    reused_runs: int = 0  # runs of steps it took over from its parent
+    fork_changes: list[str] = []
+    _backoffs: int = PrivateAttr(0)  # branches sleeping before a retry
+
+    @model_validator(mode="before")
+    @classmethod
+    def _recorded_traits(cls, data: Any) -> Any:
+        return ir.recorded_traits(data)
+
+    @computed_field
+    @property
+    def max_iterations(self) -> int | None:
+        """The run budget's `iterations`: no prompt is sent past it."""
+        return self.budget.iterations if self.budget else None
+
+    @computed_field
+    @property
+    def total_tokens_used(self) -> int:
+        return self.usage.input_tokens + self.usage.output_tokens
+
+    def visit(self, key: str) -> None:
+        self.node_runs[key] = self.node_runs.get(key, 0) + 1
+        self.visited_nodes.append(key)
+        if len(self.visited_nodes) > VISITED_KEPT:  # a loop of any length keeps the state small
+            del self.visited_nodes[: len(self.visited_nodes) - VISITED_KEPT]
+
+    def move(self, status: RunStatus) -> None:
+        """Change status along the lifecycle; anything else is an engine bug, refused loudly."""
+        if status != self.status and status not in MOVES[self.status]:
+            raise InvalidTransition(f"a run cannot go from {self.status} to {status}")
+        self.status = status
+
+    def settle(self) -> None:
+        """The status of a live run follows what it is doing: waiting on people, backing off, running."""
+        if self.status in TERMINAL or self.status == "pending":
+            return
+        open_gates = sorted(
+            (g for g in self.gates.values() if g.status == "open"), key=lambda g: g.opened_at or datetime.min
+        )
+        if open_gates:
+            first = open_gates[0]
+            self.waiting_for = "human_approval" if any(g.kind != "budget" for g in open_gates) else "resource_limit"
+            self.waiting_since = first.opened_at
+            timeouts = [g.timeout_at for g in open_gates if g.timeout_at]
+            self.waiting_timeout_at = min(timeouts) if timeouts else None
+        else:
+            self.waiting_for = self.waiting_since = self.waiting_timeout_at = None
+        self.move("waiting" if open_gates else "retrying" if self._backoffs else "running")
+
+    def backing_off(self, delta: int) -> None:
+        self._backoffs += delta
+        self.settle()
+
+    def begin(self, task_id: str, now: datetime) -> TaskState:
+        task = _entry(self.tasks, task_id, lambda: TaskState(id=task_id))
+        task.status, task.started_at, self.current_task = "running", now, task_id
+        return task
+
+    def finish(self, task_id: str, status: TaskStatus, now: datetime, output: str = "", error: str = "") -> None:
+        task = self.tasks[task_id]
+        task.status, task.ended_at = status, now
+        if error or task.error:  # a new error, or an earlier attempt's to clear
+            task.error = error
+        task.duration_s = (now - task.started_at).total_seconds() if task.started_at else 0.0
+        if status == "completed":
+            task.output_size = len(output.encode())
+            self.outputs[task_id] = output[:MAX_OUTPUT_CHARS]
+            self.final_output = self.outputs[task_id]
+        if error:
+            self.errors.append(f"{task_id}: {error}")
+        if self.current_task == task_id:
+            self.current_task = None
+
+    def run_usage(self) -> ModelUsage:
+        return ModelUsage(
+            calls=self.iteration_count,
+            input_tokens=self.usage.input_tokens,
+            output_tokens=self.usage.output_tokens,
+            cost_usd=self.total_cost_usd,
+        )
+
+    def add_usage(self, task_id: str, usage: Usage, model: str, cost_usd: float, steps: list[str]) -> None:
+        """Count a reply's tokens and cost for its task, its model, the run and each budgeted step."""
+        accounts = [_entry(self.usage_by_model, model or "unknown", ModelUsage)]
+        accounts += [_entry(self.step_usage, s, ModelUsage) for s in steps]
+        for account in accounts:
+            account.calls += 1
+        # A command-line agent reports no tokens and no cost: each model field written costs a step
+        # a pydantic __setattr__, for a sum that stays as it was.
+        if usage.input_tokens or usage.output_tokens:
+            for target in (self.tasks[task_id].usage, self.usage, *accounts):
+                target.input_tokens += usage.input_tokens
+                target.output_tokens += usage.output_tokens
+        if cost_usd:
+            for target in (self.tasks[task_id], *accounts):
+                target.cost_usd += cost_usd
+            self.total_cost_usd += cost_usd
+
+    def shown(self) -> RunState:
+        """The state as people read it: without the step log, which a fork reads apart (STEP_LOG)."""
+        return self.model_copy(update={"step_log": []}) if self.step_log else self
+
+    def keep(self, node_id: str, value: Any, *, step: bool, store_as: str | None, fields: Sequence[str] = ()) -> None:
+        """The one place values later templates read are written: a pipeline step's
+        `steps.<id>.output` / `.outputs`, the memory key a node stores its value under, and each
+        of `fields` of an object value under its own name (a goal's `-> a, b`)."""
+        if step:
+            self.steps[node_id] = {"output": value, "outputs": value if isinstance(value, dict) else {}}
+            self.final_output = to_text(value)[:MAX_OUTPUT_CHARS] if value is not None else ""
+        if store_as:
+            self.memory[store_as] = value
+        if fields and isinstance(value, dict):
+            given = cast(dict[str, Any], value)
+            self.memory.update({name: given.get(name) for name in fields})
+
+    def expand(self, template_id: str, rows: list[TaskState]) -> None:
+        """Put one row per map element where the map body's row was, keeping the report's order."""
+        tasks: dict[str, TaskState] = {}
+        for key, task in self.tasks.items():
+            if key == template_id:
+                tasks.update({row.id: row for row in rows})
+            else:
+                tasks[key] = task
+        self.tasks = tasks
+
+
+_Entry = TypeVar("_Entry", bound=BaseModel)
+
+
+def _entry(entries: dict[str, _Entry], key: str, make: Callable[[], _Entry]) -> _Entry:
+    """`entries[key]`, made and added if missing. Not setdefault, which would build a model on every
+    step only to drop it."""
+    entry = entries.get(key)
+    if entry is None:
+        entry = entries[key] = make()
+    return entry
+
+
+def open_gates(state: RunState) -> list[Gate]:
+    return [gate for gate in state.gates.values() if gate.status == "open"]
+
+
+def unsettled_refusals(state: RunState) -> list[QueuedRefusal]:
+    """Refused queued answers a person still has to act on: their gate is open, or is none of the run's."""
+    return [r for r in state.queued_refusals if r.gate not in state.gates or state.gates[r.gate].status == "open"]
+
+
+def task_rows(plan: ir.Plan) -> dict[str, TaskState]:
+    """A row per step of the plan, none run yet: what a run starts with."""
+    return {leaf.id: _row(leaf) for leaf in plan.leaves()}
+
+
+def _row(node: ir.Task | ir.Provider | ir.Human) -> TaskState:
+    if isinstance(node, ir.Provider):
+        agent = node.call.provider
+    else:
+        agent = node.agent if isinstance(node, ir.Task) else "human"
+    return TaskState(id=node.id, title=node.label, kind=node.kind, agent=agent)
+
+
+# Carried names RunState, defined after RunInput.
+Carried.model_rebuild()
+RunInput.model_rebuild()
