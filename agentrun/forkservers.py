@@ -80,15 +80,29 @@ def this_installs_servers() -> list[Running]:
 
 
 def stop(server: Running, timeout_s: float = 10) -> bool:
-    """Stop a fork server (SIGTERM): it lets go of its lock and socket; commands it already runs go
-    on, each in its own process. True once it has stopped."""
+    """Stop a fork server (SIGTERM): it lets go of its lock and socket and exits; commands it already
+    runs go on, each in its own process. True once it has exited."""
     try:
         os.kill(server.pid, signal.SIGTERM)
     except ProcessLookupError:
         return True
     deadline = time.monotonic() + timeout_s
-    while server_pid(server.socket) == server.pid:
+    while server_pid(server.socket) == server.pid or not _gone(server.pid):
         if time.monotonic() > deadline:
             return False
         time.sleep(0.05)
     return True
+
+
+def _gone(pid: int) -> bool:
+    """Has process `pid` exited? One its parent has not reaped yet (a zombie) has."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # the pid is another user's process now
+        return True
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return False

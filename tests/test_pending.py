@@ -10,6 +10,7 @@ import shlex
 import subprocess
 
 from tests.conftest import ROOT, SHELL_AGENT, run_id, wait_for, write_spec
+from tests.test_forkserver import read_until
 from tests.test_terminal import HELD
 
 
@@ -18,9 +19,11 @@ def test_a_run_whose_terminal_ended_at_a_gate_is_pending_and_its_printed_fix_bri
 ):
     spec, queue, rid = write_spec(tmp_path, HELD), run_id("q-gone"), run_id("held")
     own = f"{queue}/{rid}"  # no worker polls the queue, so the run gets one of its own
-    assert cli("start", str(spec), "--agent", SHELL_AGENT, "--id", rid, "--task-queue", queue, "--detach").code == 0
-    terminal = cli_process("watch", rid, "--worker")  # the terminal the run was followed and served in
-    assert terminal.stdout.readline().startswith("? ship: Ship it? [approve/reject]")
+    # `start` on a terminal: no worker polls the queue, so the run gets one of its own, which only the
+    # worker of this command polls.
+    terminal = cli_process("start", str(spec), "--agent", SHELL_AGENT, "--id", rid, "--task-queue", queue)
+    shown = read_until(terminal.stdout.fileno(), "answer with:", timeout_s=30)
+    assert "\n? ship: Ship it? [approve/reject]" in shown, shown
     terminal.kill()  # closed: its worker ends with it, the run waits at its gate
     terminal.communicate()
 
