@@ -1,4 +1,4 @@
-"""The README's Agentfile example, run with the command the README gives: a supervised goal whose
+"""The docs' Agentfile example (docs/languages/agentfile.md), run with the command the page gives: a supervised goal whose
 first attempt is reoriented by the supervisor and whose second, carrying the correction, is accepted."""
 
 from __future__ import annotations
@@ -13,12 +13,11 @@ import pytest
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.usefixtures("worker_process")
-README = (ROOT / "README.md").read_text()
-SECTION = README.split("\n## Agentfile\n", 1)[1].split("\n## Agents\n", 1)[0]
+SECTION = (ROOT / "docs" / "languages" / "agentfile.md").read_text()
 
 
 def documented_command() -> list[str]:
-    """The README's `start` command as its arguments after `python -m client`, with `python` in
+    """The page's `start` command as its arguments after `python -m client`, with `python` in
     the agents' commands as this interpreter (the test must not depend on what PATH calls python)."""
     found = re.search(r"^    python -m client start (.*?)\n\n", SECTION, re.DOTALL | re.MULTILINE)
     assert found, "the Agentfile section has no start command"
@@ -30,7 +29,7 @@ def test_the_documented_command_shows_a_goal_reoriented_by_its_supervisor(cli):
     result = cli(*documented_command())
     assert result.code == 0, result.out + result.err
     assert "- Status: COMPLETE" in result.out
-    # What the README says the report ends with is what this run's report says.
+    # What the page says the report ends with is what this run's report says.
     shown = re.search(r"^```\n(## Supervision\n.*?)^```$", SECTION, re.DOTALL | re.MULTILINE)
     assert shown and shown.group(1) in result.out
     # The agent orders the versions as numbers only when its prompt says so, and only the

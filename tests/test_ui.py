@@ -41,7 +41,8 @@ subtasks:
   one: {instructions: "Write the first part."}
   two: {instructions: "Write the second part."}
 """
-# `AGENTRUN_UI_SCREENSHOT=docs/inbox.png pytest tests/test_ui.py` refreshes the README's picture.
+# `AGENTRUN_UI_SCREENSHOT=docs/images/inbox.png pytest tests/test_ui.py` refreshes the docs site's picture
+# (so does `python docs/screenshots.py`, with the Temporal Web one).
 SCREENSHOT = os.environ.get("AGENTRUN_UI_SCREENSHOT")
 
 

@@ -12,14 +12,13 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 
 if TYPE_CHECKING:
-    from temporalio.client import Client
-
+    from agentrun.client.engine import Engine
     from agentrun.client.humans import Prompter
 
 EXIT_OK = 0  # 1, a failed run, comes from `watch`; 2 and 3 from agentrun.errors
 
 Handler = Callable[[argparse.Namespace, Console], int]
-ClientAction = Callable[["Client", argparse.Namespace, Console], Awaitable[int]]
+EngineAction = Callable[["Engine", argparse.Namespace, Console], Awaitable[int]]
 
 
 def positive(text: str) -> int:
@@ -90,8 +89,9 @@ def prompter(console: Console) -> Prompter | None:
     return humans.terminal_prompter(console) if sys.stdin.isatty() else None
 
 
-def on_temporal(action: ClientAction) -> Handler:
-    """A command that talks to Temporal: connect (with telemetry), run `action`, Ctrl-C handled."""
+def on_temporal(action: EngineAction) -> Handler:
+    """A command that talks to Temporal: connect (with telemetry), run `action` on the engine,
+    Ctrl-C handled."""
 
     def handler(args: argparse.Namespace, console: Console) -> int:
         from agentrun.cli import interrupts
@@ -101,9 +101,9 @@ def on_temporal(action: ClientAction) -> Handler:
     return handler
 
 
-async def _connected(action: ClientAction, args: argparse.Namespace, console: Console) -> int:
+async def _connected(action: EngineAction, args: argparse.Namespace, console: Console) -> int:
+    from agentrun.client.engine import connect
     from agentrun.worker import telemetry
-    from agentrun.worker.connection import connect
 
     async with telemetry.running("agentrun-client", serves=False):
         return await action(await connect(), args, console)

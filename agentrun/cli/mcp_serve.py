@@ -11,7 +11,7 @@ from agentrun.cli.args import EXIT_OK, command, on_temporal, positive
 from agentrun.models.names import TASK_QUEUE
 
 if TYPE_CHECKING:
-    from temporalio.client import Client
+    from agentrun.client.engine import Engine
 
 
 def add_commands(sub: Any) -> None:
@@ -21,8 +21,8 @@ def add_commands(sub: Any) -> None:
     m.add_argument("--no-worker", action="store_true", help="do not run a worker in this process")
 
 
-async def _mcp(client: Client, args: argparse.Namespace, console: Console) -> int:
+async def _mcp(engine: Engine, args: argparse.Namespace, console: Console) -> int:
     from agentrun.mcp.server import serve  # the MCP SDK loads only for this command
 
-    await serve(client, args.task_queue, args.http, worker=not args.no_worker)
+    await serve(engine.temporal, args.task_queue, args.http, worker=not args.no_worker)
     return EXIT_OK

@@ -10,7 +10,7 @@ from rich.console import Console
 from agentrun.cli.args import command, delivery, on_temporal, positive, seconds
 
 if TYPE_CHECKING:
-    from temporalio.client import Client
+    from agentrun.client.engine import Engine
 
 
 def add_commands(sub: Any) -> None:
@@ -47,25 +47,25 @@ def add_commands(sub: Any) -> None:
     )
 
 
-async def _pending(client: Client, args: argparse.Namespace, console: Console) -> int:
+async def _pending(engine: Engine, args: argparse.Namespace, console: Console) -> int:
     from agentrun.client import humans
 
-    return await humans.pending_command(client, args, console)
+    return await humans.pending_command(engine.temporal, args, console)
 
 
-async def _answer(client: Client, args: argparse.Namespace, console: Console) -> int:
+async def _answer(engine: Engine, args: argparse.Namespace, console: Console) -> int:
     from agentrun.client import humans
 
-    return await humans.answer_command(client, args, console)
+    return await humans.answer_command(engine.temporal, args, console)
 
 
-async def _say(client: Client, args: argparse.Namespace, console: Console) -> int:
+async def _say(engine: Engine, args: argparse.Namespace, console: Console) -> int:
     from agentrun.client import humans
 
-    return await humans.say_command(client, args, console)
+    return await humans.say_command(engine.temporal, args, console)
 
 
-async def _budget(client: Client, args: argparse.Namespace, console: Console) -> int:
+async def _budget(engine: Engine, args: argparse.Namespace, console: Console) -> int:
     from agentrun.client import humans
 
-    return await humans.budget_command(client, args, console)
+    return await humans.budget_command(engine.temporal, args, console)

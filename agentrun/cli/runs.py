@@ -13,7 +13,7 @@ from agentrun.cli.args import EXIT_OK, command, on_temporal, positive, prompter,
 from agentrun.models.names import TASK_QUEUE, RunStatus
 
 if TYPE_CHECKING:
-    from temporalio.client import Client
+    from agentrun.client.engine import Engine
 
 LIST_LIMIT = 50
 ELEMENTS_LIMIT = 50
@@ -134,8 +134,8 @@ def _start_command(args: argparse.Namespace, console: Console) -> int:
         inp = prepare(args)  # a bad spec is refused before Temporal is reached
     say_warnings(inp.plan)
 
-    async def started(client: Client, args: argparse.Namespace, console: Console) -> int:
-        return await start(client, args, inp, console, prompter(console))
+    async def started(engine: Engine, args: argparse.Namespace, console: Console) -> int:
+        return await start(engine.temporal, args, inp, console, prompter(console))
 
     return on_temporal(started)(args, console)
 
@@ -144,80 +144,74 @@ def _fork_command(args: argparse.Namespace, console: Console) -> int:
     with startup.loading():
         _serving_models()
 
-    async def forked(client: Client, args: argparse.Namespace, console: Console) -> int:
+    async def forked(engine: Engine, args: argparse.Namespace, console: Console) -> int:
         from agentrun.client import fork
 
-        return await fork.fork_command(client, args, console, prompter(console))
+        return await fork.fork_command(engine.temporal, args, console, prompter(console))
 
     return on_temporal(forked)(args, console)
 
 
-async def _diff(client: Client, args: argparse.Namespace, console: Console) -> int:
+async def _diff(engine: Engine, args: argparse.Namespace, console: Console) -> int:
     from agentrun.client import diff
 
-    return await diff.diff_command(client, args, console)
+    return await diff.diff_command(engine.temporal, args, console)
 
 
-async def _watch(client: Client, args: argparse.Namespace, console: Console) -> int:
+async def _watch(engine: Engine, args: argparse.Namespace, console: Console) -> int:
     from agentrun.client.runs import describe
     from agentrun.client.start import local_worker, watch, worker_note
 
-    args.task_queue = (await describe(client, args.run_id)).task_queue
+    args.task_queue = (await describe(engine.temporal, args.run_id)).task_queue
     args.ran_worker = args.worker
     if args.worker:
-        print(worker_note(client, args.run_id, args.task_queue), file=sys.stderr)
-    async with local_worker(client, args.task_queue, needed=args.worker, run_id=args.run_id) as log:
-        return await watch(client, args.run_id, console, prompter(console), log, stall_s=args.stall)
+        print(worker_note(engine.temporal, args.run_id, args.task_queue), file=sys.stderr)
+    async with local_worker(engine.temporal, args.task_queue, needed=args.worker, run_id=args.run_id) as log:
+        return await watch(engine.temporal, args.run_id, console, prompter(console), log, stall_s=args.stall)
 
 
-async def _cancel(client: Client, args: argparse.Namespace, console: Console) -> int:
-    from agentrun.client import humans
-
-    handle = await humans.running_handle(client, args.run_id)  # clear errors for unknown and ended runs
-    if args.rollback:
-        # Refused (nothing was cancelled) rather than a plain cancel the person did not ask for.
-        queued = await humans.request_rollback(handle)
+async def _cancel(engine: Engine, args: argparse.Namespace, console: Console) -> int:
+    queued = await engine.run(args.run_id).cancel(rollback=args.rollback)
+    if queued is not None:
         console.print(
             f"rollback requested for {args.run_id}: {queued} compensation(s) queued, run as it is cancelled",
             markup=False,
         )
-    await handle.cancel()
     console.print(f"cancellation requested for {args.run_id}", markup=False)
     return EXIT_OK
 
 
-async def _status(client: Client, args: argparse.Namespace, console: Console) -> int:
+async def _status(engine: Engine, args: argparse.Namespace, console: Console) -> int:
     from agentrun.client.status import status_command
 
-    return await status_command(client, args, console)
+    return await status_command(engine.temporal, args, console)
 
 
-async def _list_runs(client: Client, args: argparse.Namespace, console: Console) -> int:
+async def _list_runs(engine: Engine, args: argparse.Namespace, console: Console) -> int:
     from agentrun.client import listing
 
-    return await listing.list_command(client, args, console)
+    return await listing.list_command(engine.temporal, args, console)
 
 
-async def _report(client: Client, args: argparse.Namespace, console: Console) -> int:
+async def _report(engine: Engine, args: argparse.Namespace, console: Console) -> int:
     from agentrun.client import elements, retries
-    from agentrun.client.runs import fetch_state
     from agentrun.explain import outputs, report
 
     paged = elements.wanted(args)  # a bad combination of options is refused before the run is read
-    state = await fetch_state(client, args.run_id)
+    state = await engine.run(args.run_id).status()
     if paged:
-        page = await elements.page(client, state, args)
+        page = await elements.page(engine.temporal, state, args)
         print(page.to_json() if args.format == "json" else report.elements_markdown(page))
         return EXIT_OK
     if args.format == "json":
         print(report.to_json(state))
     else:
-        lost = await retries.lost_workers(client, args.run_id)
+        lost = await retries.lost_workers(engine.temporal, args.run_id)
         print(report.to_markdown(state, lost) + outputs.section(state, every=args.outputs))
     return EXIT_OK
 
 
-async def _logs(client: Client, args: argparse.Namespace, console: Console) -> int:
+async def _logs(engine: Engine, args: argparse.Namespace, console: Console) -> int:
     from agentrun.client import logs
 
-    return await logs.logs_command(client, args, console)
+    return await logs.logs_command(engine.temporal, args, console)

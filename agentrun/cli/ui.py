@@ -13,7 +13,7 @@ from rich.console import Console
 from agentrun.cli.args import command, on_temporal
 
 if TYPE_CHECKING:
-    from temporalio.client import Client
+    from agentrun.client.engine import Engine
 
 PORT = 8280
 HOST = "127.0.0.1"
@@ -37,7 +37,7 @@ def loopback(host: str) -> bool:
         return False
 
 
-async def _ui(client: Client, args: argparse.Namespace, console: Console) -> int:
+async def _ui(engine: Engine, args: argparse.Namespace, console: Console) -> int:
     from agentrun.ui.serve import serve
 
     token = os.environ.get(TOKEN_ENV) or None
@@ -47,4 +47,4 @@ async def _ui(client: Client, args: argparse.Namespace, console: Console) -> int
             f"warning: listening on {args.host}: whoever reaches it can answer your runs' gates; guarded by {guard}",
             file=sys.stderr,
         )
-    return await serve(client, args.host, args.port, token, console)
+    return await serve(engine.temporal, args.host, args.port, token, console)

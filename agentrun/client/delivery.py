@@ -15,12 +15,12 @@ import time
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, TypeVar
 
-from temporalio.client import Client, WorkflowHandle, WorkflowUpdateRPCTimeoutOrCancelledError
+from temporalio.client import Client, WorkflowUpdateRPCTimeoutOrCancelledError
 from temporalio.service import RPCError
 
 from agentrun import spelling
 from agentrun.client.no_worker import worker_command
-from agentrun.client.runs import QUERY_S, NoWorker, UsageError, ask_state, running
+from agentrun.client.runs import QUERY_S, NoWorker, RunHandle, UsageError, ask_state, running
 from agentrun.models.contract import RunState
 
 T = TypeVar("T")
@@ -33,7 +33,7 @@ UPDATE_GRACE_S = 15.0
 
 async def when_held(
     client: Client,
-    handle: WorkflowHandle[Any, Any],
+    handle: RunHandle,
     queue: str,
     wait_s: float,
     what: str,
@@ -61,7 +61,7 @@ async def when_held(
             ) from None
 
 
-async def enqueue(handle: WorkflowHandle[Any, Any], signal: str, arg: Any, what: str) -> None:
+async def enqueue(handle: RunHandle, signal: str, arg: Any, what: str) -> None:
     """Write it to the run's history as a signal; the run checks it when a worker takes it."""
     try:
         await handle.signal(signal, arg)
@@ -69,7 +69,7 @@ async def enqueue(handle: WorkflowHandle[Any, Any], signal: str, arg: Any, what:
         raise UsageError(f"run {handle.id} did not take {what}: {exc.message}") from None
 
 
-async def _state_within(handle: WorkflowHandle[Any, Any], deadline: float) -> RunState | None:
+async def _state_within(handle: RunHandle, deadline: float) -> RunState | None:
     while (left := deadline - time.monotonic()) > 0:
         state = await ask_state(handle, min(left, QUERY_S))
         if state:

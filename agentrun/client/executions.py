@@ -12,7 +12,6 @@ from typing import Any
 from temporalio.client import (
     Client,
     WorkflowExecutionStatus,
-    WorkflowHandle,
     WorkflowUpdateFailedError,
 )
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
@@ -21,7 +20,7 @@ from temporalio.service import RPCError
 
 from agentrun import spelling
 from agentrun.client import telemetry
-from agentrun.client.runs import NoSuchRun, describe, fetch_state
+from agentrun.client.runs import NoSuchRun, RunHandle, describe, fetch_state
 from agentrun.client.start import ensure_search_attributes, start_options
 from agentrun.lang import ir
 from agentrun.lang.blackboard import MISSING, lookup, var_path
@@ -216,7 +215,7 @@ async def _answer(client: Client, trace_output: str, name: str, arg: Any) -> dic
     return await _update(handle, name, arg)
 
 
-async def _handle(client: Client, trace_output: str) -> tuple[WorkflowHandle[Any, Any], WorkflowExecutionStatus | None]:
+async def _handle(client: Client, trace_output: str) -> tuple[RunHandle, WorkflowExecutionStatus | None]:
     """The execution's run, and how it ended if it has."""
     run_id = execution_id(trace_output)
     try:
@@ -227,7 +226,7 @@ async def _handle(client: Client, trace_output: str) -> tuple[WorkflowHandle[Any
     return client.get_workflow_handle(run_id), ended
 
 
-async def _update(handle: WorkflowHandle[Any, Any], name: str, arg: Any) -> dict[str, Any]:
+async def _update(handle: RunHandle, name: str, arg: Any) -> dict[str, Any]:
     try:
         if arg is None:
             return await handle.execute_update(name, result_type=dict)

@@ -22,14 +22,14 @@ from typing import Any, NamedTuple
 from rich.console import Console
 from rich.prompt import Prompt
 from rich.table import Table
-from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
+from temporalio.client import Client, WorkflowUpdateFailedError
 from temporalio.service import RPCError
 
 from agentrun import spelling
 from agentrun.client import no_worker
 from agentrun.client.delivery import enqueue, when_held
 from agentrun.client.no_worker import NO_WORKER
-from agentrun.client.runs import NoSuchRun, UsageError, ask_state, fetch_state, running
+from agentrun.client.runs import NoSuchRun, RunHandle, UsageError, ask_state, fetch_state, running
 from agentrun.ids import GateId
 from agentrun.lang.ir import APPROVE, REJECT, Budget
 from agentrun.models import contract
@@ -308,7 +308,7 @@ def _queued(console: Console, what: str) -> None:
     )
 
 
-async def running_handle(client: Client, run_id: str) -> WorkflowHandle[Any, Any]:
+async def running_handle(client: Client, run_id: str) -> RunHandle:
     """The handle of a run that can take an update or a cancellation: it exists (else NoSuchRun) and
     is still running."""
     return (await running(client, run_id))[0]
@@ -332,22 +332,22 @@ def only_open_gate(run_id: str, state: RunState, value: str) -> str:
     return gate.id
 
 
-async def send_answer(handle: WorkflowHandle[Any, Any], answer: AnswerInput) -> Answer:
+async def send_answer(handle: RunHandle, answer: AnswerInput) -> Answer:
     """Deliver an answer; Refused with the run's reason if its validator turns it down."""
     return await _update(handle, contract.ANSWER, answer, Answer)
 
 
-async def raise_budget(handle: WorkflowHandle[Any, Any], raised: BudgetInput) -> Budget:
+async def raise_budget(handle: RunHandle, raised: BudgetInput) -> Budget:
     return await _update(handle, contract.RAISE_BUDGET, raised, Budget)
 
 
-async def request_rollback(handle: WorkflowHandle[Any, Any]) -> int:
+async def request_rollback(handle: RunHandle) -> int:
     """Ask the run to run its compensations when the cancellation that follows reaches it; how many
     are queued so far."""
     return await _update(handle, contract.ROLLBACK, None, int)
 
 
-async def _update(handle: WorkflowHandle[Any, Any], name: str, arg: Any, result_type: type) -> Any:
+async def _update(handle: RunHandle, name: str, arg: Any, result_type: type) -> Any:
     try:
         if arg is None:
             return await handle.execute_update(name, result_type=result_type)
@@ -427,7 +427,7 @@ def yes_no(given: list[str]) -> dict[str, str]:
     return {"y": APPROVE, "yes": APPROVE, "n": REJECT, "no": REJECT}
 
 
-async def answer_inline(handle: WorkflowHandle[Any, Any], gate: Gate, prompter: Prompter, console: Console) -> None:
+async def answer_inline(handle: RunHandle, gate: Gate, prompter: Prompter, console: Console) -> None:
     """Ask a person at this terminal and send their answer; a refusal (someone answered first) is shown."""
     value = await _in_daemon_thread(prompter, gate)
     if value is None:

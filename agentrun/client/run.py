@@ -96,12 +96,14 @@ class Run:
         """A note for the next prompt of `step` (of any step when ""). Raises Refused, NoWorker."""
         return await humans.send_note(self._client, self.id, NoteInput(text=text, step=step, by=by), wait_s)
 
-    async def cancel(self, rollback: bool = False) -> None:
-        """Cancel the run; `rollback`: run its compensations as it is cancelled."""
+    async def cancel(self, rollback: bool = False) -> int | None:
+        """Cancel the run; `rollback`: run its compensations as it is cancelled, and how many are
+        queued so far (a run that refuses a rollback is not cancelled: Refused). Raises NoSuchRun, or
+        UsageError for a run that has ended."""
         handle = await humans.running_handle(self._client, self.id)
-        if rollback:
-            await humans.request_rollback(handle)
+        queued = await humans.request_rollback(handle) if rollback else None
         await handle.cancel()
+        return queued
 
     async def fork(
         self,

@@ -31,6 +31,10 @@ CLOSED_STATUS: dict[WorkflowExecutionStatus, RunStatus] = {
 }
 
 
+# A run's handle: Temporal's, untyped, as the run is reached by name (its updates and queries name
+# their own types).
+RunHandle = WorkflowHandle[Any, Any]
+
 QUERY_S = 5.0  # how long one state query waits for a worker
 ANSWER_S = 0.25  # a worker that holds the run answers a query well within this
 # After a worker dies the server sends its runs' queries to the dead worker's own (sticky) queue
@@ -54,7 +58,7 @@ async def describe(client: Client, run_id: str) -> WorkflowExecutionDescription:
         raise NoSuchRun(f"no run with id '{run_id}' ({exc.message})") from None
 
 
-async def running(client: Client, run_id: str) -> tuple[WorkflowHandle[Any, Any], str]:
+async def running(client: Client, run_id: str) -> tuple[RunHandle, str]:
     """The handle and task queue of a run that can take an update or a cancellation: it exists (else
     NoSuchRun) and is still running (else UsageError)."""
     desc = await describe(client, run_id)
@@ -104,7 +108,7 @@ async def _terminated_because(client: Client, run_id: str) -> str:
     return f"the run was terminated from outside{who}: {reason}"
 
 
-async def _running_state(client: Client, handle: WorkflowHandle[Any, Any], task_queue: str) -> RunState:
+async def _running_state(client: Client, handle: RunHandle, task_queue: str) -> RunState:
     """The state from the worker that holds the run. While a live worker polls the run's queue (one
     that has just restarted), a failed query is asked again for a while rather than reported."""
     deadline = time.monotonic() + RESTART_PATIENCE_S
@@ -117,9 +121,7 @@ async def _running_state(client: Client, handle: WorkflowHandle[Any, Any], task_
         await asyncio.sleep(0.5)  # a query refused at once must not spin
 
 
-async def state_if_polled(
-    client: Client, handle: WorkflowHandle[Any, Any], task_queue: str
-) -> tuple[RunState | None, bool]:
+async def state_if_polled(client: Client, handle: RunHandle, task_queue: str) -> tuple[RunState | None, bool]:
     """The state, and whether a live worker polls the run's queue. A query a worker answers comes
     back in milliseconds; one that has not after ANSWER_S is dropped when nobody polls the queue,
     rather than waited out (QUERY_S)."""
@@ -136,7 +138,7 @@ async def state_if_polled(
     return None, False
 
 
-async def ask_state(handle: WorkflowHandle[Any, Any], timeout_s: float = QUERY_S) -> RunState | None:
+async def ask_state(handle: RunHandle, timeout_s: float = QUERY_S) -> RunState | None:
     """The state of a running run from the worker that holds it; None if no worker answered in time."""
     try:
         return await handle.query(contract.STATE, result_type=RunState, rpc_timeout=timedelta(seconds=timeout_s))

@@ -12,7 +12,7 @@ from typing import Any
 from rich.console import Console
 from temporalio.api.enums.v1 import IndexedValueType
 from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest, ListSearchAttributesRequest
-from temporalio.client import Client, WorkflowHandle
+from temporalio.client import Client
 from temporalio.common import SearchAttributePair, TypedSearchAttributes, WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
@@ -22,7 +22,7 @@ from agentrun.client import endpoints, retries, telemetry
 from agentrun.client.follow import follow
 from agentrun.client.humans import Prompter
 from agentrun.client.no_worker import hint
-from agentrun.client.runs import UsageError, pollers
+from agentrun.client.runs import RunHandle, UsageError, pollers
 from agentrun.explain import outputs, report
 from agentrun.explain.tails import STALL_S
 from agentrun.models import contract
@@ -120,9 +120,7 @@ async def watch(
     return 0 if final.status == "completed" else 1
 
 
-async def start_run(
-    client: Client, inp: RunInput, run_id: str, task_queue: str, eager: bool = False
-) -> WorkflowHandle[Any, Any]:
+async def start_run(client: Client, inp: RunInput, run_id: str, task_queue: str, eager: bool = False) -> RunHandle:
     """Start the AgentRun workflow of `inp` as `run_id` on `task_queue`; UsageError if the id is taken."""
     try:
         return await client.start_workflow(

@@ -6,7 +6,7 @@ and the files left in the work directory.
 
 Each side appends its own completion instruction to every prompt; those are taken off exactly
 (THEIRS_MARKER, OURS_DONE, OURS_LOOP) before the texts are compared. The other differences kept on
-purpose are listed in PINNED, case by case, and in the README's "Coming from cyberian".
+purpose are listed in PINNED, case by case, and in the docs' "Coming from cyberian" (docs/languages/task-trees.md).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ status, the final memory, and which agents were asked in what order, each seeing
 The prompts' wording differs on purpose (cycgraph writes memory as a JSON block in the system
 message, agentrun as `Input:` in the user message), so requests are compared by the scripted values
 each one carries, not by their text; the rest of the differences kept on purpose are listed in
-PINNED, one per graph, and in the README's "Coming from cycgraph: side by side".
+PINNED, one per graph, and in the docs' "Coming from cycgraph: side by side" (docs/languages/state-graphs.md).
 """
 
 from __future__ import annotations
@@ -247,6 +247,6 @@ def timeless(memory: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.graph)
 async def test_the_same_graph_does_the_same_here(client, llm, theirs, case: Case):
-    """SAME, or exactly the differences kept on purpose (PINNED, and the README says why)."""
+    """SAME, or exactly the differences kept on purpose (PINNED, and the docs say why)."""
     mine, real = await ours(client, llm, case), theirs[case.graph]
     assert differences(mine, real, case.side_by_side) == PINNED.get(case.graph, {})
