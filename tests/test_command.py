@@ -47,6 +47,7 @@ def venv(tmp_path_factory) -> Path:
 
 def run(venv: Path, *args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess:
     environ = {**os.environ, **env, "PATH": f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}"}
+    environ.pop("PYTHONPATH", None)  # nothing of a checkout on the path: the installed package alone
     return subprocess.run(list(args), cwd=cwd, env=environ, capture_output=True, text=True, timeout=120)
 
 

@@ -1,5 +1,5 @@
-"""Every example runs offline as shipped, by the commands its header and the README give, run as
-written from the checkout's root: a spec's start runs to COMPLETE with the recorded replies or the
+"""Every example runs offline as shipped, by the commands its header, the README and the docs pages
+give, run as written from the checkout's root: a spec's start runs to COMPLETE with the recorded replies or the
 local agent it names, and a question a run asks is answered with the command the run prints for it.
 A model the run cannot reach is said before the run starts."""
 
@@ -21,7 +21,7 @@ EXAMPLES = ROOT / "examples"
 README = ROOT / "README.md"
 # A header's command: `#   python …` (or `# Try: python …`), up to a comment set off by spaces.
 HEADER = re.compile(r"^#\s+(?:Try:\s+)?(python .*?)(?:\s{2,}\(.*)?$", re.MULTILINE)
-# A README command: indented four spaces or after a `$ ` prompt, continued by a trailing backslash.
+# A README or docs command: indented four spaces or after a `$ ` prompt, continued by a trailing backslash.
 README_LINE = re.compile(r"^(?:    |\$ )(?:pip install [^&]*&& )?(python (?:[^\n]*\\\n)*[^\n]*)$", re.MULTILINE)
 PLACEHOLDER = re.compile(r"\b(?:RUN_ID|RUN|SPEC|ID|VALUE|TEXT|[A-Z]+_[A-Z_]+)\b")
 # How a run asks a person, and the command it prints for the answer.
@@ -47,17 +47,28 @@ def header_commands() -> list[str]:
 
 
 def readme_commands() -> list[str]:
-    found = [m.group(1).replace("\\\n", " ") for m in README_LINE.finditer(README.read_text())]
-    return [" ".join(c.split()) for c in found if "examples/" in c]
+    """The README's commands and the docs pages' that run an example (a tutorial's `--detach` step
+    is left to the page's own sequence)."""
+    found = []
+    for page in [README, *sorted((ROOT / "docs").rglob("*.md"))]:
+        found += [m.group(1).replace("\\\n", " ") for m in README_LINE.finditer(page.read_text())]
+    return [" ".join(c.split()) for c in found if "examples/" in c and "--detach" not in c]
 
 
 def commands() -> list[str]:
     """Each command once (the README repeats some headers), leaving out the forms with placeholders."""
     seen: dict[tuple[str, ...], str] = {}
     for command in header_commands() + readme_commands():
-        if not PLACEHOLDER.search(command):
+        if not PLACEHOLDER.search(command) and _ships_its_spec(command):
             seen.setdefault(tuple(shlex.split(command)), command)
     return list(seen.values())
+
+
+def _ships_its_spec(command: str) -> bool:
+    """Does the spec the command names ship in the checkout? The README's own `hello.yaml` is one a
+    reader saves first (tests/test_readme.py runs it)."""
+    specs = [a for a in shlex.split(command) if a.endswith((".yaml", ".json", "Agentfile")) and ":" not in a]
+    return all((ROOT / a.split("=@", 1)[-1]).exists() for a in specs)
 
 
 def _environ(address: str, tmp_path: Path) -> dict[str, str]:
