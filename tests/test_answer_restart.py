@@ -193,7 +193,7 @@ async def test_pending_and_status_right_after_a_worker_restart_show_the_run(
     status_out, status_err = status.communicate(timeout=90)
     pending_out, pending_err = pending.communicate(timeout=90)
     assert status.returncode == 0 and pending.returncode == 0, status_err + pending_err
-    assert status_out.startswith(f"{rid}: waiting for human_approval")
+    assert status_out.startswith(f"{rid}: WAITING for human_approval")
     assert "? colour: Which colour? [red/blue]" in status_out
     assert rid not in pending_err
     assert [row["gate"] for row in json.loads(pending_out) if row["run_id"] == rid] == ["colour"]

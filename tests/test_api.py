@@ -40,6 +40,8 @@ async def follow(run: agentrun.Run, answers: dict[str, str]) -> list[agentrun.Ru
 async def test_start_follow_answer_say_fork(client, release: Path):
     engine = Engine(client, task_queue=QUEUE)
     run = await engine.start(release, params={"version": "2.0.0"}, agents=SHELL_AGENT, run_id=run_id("api"))
+    waiting = await engine.runs(spec="release", limit=100)  # a run that has not ended is listed too
+    assert next(r for r in waiting if r.run_id == run.id).ended is None
     async with engine.worker():
         events = await follow(run, {"notes": "First stable", "publish": "approve"})
         result = await run.result()

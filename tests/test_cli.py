@@ -61,7 +61,10 @@ def test_failed_run_exits_1_and_reports_what_happened(cli, tmp_path):
     result = cli("start", str(write_spec(tmp_path, FAILING)), "--agent", SHELL_AGENT)
     assert result.code == 1
     assert "✗ two failed: the agent reported COMPLETION_STATUS: ERROR" in result.out
-    assert "- Status: PARTIAL" in result.out and "| 3 | three | default | NOT RUN |" in result.out
+    assert (
+        "- Status: FAILED (partial: 1 of 3 steps completed)" in result.out
+        and "| 3 | three | default | NOT RUN |" in result.out
+    )
     assert "ERROR two:" in result.out and "it broke" in result.out
     assert "Traceback" not in result.err + result.out
 

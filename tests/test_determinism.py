@@ -13,7 +13,9 @@ import pytest
 
 from tests.conftest import ROOT
 
-WORKFLOW_CODE = sorted((ROOT / "agentrun" / "workflows").rglob("*.py")) + [ROOT / "agentrun" / "contract.py"]
+WORKFLOW_CODE = sorted((ROOT / "agentrun" / "workflows").rglob("*.py")) + [
+    ROOT / "agentrun" / "models" / name for name in ("contract.py", "limits.py")
+]
 # Called on these names, the value differs between a run and its replay; Temporal's own is the way.
 CALLS = {
     ("datetime", "now"): "workflow.now()",

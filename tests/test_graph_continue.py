@@ -82,7 +82,7 @@ async def test_a_long_cycle_continues_as_new_and_keeps_every_history_short(clien
     assert f"- Temporal executions: {len(executions)} (the run continued as new {len(executions) - 1}" in report.out
     assert f"- Node runs: {2 * ROUNDS} (count ×{ROUNDS}, check ×{ROUNDS})" in report.out
     assert f"| n | {ROUNDS} |" in report.out
-    assert [line.split()[:2] for line in cli("list").out.splitlines() if line.startswith(rid)] == [[rid, "completed"]]
+    assert [line.split()[:2] for line in cli("list").out.splitlines() if line.startswith(rid)] == [[rid, "COMPLETE"]]
     status = json.loads(cli("status", rid, "--json").out)
     assert status["status"] == "completed" and status["iteration_count"] == ROUNDS
     assert status["executions"] == len(executions)

@@ -132,7 +132,7 @@ async def test_a_subgraph_runs_as_a_child_run_and_its_undos_join_the_parents_sta
     assert described.workflow_type == "AgentRun" and described.parent_id == state.run_id
     report = to_markdown(state)
     assert f"| ↳ run {child_id} | graph stay | SUCCESS |" in report
-    assert f"- Subgraph trip ran graph stay as run {child_id}: completed" in report
+    assert f"- Subgraph trip ran graph stay as run {child_id}: COMPLETE" in report
     assert "- Node runs: 5 (book ×1, trip ×1, check ×1, hotel-undo ×1, book-undo ×1)" in report, "not main, the graph"
     assert f"- Part of run: {state.run_id}" in to_markdown(child)
 

@@ -54,7 +54,9 @@ def test_report_verdicts_for_rolled_back_and_cancelled_runs():
     assert report.verdict(_state("compensated")) == "ROLLED BACK"
     assert report.verdict(_state("cancelled")) == "CANCELLED"
     assert "- Status: ROLLED BACK" in report.to_markdown(_state("compensated"))
-    assert report.verdict(_state("failed")) == "PARTIAL"  # unchanged: a step completed before the failure
+    # A failed run is FAILED, as `status` and `list` say; the report says what it did finish.
+    assert report.verdict(_state("failed")) == "FAILED"
+    assert "- Status: FAILED (partial: 1 of 2 steps completed)" in report.to_markdown(_state("failed"))
 
 
 def test_report_lists_human_input_compensations_and_taint_after_the_existing_sections():
@@ -235,7 +237,7 @@ async def test_pending_answer_and_approve_as_a_user_meets_them(cli, client, serv
     line = next(line for line in table.splitlines() if rid in line)
     assert "colour" in line and "question" in line and "Which colour for the shed?" in line and "red/blue" in line
     status = cli("status", rid)
-    assert f"{rid}: waiting for human_approval" in status.out
+    assert f"{rid}: WAITING for human_approval" in status.out
     assert (
         "? colour: Which colour for the shed? [red/blue] — answer with: python -m client answer "
         f"{rid} --gate colour VALUE" in status.out

@@ -29,9 +29,11 @@ async def test_list_filters_limits_and_says_when_there_is_nothing(cli, client, t
     assert table[0].split() == ["RUN", "STATUS", "SPEC", "STARTED", "ENDED"]
     assert len({line.index(spec_name) for line in table[1:]}) == 1  # one column, aligned
     rows = {cells[0]: cells for cells in listed()[1:]}
-    assert [rows[done][1], rows[waiting[0]][1], rows[waiting[1]][1]] == ["completed", "terminated", "pending"]
+    assert [rows[done][1], rows[waiting[0]][1], rows[waiting[1]][1]] == ["COMPLETE", "TERMINATED", "PENDING"]
     assert [cells[0] for cells in listed("--status", "completed")[1:]] == [done]
     assert [cells[0] for cells in listed("--status", "terminated")[1:]] == [waiting[0]]
+    # The column's own word filters as the status does.
+    assert [cells[0] for cells in listed("--status", "complete")[1:]] == [done]
 
     limited = listed("--limit", "2")
     assert len(limited) == 4 and limited[-1] == "showing 2 of 4 runs: --limit N shows more".split()

@@ -20,7 +20,7 @@ def test_a_run_no_worker_polls_for_says_so_and_watch_worker_runs_it(cli, cli_pro
     status = cli("status", rid)
     assert status.code == 0
     assert status.out.splitlines()[:3] == [
-        f"{rid}: running",
+        f"{rid}: RUNNING",
         f"  {'ship':<30} pending    attempts=0 iterations=0 0.0s",
         f"  ! {hint}",
     ]

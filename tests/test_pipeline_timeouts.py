@@ -161,7 +161,10 @@ async def test_global_timeout_cancels_running_agents_and_keeps_partial_results(o
     assert [t.status for t in state.tasks.values()] == ["completed", "cancelled", "pending"]
     assert state.steps["first"]["output"] == "first result" and llm.requests_for("never") == []
     text = report.to_markdown(state)
-    assert "- Status: PARTIAL" in text and "the run's timeout (120s) was reached" in text
+    assert (
+        "- Status: TIMED OUT (partial: 1 of 3 steps completed)" in text
+        and "the run's timeout (120s) was reached" in text
+    )
     assert "| first | fast | SUCCESS |" in text
 
 
@@ -201,4 +204,4 @@ async def test_step_timeout_fails_the_step_for_an_agent_that_aborts(own_env, llm
     state = await finish(own_env, handle, 61, steps=1)
     assert state.status == "failed" and llm.requests_for("agg") == []
     assert any("step fan timed out after 60s" in e for e in state.errors)
-    assert "- Status: PARTIAL" in report.to_markdown(state)  # fan.a and fan.b had finished
+    assert "- Status: FAILED (partial: 2 of " in report.to_markdown(state)  # fan.a and fan.b had finished

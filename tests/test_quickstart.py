@@ -71,7 +71,7 @@ def test_quickstart_runs_offline_on_the_embedded_server(tmp_path):
         _stop_server(state)  # the run must outlive the server process that ran it
         after = _client("status", run_id, cwd=tmp_path, state=state)
         assert after.returncode == 0, after.stderr
-        assert f"{run_id}: completed" in after.stdout
+        assert f"{run_id}: COMPLETE" in after.stdout
         assert "started the embedded Temporal dev server" in after.stderr
     finally:
         _stop_server(state)

@@ -21,6 +21,7 @@ from agentrun.models.contract import RunInput
 from agentrun.worker.blobs import data_converter
 from agentrun.worker.build import WORKFLOWS, runner
 from tests.conftest import HISTORIES, ROOT, SHELL_AGENT, TEST_QUEUE, run_id, write_spec
+from tests.fakes.openai_server import ToolUse
 from tests.runs import answer, finish, open_gate, prompts_out, run_spec, sh
 from tests.trees import action, composite
 
@@ -421,6 +422,32 @@ def _scrub(text: str, tmp_path) -> str:
     return re.sub(r'"data": "([A-Za-z0-9+/=]*)"', payload, plain(text))
 
 
+# Recorded after tools: a model that writes a file, runs it and reads what it printed, each call an
+# activity of its own, and one call refused (a path outside the work directory).
+TOOLS = """workflow:
+  name: tools
+  agents:
+    coder: {prompt: "Write hi.sh, run it into out.txt and say what it printed.", tools: [Read, Write, Bash]}
+  steps:
+    - {id: code, agent: coder}
+"""
+
+
+async def test_a_run_with_tool_calls_replays(client, llm, tmp_path):
+    llm.reply = [
+        ToolUse("write", {"path": "hi.sh", "content": "echo hi"}),
+        ToolUse("bash", {"command": "sh hi.sh > out.txt"}),
+        ToolUse("read", {"path": "../outside.txt"}),
+        ToolUse("read", {"path": "out.txt"}),
+        "It printed hi",
+    ]
+    state = await run_spec(client, write_spec(tmp_path, TOOLS), "openai:coder")
+    assert state.status == "completed", state.errors
+    outcomes = [(u.tool, u.outcome) for u in state.tool_calls["code"]]
+    assert outcomes == [("write", "ok"), ("bash", "ok"), ("read", "refused"), ("read", "ok")]
+    await _replays("tools", await client.get_workflow_handle(state.run_id).fetch_history(), tmp_path)
+
+
 def _recorded() -> list[str]:
     return sorted(p.name for p in HISTORIES.glob("*.json")) if HISTORIES.exists() else []
 
@@ -439,6 +466,6 @@ async def test_committed_histories_still_replay(name):
 def test_histories_are_committed():
     recorded = [*SPECS, *AFTER_SEAMS, "gated", "agentfile", "tree", "tree-mcp", "graph", "graph-continued"]
     recorded += ["graph-fanout", "graph-subgraph", "map-batches", "map-batch", "steered"]
-    recorded += ["steered-batches", "steered-batch"]
+    recorded += ["steered-batches", "steered-batch", "tools"]
     expected = sorted(f"{name}.json" for name in recorded)
     assert _recorded() == expected, "record new ones with AGENTRUN_RECORD_HISTORIES=name,name"

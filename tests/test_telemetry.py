@@ -291,7 +291,8 @@ def test_no_variable_no_telemetry_and_mistakes_are_one_line():
     chosen = settings({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318", "OTEL_METRICS_EXPORTER": "none"})
     assert chosen.traces == ("otlp",) and chosen.metrics == ()
     assert settings({"OTEL_SDK_DISABLED": "true", "OTEL_TRACES_EXPORTER": "console"}) == Settings()
-    assert settings({}, metrics_port=9000).prometheus == ("0.0.0.0", 9000)
+    assert settings({}, metrics_port=9000).prometheus == ("127.0.0.1", 9000)  # loopback unless told
+    assert settings({}, metrics_port=9000, metrics_host="0.0.0.0").prometheus == ("0.0.0.0", 9000)
     assert settings({"OTEL_METRICS_EXPORTER": "prometheus"}).prometheus == ("localhost", 9464)
     assert settings({"OTEL_METRICS_EXPORTER": "prometheus"}, serves=False) == Settings()  # a CLI command
     with pytest.raises(TelemetryError, match="OTEL_EXPORTER_OTLP_PROTOCOL=http/json: OTLP goes out as"):

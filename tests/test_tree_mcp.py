@@ -79,10 +79,12 @@ def mcp_env(address: str) -> dict[str, str]:
     return {**os.environ, "TEMPORAL_ADDRESS": address, "PYTHONPATH": str(ROOT)}
 
 
-def stdio_server(address: str, queue: str) -> StdioServerParameters:
+def stdio_server(address: str, queue: str, root: Path) -> StdioServerParameters:
+    """The server as an agent's client starts it, reading trees under `root` (the tests' trees are
+    written outside the folder it runs in)."""
     return StdioServerParameters(
         command=sys.executable,
-        args=["-m", "agentrun.client", "mcp", "--task-queue", queue],
+        args=["-m", "agentrun.client", "mcp", "--task-queue", queue, "--root", str(root)],
         env=mcp_env(address),
         cwd=str(ROOT),
     )
@@ -90,7 +92,7 @@ def stdio_server(address: str, queue: str) -> StdioServerParameters:
 
 async def test_an_agent_drives_trees_to_done_and_to_failure_over_stdio(address, tmp_path):
     tree = deploy(tmp_path)
-    async with Client(stdio_server(address, f"mcp-{uuid.uuid4().hex[:6]}")) as session:
+    async with Client(stdio_server(address, f"mcp-{uuid.uuid4().hex[:6]}", tmp_path)) as session:
         assert {tool.name for tool in (await session.list_tools()).tools} == TOOLS
         agent = Agent(session, f"traces/{uuid.uuid4().hex[:8]}.json")
         started = await agent.call("start_execution", tree_uri=str(tree))
@@ -196,7 +198,7 @@ async def test_the_mcp_server_and_worker_die_mid_execution_and_resume_continues(
     tree = deploy(tmp_path)
     queue, port = f"mcp-{uuid.uuid4().hex[:6]}", free_port()
     worker = start_worker(address, "--task-queue", queue)
-    server = http_server(address, port, "--task-queue", queue, "--no-worker")
+    server = http_server(address, port, "--task-queue", queue, "--no-worker", "--root", str(tmp_path))
     address_ = f"traces/{uuid.uuid4().hex[:8]}.json"
     try:
         await listening(port)
@@ -212,7 +214,7 @@ async def test_the_mcp_server_and_worker_die_mid_execution_and_resume_continues(
             proc.wait()
 
         worker = start_worker(address, "--task-queue", queue)
-        server = http_server(address, port, "--task-queue", queue, "--no-worker")
+        server = http_server(address, port, "--task-queue", queue, "--no-worker", "--root", str(tmp_path))
         await listening(port)
         async with Client(f"http://127.0.0.1:{port}/mcp") as session:
             agent = Agent(session, address_)
@@ -243,7 +245,7 @@ def test_list_shows_a_driven_execution_and_report_its_trace(cli, address, tmp_pa
     import asyncio
 
     async def drive() -> str:
-        async with Client(stdio_server(address, "agentrun")) as session:
+        async with Client(stdio_server(address, "agentrun", tmp_path)) as session:
             agent = Agent(session, f"traces/{uuid.uuid4().hex[:8]}.json")
             started = await agent.call("start_execution", tree_uri=str(deploy(tmp_path)))
             await agent.call("next_step")

@@ -210,14 +210,19 @@ def test_answer_by_choice_and_approve_with_a_comment_then_the_run_completes(
     finally:
         drip.allow_all()
     assert page.locator("#temporal-web").get_attribute("href") == f"{WEB}/namespaces/default/workflows/{rid}"
-    assert "colour" in page.locator("#plan").inner_text() and "ship" in page.locator("#plan").inner_text()
+    page.locator("#plan svg").wait_for(timeout=30_000)
+    drawn = page.locator("#plan svg").text_content() or ""
+    assert "colour" in drawn and "ship" in drawn
     # The page follows the run by its events and shows the report once it has ended.
-    page.locator("#status", has_text="completed").wait_for(timeout=60_000)
-    text = page.locator("#report").inner_text()
-    assert "- Status: COMPLETE" in text
-    assert "| colour | Which colour for the shed? | red |  | ada |" in text
-    assert "| ship | Approve 'ship'? | approve | looks good | ada |" in text
-    assert "paint" in page.locator("#live").inner_text() and "completed" in page.locator("#live").inner_text()
+    page.locator("#status", has_text="COMPLETE").wait_for(timeout=60_000)
+    report = page.locator("#report")
+    assert report.locator("li", has_text="Status:").first.inner_text() == "Status: COMPLETE"
+    for answered in (
+        ["colour", "Which colour for the shed?", "red", "", "ada"],
+        ["ship", "Approve 'ship'?", "approve", "looks good", "ada"],
+    ):
+        assert report.locator("tr", has_text=answered[1]).locator("td").all_inner_texts()[:5] == answered
+    assert page.locator('#live tr.step[data-step="paint"] td.word').inner_text() == "SUCCESS"
     assert [p.splitlines()[0] for p in llm.prompts_for("worker")[-2:]] == ["Paint the shed red.", "Ship the shed."]
     reported = cli("report", rid)
     assert "| ship | Approve 'ship'? | approve | looks good | ada |" in reported.out
@@ -316,37 +321,14 @@ def _accepted_updates(address: str, rid: str) -> int:
         return pool.submit(asyncio.run, count()).result()
 
 
-def test_a_page_served_beyond_loopback_is_warned_about_and_a_taken_port_is_one_error(cli, address, page_url):
+def test_a_taken_port_is_one_error(cli, page_url):
+    """(A bind beyond loopback, refused without a token, is in test_ui_guard.py.)"""
     taken = cli("ui", "--port", page_url.rsplit(":", 1)[1], timeout=60)
     assert taken.code == 2 and taken.out == ""
     assert (
         f"error: cannot listen on 127.0.0.1:{page_url.rsplit(':', 1)[1]}\n  hint: choose another with --port N"
         in taken.err
     )
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    environ = {**os.environ, "TEMPORAL_ADDRESS": address}
-    environ.pop("AGENTRUN_UI_TOKEN", None)
-    proc = subprocess.Popen(
-        [sys.executable, "-u", "-m", "agentrun.client", "ui", "--host", "0.0.0.0", "--port", str(port)],
-        env=environ,
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert proc.stdout is not None and proc.stderr is not None
-        assert proc.stdout.readline() == f"inbox at http://0.0.0.0:{port}/ (Ctrl-C to stop)\n"
-        assert proc.stderr.readline() == (
-            "warning: listening on 0.0.0.0: whoever reaches it can answer your runs' gates; guarded by nothing: "
-            "set AGENTRUN_UI_TOKEN to require a token\n"
-        )
-        assert httpx.get(f"http://127.0.0.1:{port}/runs").status_code == 200
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
 
 
 def test_a_supervisors_concern_is_shown_and_a_correction_sent(cli, queue, llm, person, page_url, tmp_path):

@@ -21,6 +21,18 @@ Handler = Callable[[argparse.Namespace, Console], int]
 EngineAction = Callable[["Engine", argparse.Namespace, Console], Awaitable[int]]
 
 
+def run_status(text: str) -> str:
+    """A run's status, as the list's STATUS column words it (`complete`, `rolled back`) or as JSON
+    gives it (`completed`, `compensated`)."""
+    from agentrun.models import run_words
+
+    found = run_words.status_of(text)
+    if found is None:
+        said = ", ".join(w.lower() for w in run_words.WORDS.values())
+        raise argparse.ArgumentTypeError(f"{text!r} is not a run status; one of: {said}")
+    return found
+
+
 def positive(text: str) -> int:
     """A whole number above 0, for limits: argparse says why it refused anything else."""
     try:

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING, Any, get_args
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
 from agentrun import startup
-from agentrun.cli.args import EXIT_OK, command, on_temporal, positive, prompter, spec_and_inputs
-from agentrun.models.names import TASK_QUEUE, RunStatus
+from agentrun.cli.args import EXIT_OK, command, on_temporal, positive, prompter, run_status, spec_and_inputs
+from agentrun.models.names import TASK_QUEUE
+from agentrun.models.run_words import WORDS
 
 if TYPE_CHECKING:
     from agentrun.client.engine import Engine
@@ -108,7 +109,12 @@ def _elements(command: argparse.ArgumentParser) -> None:
 
 
 def _list(command: argparse.ArgumentParser) -> None:
-    command.add_argument("--status", choices=get_args(RunStatus), help="only runs with this status")
+    command.add_argument(
+        "--status",
+        type=run_status,
+        metavar="STATUS",
+        help="only runs with this status: " + ", ".join(WORDS.values()).lower(),
+    )
     command.add_argument("--spec", metavar="NAME", help="only runs of the spec with this name")
     command.add_argument(
         "--limit", type=int, default=LIST_LIMIT, metavar="N", help=f"at most N runs (default {LIST_LIMIT})"

@@ -21,7 +21,7 @@ def add_commands(sub: Any) -> None:
         "--format",
         choices=["text", "mermaid"],
         default="text",
-        help="mermaid: a state graph as a Mermaid flowchart, and nothing else",
+        help="mermaid: the plan as a Mermaid flowchart (as the run page draws it), and nothing else",
     )
     spec_and_inputs(command(sub, "dry-run", "show the agent calls a run would make, calling none", _dry_run))
 

@@ -1,16 +1,20 @@
-"""`ui`: the inbox and the runs as a web page (agentrun.ui)."""
+"""`ui`: the inbox and the runs as a web page (agentrun.ui).
+
+Beyond loopback the page fails closed: it does not start without a token, and it answers only for
+the names it is told (agentrun.ui.guard)."""
 
 from __future__ import annotations
 
 import argparse
 import ipaddress
 import os
-import sys
+import socket
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
 from agentrun.cli.args import command, on_temporal
+from agentrun.errors import UsageError
 
 if TYPE_CHECKING:
     from agentrun.client.engine import Engine
@@ -18,14 +22,27 @@ if TYPE_CHECKING:
 PORT = 8280
 HOST = "127.0.0.1"
 TOKEN_ENV = "AGENTRUN_UI_TOKEN"
+MAKE_TOKEN = "python -c 'import secrets; print(secrets.token_urlsafe(24))'"
 
 
 def add_commands(sub: Any) -> None:
-    u = command(sub, "ui", "the inbox of open questions and the runs, as a web page", on_temporal(_ui))
+    u = command(sub, "ui", "the inbox of open questions and the runs, as a web page", _before_connecting)
     u.add_argument("--port", type=int, default=PORT, help=f"the port to serve on (default {PORT})")
     u.add_argument(
-        "--host", default=HOST, help=f"the address to listen on (default {HOST}; set {TOKEN_ENV} before any other)"
+        "--host",
+        default=HOST,
+        help=f"the address to listen on (default {HOST}); any other needs a token in {TOKEN_ENV}",
     )
+    u.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a name people reach the page by (a DNS name or address; repeat for more), besides "
+        "127.0.0.1, localhost, [::1] and --host: requests naming any other get 421",
+    )
+    u.add_argument("--certfile", help="serve HTTPS with this certificate (PEM), for a page served to a network")
+    u.add_argument("--keyfile", help="the certificate's private key (PEM), with --certfile")
 
 
 def loopback(host: str) -> bool:
@@ -37,14 +54,49 @@ def loopback(host: str) -> bool:
         return False
 
 
+def _unspecified(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_unspecified
+    except ValueError:
+        return False
+
+
+def checked(args: argparse.Namespace, token: str | None) -> tuple[tuple[str, ...], tuple[str, str] | None]:
+    """The names the page answers for besides loopback, and its TLS files; UsageError for a bind
+    that would fail open."""
+    host = args.host.strip()
+    if not host:
+        raise UsageError(
+            "--host is empty, which would listen on every address of this machine\n"
+            f"  hint: leave it out to serve {HOST} only, or name the address (and set {TOKEN_ENV})"
+        )
+    if not loopback(host) and not token:
+        raise UsageError(
+            f"listening on {host} lets whoever reaches it read your runs and answer their gates: "
+            f"set a token first\n  hint: export {TOKEN_ENV}=$({MAKE_TOKEN})"
+        )
+    if bool(args.certfile) != bool(args.keyfile):
+        raise UsageError("--certfile and --keyfile go together\n  hint: give both, or neither for plain HTTP")
+    for path in (args.certfile, args.keyfile):
+        if path and not os.path.isfile(path):
+            raise UsageError(f"no such file: {path}\n  hint: --certfile and --keyfile name PEM files")
+    names = [*args.allowed_host]
+    if _unspecified(host):  # every address: the machine's own name is one people will use
+        names += [socket.gethostname(), socket.getfqdn()]
+    elif not loopback(host):
+        names.append(host)
+    return tuple(dict.fromkeys(names)), (args.certfile, args.keyfile) if args.certfile else None
+
+
+def _before_connecting(args: argparse.Namespace, console: Console) -> int:
+    """A bind that would fail open is refused before Temporal is even asked for."""
+    checked(args, os.environ.get(TOKEN_ENV) or None)
+    return on_temporal(_ui)(args, console)
+
+
 async def _ui(engine: Engine, args: argparse.Namespace, console: Console) -> int:
     from agentrun.ui.serve import serve
 
     token = os.environ.get(TOKEN_ENV) or None
-    if not loopback(args.host):
-        guard = f"the token in {TOKEN_ENV}" if token else f"nothing: set {TOKEN_ENV} to require a token"
-        print(
-            f"warning: listening on {args.host}: whoever reaches it can answer your runs' gates; guarded by {guard}",
-            file=sys.stderr,
-        )
-    return await serve(engine.temporal, args.host, args.port, token, console)
+    names, tls = checked(args, token)
+    return await serve(engine, args.host.strip(), args.port, token, console, names, tls)

@@ -20,10 +20,12 @@ from temporalio.service import RPCError
 
 from agentrun import spelling
 from agentrun.client.no_worker import worker_command
-from agentrun.client.runs import QUERY_S, NoWorker, RunHandle, UsageError, ask_state, running
+from agentrun.client.runs import QUERY_S, NoWorker, RunHandle, UsageError, ask_held, ask_state, running
+from agentrun.models import limits
 from agentrun.models.contract import RunState
 
 T = TypeVar("T")
+S = TypeVar("S")
 
 WAIT_NOTICE_S = 1.5  # a worker that holds the run takes an answer well within this
 # A worker that has just answered for the run takes the update that follows at once; this much is
@@ -41,9 +43,29 @@ async def when_held(
 ) -> T:
     """Wait up to wait_s for a worker to hold the run (its state query goes through), then send;
     NoWorker if none came, with nothing sent. `what` names it for the person: "the answer"."""
+    return await _when(client, handle, queue, wait_s, what, ask_state, send)
+
+
+async def when_alive(
+    client: Client, handle: RunHandle, queue: str, wait_s: float, what: str, send: Callable[[], Awaitable[T]]
+) -> T:
+    """when_held for what needs no look at the state first: the worker is asked only for the run's
+    status, so it does not store the (possibly large) state once per thing sent."""
+    return await _when(client, handle, queue, wait_s, what, ask_held, lambda _status: send())
+
+
+async def _when(
+    client: Client,
+    handle: RunHandle,
+    queue: str,
+    wait_s: float,
+    what: str,
+    probe: Callable[[RunHandle, float], Awaitable[S | None]],
+    send: Callable[[S], Awaitable[T]],
+) -> T:
     deadline = time.monotonic() + wait_s
     with _notice(f"waiting for a worker to take {what}…"):
-        state = await _state_within(handle, deadline)
+        state = await _state_within(handle, deadline, probe)
         if state is None:
             await running(client, handle.id)  # a run that ended meanwhile is reported as such
             raise NoWorker(
@@ -63,15 +85,19 @@ async def when_held(
 
 async def enqueue(handle: RunHandle, signal: str, arg: Any, what: str) -> None:
     """Write it to the run's history as a signal; the run checks it when a worker takes it."""
+    if (refused := limits.refusal(arg)) is not None:
+        raise UsageError(refused)
     try:
         await handle.signal(signal, arg)
     except RPCError as exc:  # e.g. the run ended between our check and the signal
         raise UsageError(f"run {handle.id} did not take {what}: {exc.message}") from None
 
 
-async def _state_within(handle: RunHandle, deadline: float) -> RunState | None:
+async def _state_within(
+    handle: RunHandle, deadline: float, probe: Callable[[RunHandle, float], Awaitable[S | None]]
+) -> S | None:
     while (left := deadline - time.monotonic()) > 0:
-        state = await ask_state(handle, min(left, QUERY_S))
+        state = await probe(handle, min(left, QUERY_S))
         if state:
             return state
         await asyncio.sleep(min(0.5, max(deadline - time.monotonic(), 0)))  # a query refused at once must not spin

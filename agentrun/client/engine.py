@@ -18,12 +18,13 @@ from typing import Any
 from temporalio.client import Client
 from temporalio.service import RPCError
 
-from agentrun.client import listing, start
+from agentrun.client import humans, listing, start
 from agentrun.client.models import RunSummary
 from agentrun.client.run import Run
 from agentrun.errors import UsageError
 from agentrun.explain import prepare
 from agentrun.explain.prepare import Spec
+from agentrun.models.contract import RunState
 from agentrun.models.names import TASK_QUEUE, RunStatus
 
 
@@ -74,23 +75,32 @@ class Engine:
         """The latest runs, newest first, with this status or of this spec."""
         query = listing.visibility_query(status, spec)
         try:
-            return [
-                RunSummary.model_validate(listing.row(wf))
-                async for wf in self.temporal.list_workflows(query, limit=limit)
-            ]
+            return [listing.summary(wf) async for wf in self.temporal.list_workflows(query, limit=limit)]
         except RPCError as exc:
             raise UsageError(f"Temporal cannot list runs with this filter: {exc.message}") from None
+
+    async def waiting(self) -> list[RunState]:
+        """The state of every running run that may wait for a person (its open gates say for what)."""
+        return await humans.waiting_states(self.temporal)
+
+    def web_url(self, run_id: str) -> str | None:
+        """The run's page on Temporal Web, where it is known (the embedded server's, or TEMPORAL_UI_URL)."""
+        from agentrun.worker.connection import web_url
+
+        return web_url(self.temporal, run_id)
 
     @contextlib.asynccontextmanager
     async def worker(self, task_queue: str | None = None, max_concurrent_activities: int = 100) -> AsyncGenerator[None]:
         """A worker in this program while the block runs: it takes the runs on `task_queue` (this
         engine's), whoever started them, and finishes the activities it runs before the block ends."""
         from agentrun.activities.agents.agentapi import release_all
+        from agentrun.activities.mcp.calls import close_connections
         from agentrun.worker.build import build_worker
 
         async with build_worker(self.temporal, task_queue or self.task_queue, max_concurrent_activities):
             yield
         await release_all()
+        await close_connections()
 
 
 def _agent_flags(agents: str | Mapping[str, str] | None) -> list[str]:

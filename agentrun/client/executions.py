@@ -11,6 +11,7 @@ from typing import Any
 
 from temporalio.client import (
     Client,
+    WorkflowExecutionDescription,
     WorkflowExecutionStatus,
     WorkflowUpdateFailedError,
 )
@@ -95,8 +96,8 @@ async def reset_execution(client: Client, trace_output: str) -> dict[str, Any]:
     """Start the execution over from its tree as first loaded: the blackboard seeded again, the
     progress and trace cleared. The run before is ended (terminated, if it was still running)."""
     run_id = execution_id(trace_output)
+    desc = await _describe(client, trace_output)
     first = await _start_input(client, run_id)
-    desc = await describe(client, run_id)
     await client.start_workflow(
         contract.WORKFLOW,
         first,
@@ -195,9 +196,15 @@ def status_of(state: RunState) -> str:
 # ---------------------------------------------------------------------------------- helpers
 
 
+TREE_SUFFIXES = (".yaml", ".yml", ".json")
+
+
 def _tree(tree_uri: str) -> ir.Plan:
+    path = tree_uri.removeprefix("file://")
+    if not path.lower().endswith(TREE_SUFFIXES):  # another language's spec may read other files as it loads
+        raise ExecutionError(f"{tree_uri} is not a tree file: a behaviour tree is a .yaml, .yml or .json file")
     try:
-        plan = load(tree_uri.removeprefix("file://"))
+        plan = load(path)
     except SpecError as exc:
         raise ExecutionError(str(exc)) from None
     if not plan.traits.tree:
@@ -217,13 +224,27 @@ async def _answer(client: Client, trace_output: str, name: str, arg: Any) -> dic
 
 async def _handle(client: Client, trace_output: str) -> tuple[RunHandle, WorkflowExecutionStatus | None]:
     """The execution's run, and how it ended if it has."""
-    run_id = execution_id(trace_output)
-    try:
-        desc = await describe(client, run_id)
-    except NoSuchRun:
-        raise ExecutionError(f"no execution at {trace_output}; call start_execution first") from None
+    desc = await _describe(client, trace_output)
     ended = None if desc.status == WorkflowExecutionStatus.RUNNING else desc.status
-    return client.get_workflow_handle(run_id), ended
+    return client.get_workflow_handle(desc.id), ended
+
+
+async def _describe(client: Client, trace_output: str) -> WorkflowExecutionDescription:
+    """The execution's run, if this server's kind started it: a run started otherwise (a CLI run
+    whose id happens to look the same) is no execution of ours, and answered as none at all."""
+    try:
+        desc = await describe(client, execution_id(trace_output))
+    except NoSuchRun:
+        desc = None
+    if desc is None or not await started_by_mcp(desc):
+        raise ExecutionError(f"no execution at {trace_output}; call start_execution first")
+    return desc
+
+
+async def started_by_mcp(desc: WorkflowExecutionDescription) -> bool:
+    if desc.typed_search_attributes.get(contract.STARTED_BY) == contract.BY_MCP:
+        return True
+    return await desc.memo_value(contract.STARTED_BY_MEMO, None) == contract.BY_MCP
 
 
 async def _update(handle: RunHandle, name: str, arg: Any) -> dict[str, Any]:
@@ -239,8 +260,9 @@ async def _update(handle: RunHandle, name: str, arg: Any) -> dict[str, Any]:
 
 
 async def _state(client: Client, trace_output: str) -> RunState:
+    desc = await _describe(client, trace_output)
     try:
-        return await fetch_state(client, execution_id(trace_output))
+        return await fetch_state(client, desc.id, desc)
     except NoSuchRun:
         raise ExecutionError(f"no execution at {trace_output}; call start_execution first") from None
 

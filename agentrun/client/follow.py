@@ -18,8 +18,10 @@ from agentrun.client.no_worker import hint
 from agentrun.client.partial import partials
 from agentrun.client.retries import Retries
 from agentrun.client.runs import describe, fetch_state, state_if_polled
+from agentrun.explain import tool_uses
 from agentrun.explain.tails import STALL_S, Tails
-from agentrun.models.contract import CompensationResult, Gate, RunState, TaskState, open_gates
+from agentrun.models import run_words
+from agentrun.models.contract import CompensationResult, Gate, RunState, TaskState, ToolUse, open_gates
 
 
 async def follow(
@@ -95,7 +97,7 @@ def _live_line(state: RunState, elapsed: float) -> str:
         return f"waiting for {state.waiting_for or 'a person'} · {elapsed:.0f}s"
     task = state.tasks.get(state.current_task or "")
     if not task:
-        return f"{state.status} · {elapsed:.0f}s"
+        return f"{run_words.word(state.status)} · {elapsed:.0f}s"
     return f"{task.id} · attempt {task.attempts} · iteration {task.iterations} · {elapsed:.0f}s elapsed"
 
 
@@ -111,10 +113,13 @@ class _Printer:
         self.warnings = 0
         self.compensations = 0
         self.said: set[str] = set()
+        self.tools: dict[str, int] = {}  # tool calls shown, by step
 
     def show(self, state: RunState) -> None:
         for task in state.tasks.values():
             self._task(task)
+        for key, uses in state.tool_calls.items():
+            self._tools(key, uses)
         for gate in state.gates.values():
             self._gate(gate)
         for result in state.compensations[self.compensations :]:
@@ -123,6 +128,16 @@ class _Printer:
         for warning in state.warnings[self.warnings :]:
             self.console.print(_indented(f"  ! {warning}"), style="yellow", markup=False, highlight=False)
         self.warnings = len(state.warnings)
+
+    def _tools(self, key: str, uses: list[ToolUse]) -> None:
+        """Each tool call once it has ended, in the order made."""
+        done = self.tools.get(key, 0)
+        for use in uses[done:]:
+            if use.outcome == "running":
+                break
+            self._print(f"  ⚒ {key}: {tool_uses.line(use)}")
+            done += 1
+        self.tools[key] = done
 
     def retries(self, lines: list[str]) -> None:
         for line in lines:

@@ -27,12 +27,12 @@ from temporalio.service import RPCError
 
 from agentrun import spelling
 from agentrun.client import no_worker
-from agentrun.client.delivery import enqueue, when_held
+from agentrun.client.delivery import enqueue, when_alive, when_held
 from agentrun.client.no_worker import NO_WORKER
 from agentrun.client.runs import NoSuchRun, RunHandle, UsageError, ask_state, fetch_state, running
 from agentrun.ids import GateId
 from agentrun.lang.ir import APPROVE, REJECT, Budget
-from agentrun.models import contract
+from agentrun.models import contract, limits
 from agentrun.models.contract import (
     RUN_BUDGET_GATE,
     Answer,
@@ -274,11 +274,7 @@ async def raise_gate(client: Client, run_id: str, raised: BudgetInput, wait_s: f
 async def _when_held(client: Client, run_id: str, update: str, arg: Any, kind: type, what: str, wait_s: float) -> Any:
     """The update's result, sent once a worker holds the run (when_held waits up to wait_s for one)."""
     handle, queue = await running(client, run_id)
-
-    async def deliver(_state: RunState) -> Any:
-        return await _update(handle, update, arg, kind)
-
-    return await when_held(client, handle, queue, wait_s, what, deliver)
+    return await when_alive(client, handle, queue, wait_s, what, lambda: _update(handle, update, arg, kind))
 
 
 def _who(args: argparse.Namespace) -> str:
@@ -348,6 +344,7 @@ async def request_rollback(handle: RunHandle) -> int:
 
 
 async def _update(handle: RunHandle, name: str, arg: Any, result_type: type) -> Any:
+    _within_limits(arg)
     try:
         if arg is None:
             return await handle.execute_update(name, result_type=result_type)
@@ -356,6 +353,13 @@ async def _update(handle: RunHandle, name: str, arg: Any, result_type: type) -> 
         raise Refused(getattr(exc.cause, "message", None) or str(exc.cause)) from None
     except RPCError as exc:  # e.g. the run ended between our check and the update
         raise Refused(f"run {handle.id} did not take the update: {exc.message}") from None
+
+
+def _within_limits(arg: Any) -> None:
+    """What a person sends is held to the run's size limits here, before it goes, as the run's
+    validators hold it again (agentrun.models.limits)."""
+    if isinstance(arg, NoteInput | AnswerInput | BudgetInput) and (refused := limits.refusal(arg)):
+        raise UsageError(refused)
 
 
 def user() -> str:

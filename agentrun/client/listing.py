@@ -15,7 +15,7 @@ from temporalio.service import RPCError
 from agentrun import spelling
 from agentrun.client.models import RunSummary
 from agentrun.client.runs import CLOSED_STATUS, UsageError
-from agentrun.models import contract
+from agentrun.models import contract, run_words
 
 _LIVE = frozenset({"pending", "running", "waiting", "retrying"})
 COLUMNS = ("RUN", "STATUS", "SPEC", "STARTED", "ENDED")
@@ -31,7 +31,7 @@ def visibility_query(status: str | None, spec: str | None) -> str:
     if status == "terminated":
         parts.append('ExecutionStatus="Terminated"')
     elif status:
-        parts.append(f'{contract.STATUS.name}="{status}"')
+        parts.append(f"{contract.STATUS.name}={json.dumps(status)}")  # quoted: a value cannot widen the query
         if status in _LIVE:
             parts.append('ExecutionStatus="Running"')
     return " AND ".join(parts)
@@ -74,7 +74,11 @@ def summary(wf: WorkflowExecution) -> RunSummary:
 
 def row(wf: WorkflowExecution) -> dict[str, Any]:
     """A run as `list --json` prints it."""
-    run = summary(wf)
+    return as_row(summary(wf))
+
+
+def as_row(run: RunSummary) -> dict[str, Any]:
+    """A run as `list --json` prints it and the runs page shows it."""
     return {
         "run_id": run.run_id,
         "status": run.status,
@@ -106,7 +110,9 @@ def _table(console: Console, rows: list[dict[str, Any]]) -> None:
     for name in COLUMNS:
         table.add_column(name, no_wrap=True)
     for r in rows:
-        table.add_row(r["run_id"], r["status"], r["spec"], _when(r["started"]), _when(r["ended"]) or "-")
+        table.add_row(
+            r["run_id"], run_words.word(r["status"]), r["spec"], _when(r["started"]), _when(r["ended"]) or "-"
+        )
     # Piped output keeps every cell whole; a terminal gets the table at its width.
     out = console if console.is_terminal else Console(file=console.file, width=10_000, highlight=False)
     out.print(table)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
 from collections.abc import AsyncIterator
 from datetime import datetime
 from typing import NamedTuple
@@ -21,8 +22,11 @@ from temporalio.service import RPCError
 from agentrun.client.partial import partials
 from agentrun.client.runs import describe
 from agentrun.models.calls import RUN_AGENT, AgentCall, AgentReply
+from agentrun.models.contract import ARGUMENTS_SHOWN
+from agentrun.models.tools import RUN_TOOL, ToolCallInput, ToolResult
 
 GROWING_POLL_S = 0.5
+RESULT_SHOWN = 500  # characters of a tool's result shown
 
 
 class Said(NamedTuple):
@@ -31,7 +35,7 @@ class Said(NamedTuple):
     at: datetime
     task: str
     agent: str
-    kind: str  # prompt, reply, failed
+    kind: str  # prompt, reply, failed; tool (a call) and result (what it gave back)
     text: str
     stderr: str = ""
 
@@ -118,21 +122,41 @@ def belongs(task: str, wanted: str) -> bool:
 
 
 async def conversation(client: Client, run_id: str, follow: bool = False) -> AsyncIterator[Said]:
-    """The run's prompts, replies and failed agent calls, in the order they happened."""
+    """The run's prompts, replies, tool calls and failed agent calls, in the order they happened."""
     calls: dict[int, AgentCall] = {}  # by the event id that scheduled the call
+    tools: dict[int, ToolCallInput] = {}  # likewise, the tool calls
     handle = client.get_workflow_handle(run_id)
     async for event in handle.fetch_history_events(wait_new_event=follow):
         if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
             attrs = event.activity_task_scheduled_event_attributes
+            if attrs.activity_type.name == RUN_TOOL and attrs.input.payloads:
+                used = (await client.data_converter.decode(attrs.input.payloads[:1], [ToolCallInput]))[0]
+                tools[event.event_id] = used
+                shown = json.dumps(used.call.arguments, ensure_ascii=False)[:ARGUMENTS_SHOWN]
+                yield Said(_at(event), used.step, used.call.name, "tool", shown)
             if attrs.activity_type.name == RUN_AGENT and attrs.input.payloads:
                 call = (await client.data_converter.decode(attrs.input.payloads[:1], [AgentCall]))[0]
                 calls[event.event_id] = call
                 if call.prompt:
                     yield Said(_at(event), call.task_id, call.agent_id, "prompt", call.prompt)
             continue
-        said = await _outcome(client, event, calls)
+        said = await _outcome(client, event, calls) or await _tool_result(client, event, tools)
         if said:
             yield said
+
+
+async def _tool_result(client: Client, event: HistoryEvent, tools: dict[int, ToolCallInput]) -> Said | None:
+    if event.event_type != EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
+        return None
+    attrs = event.activity_task_completed_event_attributes
+    used = tools.get(attrs.scheduled_event_id)
+    if used is None or not attrs.result.payloads:
+        return None
+    result = (await client.data_converter.decode(attrs.result.payloads[:1], [ToolResult]))[0]
+    ended = "ok" if result.ok else "REFUSED" if result.refused else "error"
+    text = result.content if result.ok else (result.error or result.content)
+    cut = text[:RESULT_SHOWN] + (f"… ({len(text)} characters)" if len(text) > RESULT_SHOWN else "")
+    return Said(_at(event), used.step, used.call.name, "result", f"{ended} in {result.duration_s:.2f}s\n{cut}")
 
 
 async def _outcome(client: Client, event: HistoryEvent, calls: dict[int, AgentCall]) -> Said | None:
@@ -162,6 +186,10 @@ def render(said: Said) -> str:
     when = f"{said.at:%H:%M:%S}"
     if said.kind == "failed":
         return f"── {when} {said.task} ✗ agent '{said.agent}' failed: {said.text}\n"
+    if said.kind == "tool":  # `agent` is the tool's name
+        return f"── {when} {said.task} ⚒ {said.agent} {said.text}\n"
+    if said.kind == "result":
+        return f"── {when} {said.task} ⚒ {said.agent} → {said.text.rstrip()}\n"
     arrow = "→" if said.kind == "prompt" else "←"
     text = f"── {when} {said.task} {arrow} agent '{said.agent}' ({said.kind})\n{said.text.rstrip()}\n"
     if said.stderr:

@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
+from agentrun.models.calls import Partial
 from agentrun.models.contract import RunState
 
 
@@ -19,6 +20,14 @@ class RunSummary(BaseModel):
     spec: str = ""
     started: datetime | None = None
     ended: datetime | None = None
+
+
+class Progress(BaseModel):
+    """A run now: its state and, for each agent call under way, what the agent has written so far
+    (by the step's run key)."""
+
+    state: RunState
+    so_far: dict[str, Partial] = {}
 
 
 class RunResult(BaseModel):

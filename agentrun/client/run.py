@@ -10,12 +10,23 @@ from typing import Any
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError
 
 from agentrun.client import events, humans
-from agentrun.client.models import RunEvent, RunResult
+from agentrun.client.models import Progress, RunEvent, RunResult
+from agentrun.client.no_worker import start_input
 from agentrun.client.partial import partials
 from agentrun.client.runs import describe, fetch_state, state_if_polled
 from agentrun.explain.changes import Wanted
 from agentrun.ids import GateId
-from agentrun.models.contract import Answer, AnswerInput, Note, NoteInput, RunState
+from agentrun.lang import ir
+from agentrun.lang.ir import Budget
+from agentrun.models.contract import (
+    RUN_BUDGET_GATE,
+    Answer,
+    AnswerInput,
+    BudgetInput,
+    Note,
+    NoteInput,
+    RunState,
+)
 
 POLL_S = 0.5  # how often a follower asks a running run for its state
 
@@ -36,6 +47,19 @@ class Run:
         """The run's state now: from the worker that holds it, or from its record once it ended.
         Raises NoSuchRun."""
         return await fetch_state(self._client, self.id)
+
+    async def progress(self) -> Progress:
+        """The run's state and what its agents have written so far, read together."""
+        desc = await describe(self._client, self.id)
+        state = await fetch_state(self._client, self.id, desc)
+        live = state.status in ("running", "waiting")
+        return Progress(state=state, so_far=await partials(self._client, self.id, desc) if live else {})
+
+    async def plan(self) -> ir.Plan | None:
+        """The plan the run was started with, from its history (None for a run of a shape this
+        release cannot read)."""
+        started = await start_input(self._client, self.id)
+        return started.plan if started else None
 
     async def result(self) -> RunResult:
         """Wait for the run to end; what it ended with (a failed run is a result too)."""
@@ -91,6 +115,21 @@ class Run:
             gate = humans.only_open_gate(self.id, await self.status(), value)
         given = AnswerInput(gate=GateId(gate), value=value, comment=comment, by=by)
         return await humans.answer_gate(self._client, self.id, given, wait_s)
+
+    async def raise_budget(
+        self,
+        gate: str = RUN_BUDGET_GATE,
+        tokens: int | None = None,
+        usd: float | None = None,
+        iterations: int | None = None,
+        comment: str = "",
+        by: str = "",
+        wait_s: float = 60,
+    ) -> Budget:
+        """Raise the budget a run paused on (`budget`, or `budget:STEP` for a step's). Raises Refused,
+        NoWorker."""
+        raised = BudgetInput(gate=GateId(gate), tokens=tokens, usd=usd, iterations=iterations, comment=comment, by=by)
+        return await humans.raise_gate(self._client, self.id, raised, wait_s)
 
     async def say(self, text: str, step: str = "", by: str = "", wait_s: float = 60) -> Note:
         """A note for the next prompt of `step` (of any step when ""). Raises Refused, NoWorker."""

@@ -14,7 +14,13 @@ from temporalio.api.common.v1 import WorkflowExecution
 from temporalio.api.enums.v1 import TaskQueueType
 from temporalio.api.taskqueue.v1 import TaskQueue
 from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest, GetWorkflowExecutionHistoryReverseRequest
-from temporalio.client import Client, WorkflowExecutionDescription, WorkflowExecutionStatus, WorkflowHandle
+from temporalio.client import (
+    Client,
+    WorkflowExecutionDescription,
+    WorkflowExecutionStatus,
+    WorkflowHandle,
+    WorkflowQueryFailedError,
+)
 from temporalio.service import RPCError
 
 from agentrun.client import no_worker
@@ -142,6 +148,18 @@ async def ask_state(handle: RunHandle, timeout_s: float = QUERY_S) -> RunState |
     """The state of a running run from the worker that holds it; None if no worker answered in time."""
     try:
         return await handle.query(contract.STATE, result_type=RunState, rpc_timeout=timedelta(seconds=timeout_s))
+    except RPCError:
+        return None
+
+
+async def ask_held(handle: RunHandle, timeout_s: float = QUERY_S) -> str | None:
+    """The run's status from the worker that holds it (a few bytes, not its state); None if no worker
+    answered in time. A worker from before the `held` query is asked for the state instead."""
+    try:
+        return await handle.query(contract.HELD, result_type=str, rpc_timeout=timedelta(seconds=timeout_s))
+    except WorkflowQueryFailedError:
+        state = await ask_state(handle, timeout_s)
+        return state.status if state else None
     except RPCError:
         return None
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
 import uuid
 from pathlib import Path
 from typing import Any
@@ -137,16 +138,31 @@ async def start_run(client: Client, inp: RunInput, run_id: str, task_queue: str,
 
 
 def start_options(inp: RunInput) -> dict[str, Any]:
-    """What every run starts with besides its input: its search attributes, a fork's parent in its
-    memo, and the summary Temporal Web lists it with."""
+    """What every run starts with besides its input: its search attributes, its memo (the params it
+    was given, which Temporal Web shows in the run's details, and a fork's parent), and the summary
+    Temporal Web lists it with."""
     attrs = None
     parent = inp.fork.parent if inp.fork else None
     if inp.search_attributes:
         pairs = [SearchAttributePair(contract.SPEC, inp.plan.name), SearchAttributePair(contract.STATUS, "pending")]
         pairs += [SearchAttributePair(contract.PARENT, parent)] if parent else []
+        pairs += [SearchAttributePair(contract.STARTED_BY, contract.BY_MCP)] if inp.driven else []
         attrs = TypedSearchAttributes(pairs)
-    memo = {contract.PARENT_MEMO: parent} if parent else None
+    memo: dict[str, Any] = {contract.PARAMS_MEMO: _memo_params(inp.params)}
+    memo |= {contract.PARENT_MEMO: parent} if parent else {}
+    if inp.driven:  # only the MCP server starts driven runs, and its tools act on these alone
+        memo[contract.STARTED_BY_MEMO] = contract.BY_MCP
     return {"search_attributes": attrs, "memo": memo, "static_summary": _summary(inp)}
+
+
+MEMO_PARAMS_CHARS = 4096  # a memo travels with every listing of the run: large params stay in the input
+
+
+def _memo_params(params: dict[str, Any]) -> Any:
+    text = json.dumps(params, default=str)
+    if len(text) <= MEMO_PARAMS_CHARS:
+        return params
+    return f"{len(text)} characters of params: the run's input holds them (params)"
 
 
 def _summary(inp: RunInput) -> str:
@@ -164,6 +180,7 @@ async def local_worker(client: Client, task_queue: str, needed: bool, run_id: st
         return
     with startup.loading():
         from agentrun.activities.agents.agentapi import release_all
+        from agentrun.activities.mcp.calls import close_connections
         from agentrun.worker import terminal_log
         from agentrun.worker.build import build_worker
 
@@ -172,6 +189,7 @@ async def local_worker(client: Client, task_queue: str, needed: bool, run_id: st
     async with build_worker(client, task_queue):
         yield log
     await release_all()
+    await close_connections()
 
 
 async def ensure_search_attributes(client: Client) -> bool:

@@ -11,7 +11,8 @@ from temporalio.client import Client
 from agentrun.client import elements, humans, no_worker
 from agentrun.client.partial import partials
 from agentrun.client.runs import describe, fetch_state
-from agentrun.explain import report
+from agentrun.explain import report, tool_uses
+from agentrun.models import run_words
 from agentrun.models.calls import Partial
 from agentrun.models.contract import RunState, dollars, open_gates, unsettled_refusals
 
@@ -51,10 +52,10 @@ def status_json(state: RunState, so_far: dict[str, Partial] | None = None) -> di
 
 
 def lines(state: RunState, so_far: dict[str, Partial] | None = None) -> list[str]:
-    """The run's line, then one per step, map, open gate, refusal and note, then what it spent."""
+    """The run's line, then one per step (and what a running one has written so far), then `notes`."""
     waiting = f" for {state.waiting_for}" if state.status == "waiting" and state.waiting_for else ""
     running = f" (running {state.current_task})" if state.current_task else ""
-    out = [f"{state.run_id}: {state.status}{waiting}{running}"]
+    out = [f"{state.run_id}: {run_words.word(state.status)}{waiting}{running}"]
     out += [f"  {line.removeprefix('- ')}" for line in report.forked(state)]
     for t in state.tasks.values():
         reused = f" reused from {t.reused_from}" if t.reused_from else ""
@@ -63,9 +64,19 @@ def lines(state: RunState, so_far: dict[str, Partial] | None = None) -> list[str
             f"  {t.id:<30} {t.status:<10} attempts={t.attempts} iterations={t.iterations} {t.duration_s:.1f}s"
             f"{reused}{worker}"
         )
+        uses = state.tool_calls.get(t.id)
+        if uses:
+            out.append(f"    {tool_uses.counts(uses)}; last: {tool_uses.line(uses[-1])}")
         record = (so_far or {}).get(t.id)
         if record is not None and t.status == "running":
             out.append(f"    {so_far_line(record)}")
+    return out + notes(state)
+
+
+def notes(state: RunState) -> list[str]:
+    """What `status` says after the steps: each map's progress, open gate, refusal and note, then
+    what the run spent."""
+    out = []
     for m in state.maps.values():
         done = m.total - m.counts.get("pending", 0)
         out.append(

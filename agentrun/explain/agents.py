@@ -20,6 +20,8 @@ from agentrun.ids import AgentId
 from agentrun.lang import ir
 from agentrun.lang.agent_uri import AgentUri
 from agentrun.lang.errors import Problem, SpecError
+from agentrun.lang.mcp_servers import McpServer, read_servers
+from agentrun.lang.yamlpos import load_yaml
 from agentrun.models.drivers import SCHEMES
 
 CONFIG_NAME = "agentrun.yaml"
@@ -120,6 +122,19 @@ def prices(spec_dir: str) -> dict[str, ir.Price]:
 
 
 _PRICES = TypeAdapter(dict[str, ir.Price])
+
+
+def mcp_servers(spec_dir: str, declared: dict[str, McpServer] | None = None) -> dict[str, McpServer]:
+    """The MCP servers a run may reach: agentrun.yaml's `mcp_servers:`, then the spec's own
+    declarations, which win for an id both name."""
+    path, _ = _config_file(spec_dir)
+    found: dict[str, McpServer] = {}
+    if path is not None:
+        data = load_yaml(path.read_text(), str(path)) or {}
+        if isinstance(data, dict) and data.get("mcp_servers") is not None:
+            line = getattr(data, "key_pos", {}).get("mcp_servers", (1, 1))[0]
+            found = read_servers(data["mcp_servers"], str(path), line)
+    return {**found, **(declared or {})}
 
 
 def _config(path: Path | None, data: dict) -> dict[str, str]:

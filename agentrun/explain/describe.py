@@ -15,12 +15,11 @@ from typing import Any
 from jinja2 import TemplateError
 from rich.console import Console
 
-from agentrun.errors import UsageError
+from agentrun.explain.flowchart import flowchart
 from agentrun.explain.graph import draw, is_empty, scopes, top_steps
 from agentrun.explain.prepare import load_run, say_warnings
 from agentrun.explain.views import view_of
 from agentrun.explain.views.base import Entry, Scope, Shown, View
-from agentrun.explain.views.graph import mermaid
 from agentrun.explain.views.human import question
 from agentrun.explain.views.words import bare, duration, first_line, labelled, sub_tag, undo_who
 from agentrun.lang import ir
@@ -43,9 +42,7 @@ def inspect_command(path: str, console: Console, form: str = "text") -> int:
     plan = load(path)
     check(plan)
     if form == "mermaid":
-        if not isinstance(plan.root, ir.Graph):
-            raise UsageError(f"--format mermaid draws state graphs; {path} is a {plan.dialect} spec")
-        _print(console, mermaid(plan.root))
+        _print(console, flowchart(plan))
         return 0
     _print(console, inspect_text(plan))
     return 0

@@ -58,6 +58,8 @@ def load_spec(
     requires = {name: a.requires for name, a in plan.agents.items() if a.requires}
     declared = {name: a.uri for name, a in plan.agents.items() if a.uri}
     resolved = agents.resolve(agent_flags, plan.spec_dir, agent_ids(plan), agents_required, requires, declared)
+    for warning in undeclared_servers(plan, agents.mcp_servers(plan.spec_dir, plan.mcp_servers)):
+        (say or _ignore)(warning)
     return Loaded(plan, bound, *resolved)
 
 
@@ -122,12 +124,24 @@ def prepare_input(
         default_agent=default,
         agents=per_agent,
         prices=agents.prices(plan.spec_dir),
+        mcp_servers=agents.mcp_servers(plan.spec_dir, plan.mcp_servers),
         resume_from=resume,
         max_iterations=max_iterations,
         lenient=lenient,
         heartbeat_s=float(os.environ.get("AGENTRUN_HEARTBEAT_S", "30")),
         history_limit=_history_limit(),
     )
+
+
+def undeclared_servers(plan: ir.Plan, servers: dict[str, Any]) -> list[str]:
+    """A warning for each MCP server a step is granted that no one declared: it offers nothing."""
+    named = {g.server: n.id for n in plan.walk() if isinstance(n, ir.Task) and n.grant for g in n.grant.mcp}
+    return [
+        f"warning: step '{step}' is granted the tools of MCP server '{server}', which is declared nowhere: "
+        f"it is offered none (declare it under mcp_servers: in {agents.CONFIG_NAME})"
+        for server, step in sorted(named.items())
+        if server not in servers
+    ]
 
 
 def _stderr(text: str) -> None:

@@ -6,7 +6,9 @@ import json
 import statistics
 from collections import Counter
 
+from agentrun.explain import tool_uses
 from agentrun.explain.outputs import fenced
+from agentrun.models import run_words
 from agentrun.models.contract import (
     RunState,
     SpawnedAgent,
@@ -21,32 +23,16 @@ from agentrun.models.elements import Page
 
 MEMORY_CHARS = 200  # of each memory value in the report; `report --format json` has them whole
 
-_STEP_STATUS = {
-    "completed": "SUCCESS",
-    "failed": "FAILED",
-    "not_taken": "NOT TAKEN",
-    "skipped": "SKIPPED",
-    "cancelled": "CANCELLED",
-    "running": "RUNNING",
-    "pending": "NOT RUN",
-}
-
 
 def verdict(state: RunState) -> str:
+    """The run's word (models.run_words), as `status`, `list` and the page say it."""
+    return run_words.word(state.status)
+
+
+def partial(state: RunState) -> str:
+    """What an ended run is missing (skipped steps, steps not completed), '' when nothing is."""
     counts = step_counts(state)
-    done = counts["completed"]
-    if state.status == "completed":
-        # Failed rows in a finished run were recovered (fallback, selector); a skip left a null output.
-        return "PARTIAL" if counts["skipped"] else "COMPLETE"
-    if state.status in ("running", "pending"):
-        return "RUNNING"
-    if state.status == "timeout":
-        return "PARTIAL"
-    if state.status == "compensated":
-        return "ROLLED BACK"
-    if state.status == "cancelled":
-        return "CANCELLED"
-    return "PARTIAL" if done else "FAILED"
+    return run_words.partial(state.status, counts.total(), counts["completed"], counts["skipped"])
 
 
 def step_counts(state: RunState) -> Counter[str]:
@@ -69,6 +55,7 @@ def summary(state: RunState) -> dict:
     )
     return {
         "status": verdict(state),
+        "partial": partial(state),
         "run_status": state.status,
         "total_steps": counts.total(),
         "completed": counts["completed"],
@@ -77,6 +64,7 @@ def summary(state: RunState) -> dict:
         "cancelled": counts["cancelled"],
         "agents": len({t.agent for t in tasks if t.status != "pending" and t.kind == "task" and not t.reused_from}),
         "sub_agents": sum(len(spawned) for spawned in state.spawned.values()),
+        "tool_calls": tool_uses.total(state),
         "total_time_s": round(total, 3),
         "retries": sum(_retries(t) for t in tasks),
         "input_tokens": state.usage.input_tokens,
@@ -126,7 +114,7 @@ def to_markdown(state: RunState, lost: list[str] | None = None) -> str:
         f"# Workflow Execution Report: {state.spec}",
         "",
         "## Execution Summary",
-        f"- Status: {s['status']}",
+        f"- Status: {s['status']}" + (f" (partial: {s['partial']})" if s["partial"] else ""),
         f"- Total steps: {s['total_steps']}",
         f"- Steps completed: {s['completed']}",
         f"- Steps failed: {s['failed']}",
@@ -169,6 +157,7 @@ def to_markdown(state: RunState, lost: list[str] | None = None) -> str:
         + _human_input(state)
         + _supervision(state)
         + _sub_agents(state)
+        + _tool_calls(state)
         + _compensations(state)
         + _taint(state)
     )
@@ -191,7 +180,7 @@ def _map_elements(state: RunState) -> list[str]:
         if m.slowest:
             lines.append("  - slowest: " + ", ".join(f"{n.key} {_duration(n.duration_s)}" for n in m.slowest))
         for note in m.failures:
-            lines.append(f"  - {note.key} ({_STEP_STATUS.get(note.status, note.status.upper())}): {_cell(note.error)}")
+            lines.append(f"  - {note.key} ({run_words.step_word(note.status)}): {_cell(note.error)}")
         if m.more_failures:
             lines.append(f"  - and {m.more_failures} more failed or skipped")
         lines.append(f"  - each element's row and output: `agentrun report {state.run_id} --elements {m.key} --page N`")
@@ -209,7 +198,7 @@ def elements_markdown(page: Page) -> str:
         "|---|---|---|---|---|---|",
     ]
     for e in page.elements:
-        status = _STEP_STATUS.get(e.status, e.status.upper())
+        status = run_words.step_word(e.status)
         lines.append(
             f"| {e.key} | {status} | {_duration(e.duration_s)} | {e.retries} | {_size(e.output_size)} | {_cell(e.error)} |"
         )
@@ -251,7 +240,7 @@ def forked(state: RunState) -> list[str]:
 
 
 def _status(task: TaskState) -> str:
-    status = _STEP_STATUS.get(task.status, task.status.upper())
+    status = run_words.step_word(task.status)
     return f"{status} (reused from {task.reused_from})" if task.reused_from else status
 
 
@@ -265,7 +254,9 @@ def _graph(state: RunState) -> list[str]:
     for node, children in state.subgraph_runs.items():
         for child in children:
             ended = f": {_cell(child.error)}" if child.error else ""
-            lines.append(f"- Subgraph {node} ran graph {child.graph} as run {child.run_id}: {child.status}{ended}")
+            lines.append(
+                f"- Subgraph {node} ran graph {child.graph} as run {child.run_id}: {run_words.word(child.status)}{ended}"
+            )
     if state.supervisor_history:
         lines += ["", "| # | Supervisor | Chose | Reasoning |", "|---|---|---|---|"]
         lines += [
@@ -414,6 +405,18 @@ def _sub_agents(state: RunState) -> list[str]:
             lines.append(
                 f"  - {a.key} ({_cell(a.role)}): {_SUB_STATUS[a.status]}, {tokens}; task: {_cell(a.task[:200])}{ended}"
             )
+    return lines
+
+
+def _tool_calls(state: RunState) -> list[str]:
+    """Each step's tool calls in the order made: the tool, its arguments, how it ended (a refusal
+    with the policy's reason) and how long it took."""
+    if not state.tool_calls:
+        return []
+    lines = ["", "## Tool calls", ""]
+    for key, uses in state.tool_calls.items():
+        lines.append(f"- {key}: {tool_uses.counts(uses)}")
+        lines += [f"  {n}. {_cell(tool_uses.line(use))}" for n, use in enumerate(uses, 1)]
     return lines
 
 

@@ -16,6 +16,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from agentrun.lang.mcp_servers import McpServer
+
 OnFailure = Literal["abort", "skip", "fallback"]
 OutputFormat = Literal["text", "json", "markdown"]
 # evaluate / instruct: a behaviour tree's steps, answered with a JSON verdict or status (workflows.protocols.tree).
@@ -144,6 +146,28 @@ class NodeBase(Model):
         return self.title or self.id
 
 
+class McpGrant(Model):
+    """Tools of one MCP server an agent may call: the server's id as declared, and the tools by
+    name (none named: every tool the server lists)."""
+
+    server: str
+    tools: list[str] = []
+
+
+class ToolGrant(Model):
+    """What a task's agent may call, by where each call is answered: a built-in tool (an activity
+    under the run's policy), an MCP server's tool, or a tool the workflow answers itself."""
+
+    builtin: list[str] = []  # names of lang.tools.BUILTINS
+    mcp: list[McpGrant] = []
+    local: list[str] = []  # names of lang.tools.LOCAL
+    max_calls: int = 50  # tool calls one prompt's answer may make; one more fails the step
+
+    @property
+    def empty(self) -> bool:
+        return not (self.builtin or self.mcp or self.local)
+
+
 class Task(NodeBase):
     """One agent prompt, optionally looped until a status and checked by success criteria.
 
@@ -163,7 +187,8 @@ class Task(NodeBase):
     system: str | None = None
     protocol: Protocol = "status"
     input: str | None = None
-    tools: list[str] = []
+    tools: list[str] = []  # the names the spec wrote, as shown by inspect
+    grant: ToolGrant | None = None  # the tools its agent is offered; None: none (nor any asked for)
     output_format: OutputFormat = "text"
     output_schema: dict[str, Any] | None = None
     rules: list[str] = []
@@ -501,6 +526,13 @@ class Plan(Model):
     memory: dict[str, Any] = {}
     constants: dict[str, Any] = {}
     running: Running = Field(default_factory=Running)
+    # The policy.toml every tool call of the run answers to (its tables as TOML reads them), and the
+    # file it came from; None: the built-in defaults.
+    tool_policy: dict[str, Any] | None = None
+    policy_file: str = ""
+    # MCP servers the spec itself declares (an Agentfile's agent.toml), by id; agentrun.yaml's are
+    # added when a run starts, the spec's winning.
+    mcp_servers: dict[str, McpServer] = {}
     # cyberian keys the engine shows but does not act on.
     requires_workdir: Any = None
     requirements: Any = None

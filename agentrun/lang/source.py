@@ -8,13 +8,17 @@ from __future__ import annotations
 
 import codecs
 
+from agentrun.lang import roots
 from agentrun.lang.errors import Problem, SpecError
 
 MAX_SPEC_BYTES = 512 * 1024  # the largest example is under 10 KB
 
 
 def read_text(path: str, hint: str = "check the path; it is relative to the current folder") -> str:
-    """The text of the file at `path`; SpecError if it cannot be read, is too large or is not text."""
+    """The text of the file at `path`; SpecError if it cannot be read, is too large or is not text,
+    or lies outside the folders this load may read (agentrun.lang.roots)."""
+    if roots.outside(path):
+        raise SpecError([Problem(path, 0, 0, "this file is outside the folders this server reads", roots.HINT)])
     try:
         with open(path, "rb") as fh:
             raw = fh.read(MAX_SPEC_BYTES + 1)

@@ -6,16 +6,21 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, Literal
+from urllib.parse import unquote, urlparse
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, ListRoots, MCPServer, Resolve
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ListRootsResult
 from pydantic import Field
-from temporalio.client import Client
 
 from agentrun.client import executions
+from agentrun.client.engine import Engine
 from agentrun.client.executions import ExecutionError
+from agentrun.lang import roots as read_roots
+from agentrun.models import limits
 
 TraceOutput = Annotated[str, Field(description="The execution's address (for example ./traces/deploy-001.json).")]
 Note = Annotated[str | None, Field(description="One sentence on why: the values that decided it. Kept in the trace.")]
@@ -30,8 +35,11 @@ INSTRUCTIONS = (
 )
 
 
-def build(client: Client, task_queue: str) -> MCPServer:
+def build(engine: Engine, task_queue: str, roots: tuple[str, ...] = ()) -> MCPServer:
+    """The tools, reading trees only under `roots` (the current folder unless given) and the roots
+    the MCP client declares; acting only on executions an MCP server started."""
     server = MCPServer(name="agentrun-behaviour-trees", instructions=INSTRUCTIONS, log_level="WARNING")
+    own_roots = roots or (os.getcwd(),)
 
     async def call(work: Any) -> Any:
         try:
@@ -39,36 +47,44 @@ def build(client: Client, task_queue: str) -> MCPServer:
         except ExecutionError as exc:
             raise ToolError(str(exc)) from None
 
-    @server.tool(description="Leave a person's note for the next prompt of a run's step (or of any step).")
+    @server.tool(
+        description="Leave a note for the next prompt of a run's step (or of any step). Any running run of this "
+        f"Temporal server takes it; it is marked as sent through MCP, and at most {limits.NOTE_CHARS} characters."
+    )
     async def say(run_id: str, text: str, step: str = "", by: str = "") -> dict[str, Any]:
         from agentrun.client import humans  # the one tool about runs rather than executions
         from agentrun.errors import UserError
-        from agentrun.models.contract import NoteInput
 
+        # The agent on the other end speaks for the person who started this server, not as them.
+        sender = f"{by or humans.user() or 'someone'} via MCP"
         try:
-            note = await humans.send_note(client, run_id, NoteInput(text=text, step=step, by=by or humans.user()))
+            note = await engine.run(run_id).say(text, step, sender)
         except UserError as exc:
             raise ToolError(str(exc)) from None
         return note.model_dump()
 
     @server.tool(description="Start a new execution of a behaviour tree file at an address of your choosing.")
     async def start_execution(
-        tree_uri: Annotated[str, Field(description="Path to the tree's .yaml/.yml/.json file.")],
+        tree_uri: Annotated[
+            str, Field(description="Path to the tree's .yaml/.yml/.json file, under the server's folder or your roots.")
+        ],
         trace_output: TraceOutput,
+        client_roots: ClientRoots,
     ) -> dict[str, Any]:
-        return await call(executions.start_execution(client, tree_uri, trace_output, task_queue))
+        with read_roots.within(own_roots + root_folders(client_roots)):
+            return await call(executions.start_execution(engine.temporal, tree_uri, trace_output, task_queue))
 
     @server.tool(description="Where an existing execution is: its status, phase and whether the protocol is accepted.")
     async def resume_execution(trace_output: TraceOutput) -> dict[str, Any]:
-        return await call(executions.resume_execution(client, trace_output))
+        return await call(executions.resume_execution(engine.temporal, trace_output))
 
     @server.tool(description="Start an execution over: state seeded again, progress and trace cleared.")
     async def reset_execution(trace_output: TraceOutput) -> dict[str, Any]:
-        return await call(executions.reset_execution(client, trace_output))
+        return await call(executions.reset_execution(engine.temporal, trace_output))
 
     @server.tool(description="The next step: an evaluate, an instruct, or {status: done | failure}.")
     async def next_step(trace_output: TraceOutput) -> dict[str, Any]:
-        return await call(executions.next_step(client, trace_output))
+        return await call(executions.next_step(engine.temporal, trace_output))
 
     @server.tool(name="eval", description="Answer an evaluate step: true if the precondition holds.")
     async def eval_(
@@ -76,7 +92,7 @@ def build(client: Client, task_queue: str) -> MCPServer:
         result: Annotated[bool, Field(description="true to advance, false to fail the action.")],
         note: Note = None,
     ) -> dict[str, Any]:
-        return await call(executions.eval_step(client, trace_output, result, note or ""))
+        return await call(executions.eval_step(engine.temporal, trace_output, result, note or ""))
 
     @server.tool(description="Report an instruct step: success, failure, or running (not finished yet).")
     async def submit(
@@ -84,27 +100,27 @@ def build(client: Client, task_queue: str) -> MCPServer:
         status: Literal["success", "failure", "running"],
         note: Note = None,
     ) -> dict[str, Any]:
-        return await call(executions.submit(client, trace_output, status, note or ""))
+        return await call(executions.submit(engine.temporal, trace_output, status, note or ""))
 
     @server.tool(description="Record a thought in the execution's trace.")
     async def think(trace_output: TraceOutput, thought: str) -> dict[str, Any]:
-        return await call(executions.think(client, trace_output, thought))
+        return await call(executions.think(engine.temporal, trace_output, thought))
 
     @server.tool(description="Read $VAR, the blackboard: all of it, or one dotted path.")
     async def var_read(trace_output: TraceOutput, path: Path = None) -> dict[str, Any]:
-        return _object(await call(executions.var_read(client, trace_output, path)))
+        return _object(await call(executions.var_read(engine.temporal, trace_output, path)))
 
     @server.tool(description="Write a $VAR value; the value is JSON-parsed when it parses, else kept as text.")
     async def var_write(trace_output: TraceOutput, path: str, value: str) -> dict[str, Any]:
-        return await call(executions.var_write(client, trace_output, path, parsed(value)))
+        return await call(executions.var_write(engine.temporal, trace_output, path, parsed(value)))
 
     @server.tool(description="Read $CONST, the read-only values: all of them, or one dotted path.")
     async def const_read(trace_output: TraceOutput, path: Path = None) -> dict[str, Any]:
-        return _object(await call(executions.const_read(client, trace_output, path)))
+        return _object(await call(executions.const_read(engine.temporal, trace_output, path)))
 
     @server.tool(description="The whole execution document: status, phase, cursor, blackboard and trace.")
     async def get_execution(trace_output: TraceOutput) -> dict[str, Any]:
-        return await call(executions.get_execution(client, trace_output))
+        return await call(executions.get_execution(engine.temporal, trace_output))
 
     @server.tool(description="A slice of the execution's trace: entries from `from` up to, not including, `to`.")
     @_keywords({"from": "start", "to": "end"})
@@ -113,9 +129,29 @@ def build(client: Client, task_queue: str) -> MCPServer:
         start: Annotated[int | None, Field(alias="from", description="The first entry, from 0.")] = None,
         end: Annotated[int | None, Field(alias="to", description="The entry to stop before.")] = None,
     ) -> dict[str, Any]:
-        return await call(executions.read_trace(client, trace_output, start, end))
+        return await call(executions.read_trace(engine.temporal, trace_output, start, end))
 
     return server
+
+
+def _ask_roots(ctx: Context) -> ListRoots | ListRootsResult:
+    """Ask the client for its roots when it declares it has some (over either protocol revision:
+    the SDK sends the request or batches it as input); no roots when it declares none."""
+    capabilities = ctx.client_capabilities
+    return ListRoots() if capabilities is not None and capabilities.roots is not None else ListRootsResult(roots=[])
+
+
+ClientRoots = Annotated[ListRootsResult, Resolve(_ask_roots)]
+
+
+def root_folders(listed: ListRootsResult) -> tuple[str, ...]:
+    """The folders of the client's roots: file:// URIs on this machine; others are not folders."""
+    paths = []
+    for root in listed.roots:
+        uri = urlparse(str(root.uri))
+        if uri.scheme == "file" and uri.netloc in ("", "localhost"):
+            paths.append(unquote(uri.path))
+    return tuple(paths)
 
 
 def _keywords(names: dict[str, str]) -> Callable[[Handler], Handler]:
@@ -145,12 +181,14 @@ def _object(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {"value": value}
 
 
-async def serve(client: Client, task_queue: str, http_port: int | None, worker: bool) -> None:
+async def serve(
+    engine: Engine, task_queue: str, http_port: int | None, worker: bool, roots: tuple[str, ...] = ()
+) -> None:
     """Serve the tools until the MCP client goes away, with a worker for the runs unless told not to."""
     from agentrun.client.start import local_worker
 
-    server = build(client, task_queue)
-    async with local_worker(client, task_queue, needed=worker):
+    server = build(engine, task_queue, roots)
+    async with local_worker(engine.temporal, task_queue, needed=worker):
         if http_port:
             await server.run_streamable_http_async(host="127.0.0.1", port=http_port)
         else:

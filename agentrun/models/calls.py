@@ -9,6 +9,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from agentrun.models.tools import ToolSpec
+
 RUN_AGENT = "run_agent"
 RELEASE_AGENT = "release_agent"
 CHECK_CRITERIA = "check_criteria"
@@ -59,6 +61,9 @@ class AgentCall(BaseModel):
     turn: int = 0
     timeout_s: float = DEFAULT_AGENT_TIMEOUT_S
     tools: list[str] = []  # function tools offered to a chat model, by name (SPAWN_AGENTS)
+    offered: list[ToolSpec] = []  # the tools its spec grants, as the model is offered them
+    # The tools its spec grants in a coding agent's own names (Claude Code's --allowedTools).
+    allowed_tools: list[str] = []
     temperature: float | None = None  # the agent's sampling temperature, for a model that takes one
 
 

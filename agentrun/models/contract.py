@@ -16,6 +16,7 @@ from agentrun.ids import GateId, NodeId, RunId
 from agentrun.lang import ir
 from agentrun.lang.amounts import dollars as dollars
 from agentrun.lang.amounts import limits_text as limits_text
+from agentrun.lang.mcp_servers import McpServer
 from agentrun.lang.render import to_text
 from agentrun.models import calls, names
 from agentrun.models.calls import Usage
@@ -30,6 +31,10 @@ ANSWER = "answer"  # AnswerInput -> Answer
 RAISE_BUDGET = "raise_budget"  # BudgetInput -> Budget
 ROLLBACK = "rollback_on_cancel"  # no argument: the cancellation that follows runs the compensations
 STATE = "state"  # the query: RunState, without its step log
+# The query asking whether a worker holds the run: its status, a few bytes. An answer or a note waits
+# for this before it is sent; asking for the whole state instead made the worker store the state
+# (a large value, outside history) once for every note sent.
+HELD = "held"
 STEP_LOG = "step_log"  # the query and memo key: the run's step log, which a fork reads
 # Signals carrying the same answers, for when no worker may hold the run: they wait in its history,
 # and the run checks them as the updates' validators do once a worker takes it.
@@ -52,11 +57,18 @@ STATUS = SearchAttributeKey.for_keyword("AgentRunStatus")
 WAITING_FOR = SearchAttributeKey.for_keyword("AgentRunWaitingFor")
 # A fork's parent: `AgentRunParent="RUN"` lists the runs forked from RUN.
 PARENT = SearchAttributeKey.for_keyword("AgentRunParent")
-SEARCH_ATTRIBUTES = (SPEC, STATUS, WAITING_FOR, PARENT)
+# Who started the run: "mcp" for a behaviour tree an agent drives through the MCP server, whose tools
+# act on such runs only (`AgentRunStartedBy="mcp"` lists them). Kept in the memo too, for a server
+# where search attributes cannot be registered.
+STARTED_BY = SearchAttributeKey.for_keyword("AgentRunStartedBy")
+STARTED_BY_MEMO = "started_by"
+BY_MCP = "mcp"
+SEARCH_ATTRIBUTES = (SPEC, STATUS, WAITING_FOR, PARENT, STARTED_BY)
 
 
 # The memo key a fork carries its parent's run id under, from its start.
 PARENT_MEMO = "parent"
+PARAMS_MEMO = "params"  # the params a run was started with, in its details on Temporal Web
 
 
 class StepRecord(BaseModel):
@@ -154,6 +166,8 @@ class RunInput(BaseModel):
     history_limit: int | None = None
     carried: Carried | None = None  # set when the run continued as new: where it was
     parent_run: str = ""  # a subgraph's run: the run whose node started it as a child workflow
+    # The MCP servers the run's tools may reach, by id: agentrun.yaml's and the spec's declarations.
+    mcp_servers: dict[str, McpServer] = {}
 
     def agent_uri(self, agent_id: str) -> str:
         return self.agents.get(agent_id, self.default_agent)
@@ -370,6 +384,24 @@ class SpawnedAgent(BaseModel):
     usage: Usage = Field(default_factory=Usage)
 
 
+class ToolUse(BaseModel):
+    """One tool call a step's model made, as people see it: the tool, its arguments cut short, how
+    it ended (ok; error: the tool's own, or it could not be run; refused: the policy said no) and
+    why, and how long it took."""
+
+    call_id: str
+    tool: str
+    arguments: str = ""  # the arguments' JSON, cut to ARGUMENTS_SHOWN characters
+    outcome: Literal["running", "ok", "error", "refused"] = "running"
+    reason: str = ""  # the error or refusal, cut short
+    duration_s: float = 0.0
+    at: datetime | None = None  # when the call was made (workflow time)
+    source: str = "builtin"  # builtin, mcp or local (answered by the workflow)
+
+
+ARGUMENTS_SHOWN = 120  # characters of a tool call's arguments the run state keeps
+
+
 class TraceEntry(BaseModel):
     """One answer to a behaviour tree's step, as its trace records it: the kind of step, where it
     was (the cursor the agent acted on), the action's name, what was submitted and what it did."""
@@ -488,6 +520,7 @@ class RunState(BaseModel):
     memory: dict[str, Any] = {}
     supervision: dict[str, GoalSupervision] = {}  # checkpoint goals by run key
     spawned: dict[str, list[SpawnedAgent]] = {}  # sub-agents by their parent's run key, in order
+    tool_calls: dict[str, list[ToolUse]] = {}  # each step's tool calls by its run key, in order
     maps: dict[str, MapSummary] = {}  # batched maps by run key; their elements' rows are in the batches
     constants: dict[str, Any] = {}  # a behaviour tree's $CONST; its $VAR is `memory`
     trace: list[TraceEntry] = []  # a behaviour tree's answers, in order

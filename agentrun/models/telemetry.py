@@ -25,7 +25,11 @@ OUTPUT_MESSAGES = "gen_ai.output.messages"
 TOKEN_TYPE = "gen_ai.token.type"
 WORKFLOW_NAME = "gen_ai.workflow.name"
 ERROR_TYPE = "error.type"
+TOOL_NAME = "gen_ai.tool.name"
+TOOL_CALL_ID = "gen_ai.tool.call.id"
+TOOL_TYPE = "gen_ai.tool.type"  # function (a built-in or an MCP server's), extension (answered by the workflow)
 CHAT, INVOKE_AGENT, INVOKE_WORKFLOW = "chat", "invoke_agent", "invoke_workflow"
+EXECUTE_TOOL = "execute_tool"
 OPERATION_DURATION = "gen_ai.client.operation.duration"  # a histogram, in seconds
 TIME_TO_FIRST_CHUNK = "gen_ai.response.time_to_first_chunk"  # seconds from the request to the first chunk
 

@@ -8,53 +8,65 @@ update validators take or refuse them, so a second answer to a gate is refused w
 from __future__ import annotations
 
 import asyncio
-import hmac
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, get_args
+from typing import Any, cast, get_args
 
 import jinja2
 from starlette.applications import Starlette
 from starlette.datastructures import FormData
 from starlette.middleware import Middleware
-from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response, StreamingResponse
-from starlette.routing import Route
-from temporalio.client import Client
+from starlette.responses import HTMLResponse, PlainTextResponse, Response, StreamingResponse
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
 
 from agentrun.client import humans
+from agentrun.client.engine import Engine
 from agentrun.errors import Unavailable, UserError
 from agentrun.ids import GateId
 from agentrun.lang.ir import APPROVE, REJECT
-from agentrun.models.contract import TERMINAL, AnswerInput, BudgetInput, NoteInput, limits_text
+from agentrun.models import run_words
+from agentrun.models.contract import NoteInput, limits_text
 from agentrun.models.names import RunStatus
-from agentrun.ui import pages
+from agentrun.ui import guard, pages
+from agentrun.ui.guard import Guard, allowed_hosts
 from agentrun.ui.shared import Shared
 
-COOKIE = "agentrun_ui_token"
 WAIT_S = 30.0  # how long an answer waits for a worker to hold its run, as `answer --wait 30`
 TICK_S = 1.0  # how often an open page's events look again
 LIST_LIMIT = 50
 
+PORT = 8280
 TEMPLATES = jinja2.Environment(loader=jinja2.PackageLoader("agentrun.ui", "templates"), autoescape=True)
+# Every <script> of the pages carries `nonce="{{ nonce() }}"`, this response's own (agentrun.ui.guard),
+# and every form `{{ csrf_field() }}`.
+TEMPLATES.globals.update(nonce=guard.nonce, csrf_field=guard.csrf_field, signed_in=guard.signed_in)
+TEMPLATES.globals["run_word"] = run_words.word  # a run's status as `status`, `list` and the report word it
 
 
-def build(client: Client, token: str | None = None) -> Starlette:
-    """The app, answering with `client`; every request must carry `token` when one is given."""
+def build(
+    engine: Engine, token: str | None = None, hosts: frozenset[str] | None = None, tls: bool = False
+) -> Starlette:
+    """The app, answering with `engine`, for requests naming one of `hosts` (the loopback names on
+    port 8280 unless given); every request must carry `token` when one is given (agentrun.ui.guard)."""
     app = Starlette(
         routes=[
             Route("/", _inbox),
             Route("/inbox/events", _inbox_events),
             Route("/answer", _answer, methods=["POST"]),
             Route("/runs", _runs),
-            Route("/runs/{run_id}", _run),
-            Route("/runs/{run_id}/events", _run_events),
-            Route("/runs/{run_id}/say", _say, methods=["POST"]),
+            # A run id may hold '/': the run's own routes are matched first by their last parts.
+            Route("/runs/{run_id:path}/events", _run_events),
+            Route("/runs/{run_id:path}/say", _say, methods=["POST"]),
+            Route("/runs/{run_id:path}/steps/{step}", _step),
+            Route("/runs/{run_id:path}", _run),
+            # The page's scripts (Mermaid, which draws the plan) come from the package: no CDN.
+            Mount("/static", StaticFiles(packages=[("agentrun.ui", "static")]), name="static"),
         ],
-        middleware=[Middleware(TokenGate, token=token)] if token else [],
+        middleware=[Middleware(Guard, hosts=hosts or allowed_hosts(PORT, ()), token=token, tls=tls)],
     )
-    app.state.client = client
+    app.state.engine = engine
     app.state.shared = Shared(max_age_s=TICK_S / 2)
     return app
 
@@ -63,8 +75,8 @@ def _page(name: str, status_code: int = 200, **values: Any) -> HTMLResponse:
     return HTMLResponse(TEMPLATES.get_template(name).render(**values), status_code=status_code)
 
 
-def _client(request: Request) -> Client:
-    return request.app.state.client
+def _engine(request: Request) -> Engine:
+    return request.app.state.engine
 
 
 def _shared(request: Request) -> Shared:
@@ -73,34 +85,47 @@ def _shared(request: Request) -> Shared:
 
 
 async def _inbox(request: Request, said: str = "", refused: str = "", status_code: int = 200) -> Response:
-    questions = await pages.inbox(_client(request))
+    questions = await pages.inbox(_engine(request))
     return _page("inbox.html", status_code, questions=questions, said=said, refused=refused)
 
 
 async def _runs(request: Request) -> Response:
     """`list` with its filters: ?status=S&spec=NAME&limit=N."""
     status, spec = request.query_params.get("status") or None, request.query_params.get("spec") or None
-    shown = {"status": status, "spec": spec, "statuses": list(get_args(RunStatus))}
+    statuses = list(get_args(RunStatus))
+    shown = {"status": status, "spec": spec, "statuses": statuses}
     try:
+        if status is not None and status not in statuses:
+            raise humans.UsageError(f"status '{status}' is none of {', '.join(statuses)}")
         limit = _positive(request.query_params.get("limit") or str(LIST_LIMIT), "limit")
-        rows = await pages.runs(_client(request), status, spec, limit)
+        rows = await pages.runs(_engine(request), cast(RunStatus | None, status), spec, limit)
     except UserError as exc:
         return _page("runs.html", 400, rows=[], limit=LIST_LIMIT, refused=str(exc), **shown)
     return _page("runs.html", rows=rows, limit=limit, **shown)
 
 
 def _positive(text: str, name: str) -> int:
-    if not text.isdigit() or int(text) <= 0:
+    if not text.isdecimal() or not text.isascii() or int(text) <= 0:  # '²' is a digit int() cannot read
         raise humans.UsageError(f"{name} '{text}' is not a whole number above 0")
     return int(text)
 
 
 async def _run(request: Request, said: str = "", refused: str = "", status_code: int = 200) -> Response:
     try:
-        page = await pages.run_page(_client(request), request.path_params["run_id"])
+        page = await pages.run_page(_engine(request), request.path_params["run_id"])
     except UserError as exc:
         return _page("missing.html", 404, refused=str(exc))
     return _page("run.html", status_code, page=page, said=said, refused=refused)
+
+
+async def _step(request: Request) -> Response:
+    """One step's output, or what its agent has written so far."""
+    run_id, key = request.path_params["run_id"], request.path_params["step"]
+    try:
+        page = await pages.step_page(_engine(request), run_id, key)
+    except UserError as exc:
+        return _page("missing.html", 404, refused=str(exc))
+    return _page("step.html", page=page)
 
 
 async def _say(request: Request) -> Response:
@@ -116,7 +141,7 @@ async def _say(request: Request) -> Response:
         by=str(form.get("by", "")).strip(),
     )
     try:
-        note = await humans.send_note(_client(request), run_id, given, WAIT_S)
+        note = await _engine(request).run(run_id).say(given.text, given.step, given.by, WAIT_S)
     except UserError as exc:
         return await _run(request, refused=f"the note was not taken: {exc}", status_code=_code(exc))
     where = f"step {note.step}'s next prompt" if note.step else "the next prompt"
@@ -125,9 +150,11 @@ async def _say(request: Request) -> Response:
 
 def _foreign(request: Request) -> bool:
     """A page of another site posting here: the browser sends no token cookie (SameSite), but a
-    page on loopback without a token would otherwise be obeyed."""
+    page on loopback without a token would otherwise be obeyed. `Origin: null` is what a browser
+    sends for the page's own forms under `Referrer-Policy: no-referrer`: the CSRF field, which
+    agentrun.ui.guard has checked already, is what tells those apart from anyone else's."""
     origin = request.headers.get("origin")
-    return bool(origin) and origin.split("://", 1)[-1] != request.headers.get("host")
+    return bool(origin) and origin != "null" and origin.split("://", 1)[-1] != request.headers.get("host")
 
 
 def _code(exc: UserError) -> int:
@@ -144,29 +171,27 @@ async def _answer(request: Request) -> Response:
     form = await request.form()
     run_id, gate = str(form.get("run_id", "")), str(form.get("gate", ""))
     try:
-        said = await _send(_client(request), form, run_id, GateId(gate))
+        said = await _send(_engine(request), form, run_id, GateId(gate))
     except UserError as exc:
         return await _inbox(request, refused=f"run {run_id}, gate {gate}: {exc}", status_code=_code(exc))
     return await _inbox(request, said=f"run {run_id}: {said}")
 
 
-async def _send(client: Client, form: FormData, run_id: str, gate: GateId) -> str:
+async def _send(engine: Engine, form: FormData, run_id: str, gate: GateId) -> str:
     action, by, comment = str(form.get("action", "")), str(form.get("by", "")).strip(), str(form.get("comment", ""))
     if action == "budget":
-        raised = BudgetInput(
-            gate=gate,
+        budget = await engine.run(run_id).raise_budget(
+            gate,
             tokens=_number(form, "tokens", int),
             usd=_number(form, "usd", float),
             iterations=_number(form, "iterations", int),
             comment=comment,
             by=by,
+            wait_s=WAIT_S,
         )
-        budget = await humans.raise_gate(client, run_id, raised, WAIT_S)
         return f"budget {gate} raised to {limits_text(budget)}"
     value = {"approve": APPROVE, "reject": REJECT}.get(action) or str(form.get("value", ""))
-    answer = await humans.answer_gate(
-        client, run_id, AnswerInput(gate=gate, value=value, comment=comment, by=by), WAIT_S
-    )
+    answer = await engine.run(run_id).answer(value, gate, comment=comment, by=by, wait_s=WAIT_S)
     return f"gate {gate} answered: {answer.value}"
 
 
@@ -183,22 +208,26 @@ def _number(form: FormData, name: str, kind: Callable[[str], Any]) -> Any:
 async def _inbox_events(request: Request) -> Response:
     """The open questions' keys whenever they change; the page marks those gone and offers the new."""
 
-    client = _client(request)
+    engine = _engine(request)
 
     async def keys() -> str:
-        questions = await _shared(request).get("inbox", lambda: pages.inbox(client))
+        questions = await _shared(request).get("inbox", lambda: pages.inbox(engine))
         return json.dumps(sorted(q.key for q in questions))
 
     return _events(request, keys)
 
 
 async def _run_events(request: Request) -> Response:
-    """The run's `status` lines whenever they change, and whether it has ended."""
-    run_id, client = request.path_params["run_id"], _client(request)
+    """The run's word, its steps (as the page's table), its chart with each step's state, whenever
+    they change, and whether it has ended."""
+    run_id, engine = request.path_params["run_id"], _engine(request)
+    plan = await engine.run(run_id).plan()  # a run's plan never changes: read once a page
+    steps = TEMPLATES.get_template("_steps.html")
 
     async def live() -> str:
-        state, text = await _shared(request).get(f"run {run_id}", lambda: pages.live_lines(client, run_id))
-        return json.dumps({"live": text, "ended": state.status in TERMINAL})
+        view = await _shared(request).get(f"run {run_id}", lambda: pages.live_view(engine, run_id, plan))
+        table = steps.module.steps_table(view, run_id)  # type: ignore[attr-defined]  # the template's macro
+        return json.dumps({"status": view.word, "steps": str(table), "chart": view.chart, "ended": view.ended})
 
     return _events(request, live)
 
@@ -217,33 +246,3 @@ def _events(request: Request, read: Callable[[], Awaitable[str]]) -> StreamingRe
             await asyncio.sleep(TICK_S)
 
     return StreamingResponse(stream(), media_type="text/event-stream", headers={"Cache-Control": "no-store"})
-
-
-class TokenGate(BaseHTTPMiddleware):
-    """Let through a request with the token as a bearer token or in the cookie; `?token=` once sets
-    the cookie and sends the browser on without it in the address."""
-
-    def __init__(self, app: Any, token: str) -> None:
-        super().__init__(app)
-        self.token = token
-
-    async def dispatch(self, request: Request, call_next: RequestResponseEndpoint) -> Response:
-        given = request.query_params.get("token")
-        if given is not None and self._is_token(given):
-            response = RedirectResponse(str(request.url.remove_query_params("token")), status_code=303)
-            response.set_cookie(COOKIE, self.token, httponly=True, samesite="strict")
-            return response
-        bearer = request.headers.get("authorization", "")
-        if (bearer.startswith("Bearer ") and self._is_token(bearer[7:])) or self._is_token(
-            request.cookies.get(COOKIE, "")
-        ):
-            return await call_next(request)
-        return PlainTextResponse(
-            "401: this page needs the token in AGENTRUN_UI_TOKEN: open it once with ?token=TOKEN, or send "
-            "Authorization: Bearer TOKEN",
-            status_code=401,
-            headers={"WWW-Authenticate": "Bearer"},
-        )
-
-    def _is_token(self, given: str) -> bool:
-        return bool(given) and hmac.compare_digest(given.encode(), self.token.encode())

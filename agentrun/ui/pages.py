@@ -1,22 +1,22 @@
 """What the pages show, read from Temporal with the code the CLI uses: the open questions with their
-context, the list of runs, and one run's plan, live state and report."""
+context, the list of runs, one run's flowchart, steps and report, and one step's output."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
-from temporalio.client import Client
-from temporalio.service import RPCError
-
 from agentrun.client import humans, listing, status
-from agentrun.client.no_worker import start_input
-from agentrun.client.partial import partials
-from agentrun.client.runs import describe, fetch_state
-from agentrun.explain import graph, report
-from agentrun.models.contract import TERMINAL, Gate, RunState, dollars, open_gates
+from agentrun.client.engine import Engine
+from agentrun.errors import UsageError
+from agentrun.explain import flowchart, graph, report
+from agentrun.lang import ir
+from agentrun.models import run_words
+from agentrun.models.calls import Partial
+from agentrun.models.contract import TERMINAL, Gate, RunState, TaskState, dollars, open_gates
+from agentrun.models.names import RunStatus
 from agentrun.models.texts.checkpoint_text import SUPERVISE_GATE
-from agentrun.worker.connection import web_url
+from agentrun.ui import markdown
 
 
 @dataclass
@@ -51,9 +51,9 @@ def questions_of(state: RunState) -> list[Question]:
     ]
 
 
-async def inbox(client: Client) -> list[Question]:
+async def inbox(engine: Engine) -> list[Question]:
     """Every open question across runs, newest first."""
-    found = [q for state in await humans.waiting_states(client) for q in questions_of(state)]
+    found = [q for state in await engine.waiting() for q in questions_of(state)]
     return sorted(found, key=lambda q: q.gate.opened_at.isoformat() if q.gate.opened_at else "", reverse=True)
 
 
@@ -61,45 +61,124 @@ def _spent(state: RunState) -> str:
     return f"used {state.total_tokens_used} tokens, {dollars(state.total_cost_usd)}, {state.iteration_count} prompts"
 
 
-async def runs(client: Client, status_filter: str | None, spec: str | None, limit: int) -> list[dict[str, Any]]:
+async def runs(engine: Engine, status_filter: RunStatus | None, spec: str | None, limit: int) -> list[dict[str, Any]]:
     """The runs `list` shows for the same filters, newest first."""
-    query = listing.visibility_query(status_filter, spec)
-    try:
-        return [listing.row(wf) async for wf in client.list_workflows(query, limit=limit)]
-    except RPCError as exc:
-        raise humans.UsageError(f"Temporal cannot list runs with this filter: {exc.message}") from None
+    return [listing.as_row(run) for run in await engine.runs(status_filter, spec, limit)]
 
 
 @dataclass
-class RunPage:
+class StepRow:
+    """One step on the run page, as the report's table and `status` give it."""
+
+    key: str
+    title: str
+    agent: str
+    status: str  # the step's status, a class on the row
+    word: str  # what the row says of it
+    started: str  # HH:MM:SS UTC
+    took: str
+    worker: str
+    so_far: str  # a running step's reply so far, as `status` shows it
+    has_output: bool
+
+
+@dataclass
+class Live:
+    """What an open run page refreshes: the run's word, its steps, what `status` says after them,
+    and the plan's flowchart with each step's state."""
+
     state: RunState
-    plan: str  # the plan drawn as `inspect` draws it
-    live: str  # `status`'s lines: each step's state, a running step's output so far
-    report: str  # `report`'s markdown
-    web: str | None  # the run on Temporal Web
-    questions: list[Question]
+    word: str
+    steps: list[StepRow]
+    notes: list[str]
+    chart: str
 
     @property
     def ended(self) -> bool:
         return self.state.status in TERMINAL
 
 
-async def run_page(client: Client, run_id: str) -> RunPage:
-    state, live = await live_lines(client, run_id)
-    inp = await start_input(client, run_id)
+@dataclass
+class RunPage:
+    """A run's page: what refreshes while it is open, and what is read once."""
+
+    live: Live
+    plan: str  # the plan drawn as `inspect` draws it, for whoever reads text
+    report: str  # `report`'s markdown as HTML, escaped
+    web: str | None  # the run on Temporal Web
+    questions: list[Question]
+
+    @property
+    def state(self) -> RunState:
+        return self.live.state
+
+    @property
+    def ended(self) -> bool:
+        return self.live.ended
+
+
+async def run_page(engine: Engine, run_id: str) -> RunPage:
+    plan = await engine.run(run_id).plan()
+    live = await live_view(engine, run_id, plan)
     return RunPage(
-        state=state,
-        plan=graph.draw(inp.plan) if inp else "(the run's plan cannot be read)",
         live=live,
-        report=report.to_markdown(state),
-        web=web_url(client, run_id),
-        questions=questions_of(state),
+        plan=graph.draw(plan) if plan else "(the run's plan cannot be read)",
+        report=markdown.to_html(report.to_markdown(live.state)),
+        web=engine.web_url(run_id),
+        questions=questions_of(live.state),
     )
 
 
-async def live_lines(client: Client, run_id: str) -> tuple[RunState, str]:
-    """The run's state and its `status` lines, with what running steps have written so far."""
-    desc = await describe(client, run_id)
-    state = await fetch_state(client, run_id, desc)
-    so_far = await partials(client, run_id, desc) if state.status in ("running", "waiting") else {}
-    return state, "\n".join(status.lines(state, so_far))
+async def live_view(engine: Engine, run_id: str, plan: ir.Plan | None) -> Live:
+    """The run's state now, its steps with what running ones have written so far, and its chart."""
+    progress = await engine.run(run_id).progress()
+    state, so_far = progress.state, progress.so_far
+    chart = flowchart.with_states(flowchart.flowchart(plan), plan, state) if plan else ""
+    return Live(
+        state=state,
+        word=run_words.word(state.status),
+        steps=[_row(state, task, so_far.get(task.id)) for task in state.tasks.values()],
+        notes=[line.strip() for line in status.notes(state)],
+        chart=chart,
+    )
+
+
+def _row(state: RunState, task: TaskState, record: Partial | None) -> StepRow:
+    return StepRow(
+        key=task.id,
+        title=task.title if task.title != task.id else "",
+        agent=task.agent,
+        status=task.status,
+        word=run_words.step_word(task.status),
+        started=f"{task.started_at:%H:%M:%S}" if task.started_at else "",
+        took=f"{task.duration_s:.1f}s" if task.started_at else "",
+        worker=task.worker,
+        so_far=status.so_far_line(record) if record is not None and task.status == "running" else "",
+        has_output=task.id in state.outputs or record is not None,
+    )
+
+
+@dataclass
+class StepPage:
+    """One step's output, or what its agent has written so far."""
+
+    run_id: str
+    row: StepRow
+    output: str | None  # the whole output, once the step has one
+    tail: str  # the end of the reply so far, while it runs
+
+
+async def step_page(engine: Engine, run_id: str, key: str) -> StepPage:
+    """UsageError when the run has no step `key`."""
+    progress = await engine.run(run_id).progress()
+    state = progress.state
+    task = state.tasks.get(key)
+    if task is None:
+        raise UsageError(f"run {run_id} has no step '{key}'")
+    record = progress.so_far.get(key) if task.status == "running" else None
+    return StepPage(
+        run_id=run_id,
+        row=_row(state, task, record),
+        output=state.outputs.get(key),
+        tail=record.tail if record is not None else "",
+    )

@@ -12,6 +12,7 @@ from agentrun import startup
 
 with startup.loading():  # what a worker loads lives as long as it: later collections skip it
     from agentrun.activities.agents.agentapi import release_all
+    from agentrun.activities.mcp.calls import close_connections
     from agentrun.errors import UserError
     from agentrun.worker import args as worker_args
     from agentrun.worker import logs, telemetry, terminal_log
@@ -22,7 +23,12 @@ with startup.loading():  # what a worker loads lives as long as it: later collec
 async def main(args: argparse.Namespace) -> None:
     task_queue, log_format = args.task_queue, args.log_format
     logs.configure(log_format)
-    async with telemetry.running("agentrun-worker", args.metrics_port, forward_logs=log_format == "json"):
+    async with telemetry.running(
+        "agentrun-worker",
+        args.metrics_port,
+        forward_logs=log_format == "json",
+        metrics_host=getattr(args, "metrics_host", None),
+    ):
         client = await connect()
         worker = build_worker(
             client,
@@ -41,6 +47,7 @@ async def main(args: argparse.Namespace) -> None:
             await stop.wait()
             logs.announce("worker stopping: finishing running activities", "worker.stopping", task_queue=task_queue)
         await release_all()  # refresh-mode agent servers this worker started
+        await close_connections()  # and the MCP servers it started
 
 
 def run(args: argparse.Namespace) -> int:

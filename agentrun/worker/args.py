@@ -35,7 +35,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="runs kept in memory between their steps (fewer: less memory, more replaying)",
     )
     parser.add_argument(
-        "--metrics-port", type=port, metavar="PORT", help="serve Prometheus metrics at http://0.0.0.0:PORT/metrics"
+        "--metrics-port", type=port, metavar="PORT", help="serve Prometheus metrics at http://127.0.0.1:PORT/metrics"
+    )
+    parser.add_argument(
+        "--metrics-host",
+        metavar="ADDRESS",
+        help="the address metrics listen on (default 127.0.0.1; 0.0.0.0 lets any machine that reaches this one read them)",
     )
     parser.add_argument(
         "--log-format", choices=LOG_FORMATS, default="text", help="json: one JSON object per line on stdout"

@@ -13,8 +13,10 @@ from temporalio.worker import UnsandboxedWorkflowRunner, Worker, WorkflowRunner
 
 from agentrun.activities.agent import release_agent, run_agent
 from agentrun.activities.criteria import check_criteria
+from agentrun.activities.mcp.calls import call_mcp_tool, list_mcp_tools
 from agentrun.activities.preconditions import check_preconditions
 from agentrun.activities.provider import call_provider
+from agentrun.activities.tools.run import run_tool
 from agentrun.activities.validation import validate_output
 from agentrun.models.contract import TASK_QUEUE
 from agentrun.worker import GRACEFUL_SHUTDOWN_S, paths
@@ -22,8 +24,9 @@ from agentrun.worker.failures import with_plain_failures
 from agentrun.workflows.agent_run import AgentRun
 from agentrun.workflows.batch_run import AgentRunBatch
 
-ACTIVITIES = [run_agent, release_agent, check_criteria, call_provider, check_preconditions, validate_output]
+ACTIVITIES = [run_agent, release_agent, check_criteria, call_provider, check_preconditions, validate_output, run_tool]
 WORKFLOWS = [AgentRun, AgentRunBatch]
+ACTIVITIES += [list_mcp_tools, call_mcp_tool]  # MCP servers as tool sources
 # Heartbeats reach the server at most this often (the SDK's default waits up to 80% of the heartbeat
 # timeout): a running agent call's reply so far (activities.progress) is then at most this old.
 HEARTBEAT_THROTTLE = timedelta(seconds=1)

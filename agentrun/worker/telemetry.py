@@ -49,16 +49,20 @@ class Settings:
         return bool(self.traces or self.metrics)
 
 
-def settings(environ: Mapping[str, str], metrics_port: int | None = None, serves: bool = True) -> Settings:
-    """What the environment (and `--metrics-port`) ask for. A process that does not `serve` (a CLI
-    command, gone before anything could scrape it) has no Prometheus endpoint. Raises TelemetryError."""
+def settings(
+    environ: Mapping[str, str], metrics_port: int | None = None, serves: bool = True, metrics_host: str | None = None
+) -> Settings:
+    """What the environment (and `--metrics-port`, `--metrics-host`) ask for. A process that does not
+    `serve` (a CLI command, gone before anything could scrape it) has no Prometheus endpoint. The
+    endpoint listens on loopback unless told otherwise: metrics name specs, agents and queues.
+    Raises TelemetryError."""
     if environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
         return Settings()
     traces = _exporters(environ, "TRACES", TRACE_EXPORTERS)
     chosen = _exporters(environ, "METRICS", METRIC_EXPORTERS)
     prometheus = None
     if metrics_port is not None:
-        prometheus = ("0.0.0.0", metrics_port)
+        prometheus = (metrics_host or environ.get("OTEL_EXPORTER_PROMETHEUS_HOST") or "127.0.0.1", metrics_port)
     elif "prometheus" in chosen and serves:
         port = environ.get("OTEL_EXPORTER_PROMETHEUS_PORT") or "9464"
         prometheus = (environ.get("OTEL_EXPORTER_PROMETHEUS_HOST") or "localhost", _port(port))
@@ -111,14 +115,18 @@ def connect_options() -> dict[str, Any]:
 
 @contextlib.asynccontextmanager
 async def running(
-    service: str, metrics_port: int | None = None, forward_logs: bool = False, serves: bool = True
+    service: str,
+    metrics_port: int | None = None,
+    forward_logs: bool = False,
+    serves: bool = True,
+    metrics_host: str | None = None,
 ) -> AsyncIterator[None]:
     """This process's telemetry, for the duration of the block, flushed at its end (the CLI and
     the worker leave with os._exit, which skips atexit hooks). `service` names the process when
     OTEL_SERVICE_NAME does not; `forward_logs` sends the Temporal core's own log lines through
     Python logging; `serves` (see `settings`). Raises TelemetryError for a setting that cannot work."""
     global _current
-    chosen = settings(os.environ, metrics_port, serves)
+    chosen = settings(os.environ, metrics_port, serves, metrics_host)
     if not chosen.on and not forward_logs:
         yield
         return

@@ -18,7 +18,7 @@ from temporalio.exceptions import ApplicationError
 
 from agentrun.ids import GateId
 from agentrun.lang import ir
-from agentrun.models import contract
+from agentrun.models import contract, limits
 from agentrun.models.contract import (
     Answer,
     AnswerInput,
@@ -51,6 +51,9 @@ from agentrun.workflows.saga import Saga
 # A rolled-back run's failure says so first; runs recorded before this said it last.
 ROLLED_BACK_FIRST = "rolled-back-first"
 WHOLE_ROLLBACK = "rollback-outlasts-a-cancel"
+# Queued answers and budget raises are held to the size limits of agentrun.models.limits. The
+# updates' validators check them without a patch: replay does not run validators.
+QUEUED_LIMITS = "queued-inputs-are-capped"
 
 
 @workflow.defn(name=contract.WORKFLOW)
@@ -203,6 +206,10 @@ class AgentRun:
     def query_state(self) -> RunState:
         return self.run_state.shown()
 
+    @workflow.query(name=contract.HELD)
+    def query_held(self) -> str:
+        return self.run_state.status
+
     @workflow.query(name=contract.STEP_LOG)
     def query_step_log(self) -> list[StepRecord]:
         return self.run_state.step_log
@@ -213,7 +220,7 @@ class AgentRun:
 
     @answer.validator
     def _check_answer(self, given: AnswerInput) -> None:
-        _refuse(gates.answer_refusal(self.run_state, given))
+        _refuse(limits.answer_refusal(given) or gates.answer_refusal(self.run_state, given))
 
     @workflow.update(name=contract.SAY)
     def say(self, given: NoteInput) -> Note:
@@ -225,7 +232,8 @@ class AgentRun:
 
     @workflow.signal(name=contract.QUEUE_ANSWER)
     def queued_answer(self, given: AnswerInput) -> None:
-        refusal = gates.answer_refusal(self.run_state, given)
+        too_large = limits.answer_refusal(given) if workflow.patched(QUEUED_LIMITS) else None
+        refusal = too_large or gates.answer_refusal(self.run_state, given)
         if refusal:
             self._refused(given.gate, f"queued answer to gate '{given.gate}' refused: {refusal}")
         else:
@@ -242,11 +250,12 @@ class AgentRun:
 
     @raise_budget.validator
     def _check_budget(self, given: BudgetInput) -> None:
-        _refuse(gates.budget_refusal(self.run_state, given))
+        _refuse(limits.budget_refusal(given) or gates.budget_refusal(self.run_state, given))
 
     @workflow.signal(name=contract.QUEUE_BUDGET)
     def queued_budget(self, given: BudgetInput) -> None:
-        refusal = gates.budget_refusal(self.run_state, given)
+        too_large = limits.budget_refusal(given) if workflow.patched(QUEUED_LIMITS) else None
+        refusal = too_large or gates.budget_refusal(self.run_state, given)
         if refusal:
             self._refused(given.gate, f"queued budget raise for gate '{given.gate}' refused: {refusal}")
         else:

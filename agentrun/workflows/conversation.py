@@ -3,18 +3,30 @@ needs, and what the reply cost. How a reply is read is a protocol's business (`w
 
 from __future__ import annotations
 
+from typing import Any
+
 from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
-from agentrun.lang import ir
+from agentrun.lang import coding_tools, ir
 from agentrun.models import calls
 from agentrun.models.contract import RunInput, RunState
 from agentrun.models.drivers import driver_of, model_of
 from agentrun.models.texts import spawn_text
-from agentrun.workflows import activity_calls, metrics, notes, spawning, tracing
+from agentrun.workflows import activity_calls, metrics, notes, spawning, tool_loop, tracing
 from agentrun.workflows.budgets import RESERVATIONS, BudgetExceeded, Budgets, Reservations, cost_usd
 from agentrun.workflows.failures import TaskFailed
+from agentrun.workflows.mcp_tools import McpTools
 from agentrun.workflows.scope import Scope
+
+# Runs recorded before this named a map's elements by the map's worker node (`answer` three times)
+# and labelled each state-graph step with the goal line that every one of them opens with.
+SUMMARIES_NAME_ELEMENTS = "summaries-name-elements"
+
+
+def goal_line(goal: str) -> str:
+    """The line a state-graph step's prompt opens with (the dialect's template and graph agents)."""
+    return f"Goal: {goal}"
 
 
 class Conversation:
@@ -26,6 +38,11 @@ class Conversation:
         self.rolling_back = False  # compensations run whatever the budget says
         self.reservations = Reservations(state)
         self.prices = {**inp.prices, **inp.plan.prices}  # the run's own, then the spec's; fixed for the run
+        self.tool_policy = tool_loop.policy_of(inp.plan)
+        self.tool_calls_made: dict[str, int] = {}  # by run key, against its max_tool_calls
+        # The run's MCP servers (agentrun.yaml's, then the spec's own), each listed once.
+        self.mcp = McpTools({**inp.mcp_servers, **inp.plan.mcp_servers})
+        self.saved: dict[str, dict[str, Any]] = {}  # by run key: what save_to_memory calls captured
 
     async def ask(
         self,
@@ -36,11 +53,14 @@ class Conversation:
         fresh: bool = False,
         phase: str | None = None,
         spawn: bool = False,
+        act: bool = True,
     ) -> str:
         """Send `text` to the node's agent and return the reply; TaskFailed when it cannot be sent
         (a budget, the agent failing). `fresh` asks outside the agent's conversation; `phase` names
         the step of a protocol in the activity's summary instead of the prompt's first line; `spawn`
-        lets a node that may start sub-agents do so, the reply being the one after their results."""
+        lets a node that may start sub-agents do so, the reply being the one after their results.
+        `act` offers the tools its spec grants (a prompt for the work; not one for a plan or a
+        verdict, nor a fresh question)."""
         key = str(scope.key)
         # A person's notes (`say`) ride on the next prompt, whatever language the run is in.
         text = notes.deliver(self.state, key, self.turns.get(key, 0) + 1, text)
@@ -52,10 +72,24 @@ class Conversation:
         exchange: list[calls.ChatMessage] = []  # this prompt's tool calls and results, for a chat API
         summary = self._summary(node, scope, text, phase)
         prompt, spawns = text, 0
+        box = self._toolbox(node, scope, driver.tools) if act and not fresh else None
+        granted = await box.offer() if box is not None else []
         while True:
             tools = [calls.SPAWN_AGENTS] if offered and driver.tools else []
             call = self._call(node, key, uri, prompt, [*transcript, *exchange] if driver.chat else [], tools)
+            call.offered = granted
             reply = await self.send(node, scope, call, summary, f"agent '{node.agent}'")
+            calling = [c for c in reply.tool_calls if c.name != calls.SPAWN_AGENTS] if box is not None else []
+            if calling:
+                # The model's turn with its calls, then their results; it goes on from them (no new prompt).
+                said = [calls.ChatMessage(role="user", content=prompt)] if prompt else []
+                turn = calls.ChatMessage(role="assistant", content=reply.text, tool_calls=reply.tool_calls)
+                spawned = [c for c in reply.tool_calls if c.name == calls.SPAWN_AGENTS]
+                answers = await box.answer(calling) if box is not None else []
+                answers += [_not_now(c) for c in spawned]  # each call is answered; a spawn waits for a reply of its own
+                exchange, prompt = [*exchange, *said, turn, *_in_order(reply.tool_calls, answers)], ""
+                summary = f"{self._summary(node, scope, text, phase)} (after {calling[-1].name})"
+                continue
             wanted = spawn_text.asks(reply, driver.tools) if offered else []
             if not wanted:
                 break
@@ -108,15 +142,32 @@ class Conversation:
             task.first_token_s = reply.first_token_s
         return reply
 
+    def _toolbox(self, node: ir.Task, scope: Scope, takes_tools: bool) -> tool_loop.Toolbox | None:
+        """The tools the node's spec grants its agent, for a model that takes function tools;
+        None for any other agent, a node granted none, or a run recorded before tools."""
+        if node.grant is None or not takes_tools or not workflow.patched(tool_loop.TOOL_LOOP):
+            return None
+        return tool_loop.Toolbox(self, node, scope, node.grant)
+
     def _summary(self, node: ir.Task, scope: Scope, text: str, phase: str | None) -> str:
         """What Temporal Web names the prompt by: the task, its loop round, the protocol's step or the
         prompt's first line (not when the prompt opens with system text, which every task shares)."""
         task = self.state.tasks.get(str(scope.key))
         round_ = scope.values.get("iteration") or (task.iterations if task and node.loop_until else None)
         said = phase is not None and "round" in phase  # a protocol that names its own rounds
-        head = f"{node.label} — round {round_}" if round_ and not said else node.label
-        what = phase or ("" if node.system else first_line(text))
+        name, shared = node.label, bool(node.system)
+        # Asked only where the names differ, so a run with neither a map nor a goal line gets no marker.
+        element, goal = _element_name(node, scope), self._opens_with_goal(text)
+        if (element or goal) and workflow.patched(SUMMARIES_NAME_ELEMENTS):
+            name, shared = element or name, shared or goal
+        head = f"{name} — round {round_}" if round_ and not said else name
+        what = phase or ("" if shared else first_line(text))
         return f"{head}: {what}" if what else head
+
+    def _opens_with_goal(self, text: str) -> bool:
+        """Whether the prompt opens with the run's goal line, which every step of a state graph shares."""
+        goal = self.inp.params.get("goal") or self.inp.plan.goal
+        return text.split("\n", 1)[0] == goal_line(goal)
 
     def _call(
         self, node: ir.Task, key: str, uri: str, prompt: str, transcript: list[calls.ChatMessage], tools: list[str]
@@ -144,6 +195,8 @@ class Conversation:
             timeout_s=node.timeout_s or calls.DEFAULT_AGENT_TIMEOUT_S,
             tools=tools,
             temperature=info.temperature if info is not None else None,
+            # An agent that takes no function tools acts with its own; it is told which it may use.
+            allowed_tools=[] if driver_of(uri).tools else coding_tools.claude_code(node.grant),
         )
 
     def spawn_offer(self, node: ir.Task) -> str:
@@ -215,6 +268,26 @@ class Conversation:
     def _usd_budget(self) -> bool:
         budgets = [self.state.budget, *self.state.step_budgets.values()]
         return any(b is not None and b.usd is not None for b in budgets)
+
+
+def _element_name(node: ir.Task, scope: Scope) -> str:
+    """A map element's name as `status` and the report give it (`research[2]`), though the node it
+    runs is the map's worker node (`answer`); '' outside maps."""
+    key = scope.key
+    if key is None or not key.elements:
+        return ""
+    return key.text if key.node != node.id else node.label + key.text.removeprefix(key.node)
+
+
+def _not_now(call: calls.ToolCall) -> calls.ChatMessage:
+    why = f"error: call {calls.SPAWN_AGENTS} in a reply of its own, without other tool calls beside it"
+    return calls.ChatMessage(role="tool", content=why, tool_call_id=call.id)
+
+
+def _in_order(asked: list[calls.ToolCall], answers: list[calls.ChatMessage]) -> list[calls.ChatMessage]:
+    """The tool results in the order the model made the calls, as the chat APIs want them."""
+    by_id = {a.tool_call_id: a for a in answers}
+    return [by_id[c.id] for c in asked if c.id in by_id]
 
 
 def first_line(text: str) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from agentrun.models import limits
 from agentrun.models.contract import TERMINAL, Note, NoteInput, RunState
 
 FINISHED = ("completed", "failed", "skipped", "cancelled")
@@ -16,6 +17,10 @@ def refusal(state: RunState, given: NoteInput) -> str | None:
         return "a note needs some text"
     if state.status in TERMINAL:
         return f"the run has ended ({state.status}): no agent will read the note"
+    # Checked by the update's validator only, which replay does not run: no patch needed.
+    too_much = limits.note_refusal(given) or limits.undelivered_refusal(sum(not n.delivered_to for n in state.notes))
+    if too_much:
+        return too_much
     if not given.step:
         return None
     tasks = [task for key, task in state.tasks.items() if _is_of(key, given.step)]

@@ -24,6 +24,12 @@ def source_of(node: ir.NodeBase) -> str | None:
     return None
 
 
+def _tools_called(key: str, state: RunState) -> str | None:
+    """`tool:<names>` when the leaf's agent called tools: what they gave it came from outside."""
+    used = [use.tool for use in state.tool_calls.get(key, [])]
+    return "tool:" + ",".join(dict.fromkeys(used)) if used else None
+
+
 def reads(node: ir.NodeBase, state: RunState, scope: Scope) -> list[str]:
     """The step ids, memory keys and run keys a leaf reads through its templates and input."""
     found = list(scope.derived_from)
@@ -53,7 +59,7 @@ def _read_by(template: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
 def mark_leaf(node: ir.NodeBase, key: str, state: RunState, scope: Scope) -> None:
     """Mark the output of the leaf run as `key` when it reached outside or read marked data."""
     derived = [read for read in reads(node, state, scope) if read in state.taint] if state.taint else []
-    source = source_of(node)
+    source = source_of(node) or _tools_called(key, state)
     if source or derived:
         state.taint[key] = TaintMark(source=source or "derived", derived_from=derived)
 

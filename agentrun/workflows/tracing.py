@@ -157,6 +157,36 @@ def _agent_call_span(call: calls.AgentCall) -> Iterator[AgentCall]:
         yield AgentCall(call, span)
 
 
+@contextlib.contextmanager
+def tool_call(key: str, name: str, call_id: str, source: str) -> Iterator[Callable[[str, str], None]]:
+    """One tool call, as OpenTelemetry's GenAI conventions name it (`execute_tool <tool>`): the
+    yielded function records how it ended (ok, error, refused) and why."""
+
+    def ended(outcome: str, reason: str) -> None:
+        _event("tool.called", key, tool=name, call_id=call_id, outcome=outcome)
+        if span is None:
+            return
+        span.set_attribute(names.OUTCOME, outcome)
+        if outcome != "ok":
+            span.set_attribute(names.ERROR_TYPE, outcome)
+            span.set_status(Status(StatusCode.ERROR, reason[:MAX_DESCRIPTION]))
+
+    if not trace.get_current_span().is_recording():
+        span = None
+        yield ended
+        return
+    attributes = {
+        names.OPERATION: names.EXECUTE_TOOL,
+        names.TOOL_NAME: name,
+        names.TOOL_CALL_ID: call_id,
+        names.TOOL_TYPE: "extension" if source == "local" else "function",
+        names.RUN_ID: workflow.info().workflow_id,
+        names.NODE_KEY: key,
+    }
+    with _span(f"{names.EXECUTE_TOOL} {name}", attributes) as span:
+        yield ended
+
+
 # The workflow's span for an activity it calls, by activity; an agent call has its own (agent_call).
 ACTIVITY_SPANS = {
     calls.CHECK_CRITERIA: "success_check",

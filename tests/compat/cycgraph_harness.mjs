@@ -2,7 +2,8 @@
 // what each run did as one line, RESULT and JSON (cycgraph logs to stdout too): {name, status, visited, memory, supervisor, error}.
 // Input on stdin: {"package": "<dir of @cycgraph/orchestrator>", "cases": [{name, graph, agents,
 // base_url, goal, memory, max_iterations, decisions}]}; each agent is {id, model}, served by the
-// case's base_url; decisions ('approved' / 'rejected') answer the graph's approvals in turn.
+// case's base_url; decisions ('approved' / 'rejected') answer the graph's approvals in turn;
+// mcp_servers (optional) are MCP server entries ({id, name, transport}) its nodes' tools may name.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -31,7 +32,11 @@ async function runCase(spec) {
     constraints: spec.constraints ?? [], memory: spec.memory ?? {},
     // cycgraph bounds node runs on the run's state, not in the graph document.
     ...(spec.graph.max_iterations ? { maxIterations: spec.graph.max_iterations } : {}) });
-  const runner = new cycgraph.GraphRunner(graph, state, { registry, providers });
+  // MCP servers registered by id, reached through cycgraph's own connection manager.
+  const mcpRegistry = new cycgraph.InMemoryMCPServerRegistry();
+  for (const server of spec.mcp_servers ?? []) await mcpRegistry.saveServer(server);
+  const mcp = spec.mcp_servers ? new cycgraph.MCPConnectionManager(mcpRegistry) : null;
+  const runner = new cycgraph.GraphRunner(graph, state, { registry, providers, ...(mcp ? { tools: [mcp] } : {}) });
   let final;
   let error = null;
   try {
@@ -45,6 +50,8 @@ async function runCase(spec) {
   } catch (err) {
     error = String(err?.message ?? err);
     final = runner.state ?? state;
+  } finally {
+    if (mcp) await mcp.closeAll();
   }
   return {
     name: spec.name,

@@ -13,7 +13,8 @@ records every request. `FakeOpenAI(streams=False)` plays a server that refuses `
 (`response_format`) must have been scripted a JSON reply.
 
 A reply may be a `ToolUse("spawn_agents", {...})`: the response then carries a function call
-(`tool_calls` for OpenAI, a `tool_use` block for Anthropic). Requests are held to the APIs' tool
+(`tool_calls` for OpenAI, a `tool_use` block for Anthropic); `ToolUse(..., also=(ToolUse(...),))`
+carries several in one reply, as a model making parallel tool calls does. Requests are held to the APIs' tool
 rules: offered tools are well-formed, a call is answered by a tool result naming its id, in the
 turn right after it, before the conversation goes on.
 
@@ -57,6 +58,11 @@ class ToolUse:
     name: str
     arguments: dict[str, Any]
     text: str = ""
+    also: tuple[ToolUse, ...] = ()  # more calls in the same reply (parallel tool calls), in order
+
+    @property
+    def calls(self) -> list[ToolUse]:
+        return [self, *self.also]
 
 
 Reply = str | ToolUse
@@ -290,15 +296,16 @@ class FakeOpenAI:
             "content": reply if isinstance(reply, str) else reply.text or None,
         }
         if isinstance(reply, ToolUse):
-            _may_call(reply, offered)
-            arguments = json.dumps(reply.arguments)
-            message["tool_calls"] = [
-                {
-                    "id": f"call_{len(self.requests)}",
-                    "type": "function",
-                    "function": {"name": reply.name, "arguments": arguments},
-                }
-            ]
+            message["tool_calls"] = []
+            for i, use in enumerate(reply.calls):
+                _may_call(use, offered)
+                message["tool_calls"].append(
+                    {
+                        "id": f"call_{len(self.requests)}" + (f"_{i}" if i else ""),
+                        "type": "function",
+                        "function": {"name": use.name, "arguments": json.dumps(use.arguments)},
+                    }
+                )
         prompt, completion = _words(messages), _reply_words(reply)
         return {
             "id": f"chatcmpl-{len(self.requests)}",
@@ -336,10 +343,10 @@ class FakeOpenAI:
         text = reply if isinstance(reply, str) else reply.text
         content: list[dict[str, Any]] = [{"type": "text", "text": text}] if text or isinstance(reply, str) else []
         if isinstance(reply, ToolUse):
-            _may_call(reply, offered)
-            content.append(
-                {"type": "tool_use", "id": f"toolu_{len(self.requests)}", "name": reply.name, "input": reply.arguments}
-            )
+            for i, use in enumerate(reply.calls):
+                _may_call(use, offered)
+                call_id = f"toolu_{len(self.requests)}" + (f"_{i}" if i else "")
+                content.append({"type": "tool_use", "id": call_id, "name": use.name, "input": use.arguments})
         return {
             "id": f"msg_{len(self.requests)}",
             "type": "message",

@@ -15,7 +15,8 @@ is the one `/messages` holds once the agent is stable, by the rules above.
 lifecycle "reuse" talks to a server that is already running and keeps the conversation.
 lifecycle "refresh" starts a private server for the task on its first prompt; later prompts of
 the same task (loop iterations, retries, the reminder) reach the same agent, and `release`
-(called when the task ends) stops it.
+(called when the task ends) stops it. Claude Code started so gets `--allowedTools` with the tools
+the task's spec grants.
 """
 
 from __future__ import annotations
@@ -129,6 +130,7 @@ async def _converse_refreshed(target: Target, call: AgentCall, prompt: str) -> A
 async def _start_task_server(target: Target, call: AgentCall) -> _TaskServer:
     port = target.port or _free_port(target.host)
     argv = [*_binary(), "server", f"--type={target.agent_type}", "--port", str(port), "--", *target.command]
+    argv += _allowed_tools(target, call)
     log = tempfile.TemporaryFile()
     proc = await spawn(
         argv,
@@ -314,6 +316,14 @@ async def _settled_reply(
         return None
     newest = max(fresh, key=lambda m: m["id"])
     return AgentReply(text=newest["content"], model=str(after.get("agent_type") or ""))
+
+
+def _allowed_tools(target: Target, call: AgentCall) -> list[str]:
+    """Claude Code started for the task may use the tools its spec grants, and is asked before any
+    other; the other agents agentapi runs take no such list (their own settings decide)."""
+    if target.agent_type != "claude" or not call.allowed_tools:
+        return []
+    return ["--allowedTools", ",".join(call.allowed_tools)]
 
 
 def _binary() -> list[str]:

@@ -108,8 +108,8 @@ def _body(call: AgentCall, model: str) -> dict[str, Any]:
     body: dict[str, Any] = {"model": model, "max_tokens": MAX_TOKENS, "messages": turns}
     if system:
         body["system"] = "\n\n".join(system)
-    if call.tools:
-        body["tools"] = anthropic_tools(call.tools)
+    if call.tools or call.offered:
+        body["tools"] = anthropic_tools(call)
     if call.temperature is not None:
         body["temperature"] = call.temperature
     return body

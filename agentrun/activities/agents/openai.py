@@ -27,8 +27,8 @@ async def send(call: AgentCall) -> AgentReply:
     model = AgentUri.parse(call.uri).rest
     base = (os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
     body: dict[str, Any] = {"model": model, "messages": _messages(call)}
-    if call.tools:
-        body["tools"] = openai_tools(call.tools)
+    if call.tools or call.offered:
+        body["tools"] = openai_tools(call)
     if call.temperature is not None:
         body["temperature"] = call.temperature
     url = f"{base}/chat/completions"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from agentrun.activities.agents._common import agent_error
-from agentrun.models.calls import SPAWN_AGENTS
+from agentrun.models.calls import SPAWN_AGENTS, AgentCall
 
 _SPAWN_PARAMETERS: dict[str, Any] = {
     "type": "object",
@@ -41,15 +41,23 @@ TOOLS: dict[str, tuple[str, dict[str, Any]]] = {
 }
 
 
-def openai_tools(names: list[str]) -> list[dict[str, Any]]:
+def openai_tools(call: AgentCall) -> list[dict[str, Any]]:
+    """The call's tools as Chat Completions `tools`: each a function with its JSON Schema."""
     return [
-        {"type": "function", "function": {"name": n, "description": _about(n)[0], "parameters": _about(n)[1]}}
-        for n in names
+        {"type": "function", "function": {"name": name, "description": about, "parameters": schema}}
+        for name, about, schema in _offered(call)
     ]
 
 
-def anthropic_tools(names: list[str]) -> list[dict[str, Any]]:
-    return [{"name": n, "description": _about(n)[0], "input_schema": _about(n)[1]} for n in names]
+def anthropic_tools(call: AgentCall) -> list[dict[str, Any]]:
+    """The call's tools as Messages API `tools`: each a name, a description and an input_schema."""
+    return [{"name": name, "description": about, "input_schema": schema} for name, about, schema in _offered(call)]
+
+
+def _offered(call: AgentCall) -> list[tuple[str, str, dict[str, Any]]]:
+    """The tools the spec grants, then the engine's own (spawn_agents)."""
+    granted = [(spec.name, spec.description, spec.parameters) for spec in call.offered]
+    return [*granted, *((n, *_about(n)) for n in call.tools)]
 
 
 def _about(name: str) -> tuple[str, dict[str, Any]]:

@@ -147,27 +147,31 @@ def mermaid(node: ir.Graph) -> str:
     supervisor or router is a rhombus, an approval a hexagon; a supervisor's choices are dotted."""
     lines = ["flowchart TD", '    start(("start"))']
     for name, child in node.nodes.items():
-        label = _label(name if child.kind == "task" else f"{name}: {kind_name(child)}")
+        label = mermaid_label(name if child.kind == "task" else f"{name}: {kind_name(child)}")
         if isinstance(child, (ir.Supervisor, ir.Evaluate)):
-            lines.append(f"    {_id(name)}{{{label}}}")
+            lines.append(f"    {mermaid_id(name)}{{{label}}}")
         elif isinstance(child, ir.Human):
-            lines.append(f"    {_id(name)}{{{{{label}}}}}")
+            lines.append(f"    {mermaid_id(name)}{{{{{label}}}}}")
         else:
-            lines.append(f"    {_id(name)}[{label}]")
-    lines.append(f"    start --> {_id(node.start)}")
+            lines.append(f"    {mermaid_id(name)}[{label}]")
+    lines.append(f"    start --> {mermaid_id(node.start)}")
     ends = False
     for name in node.nodes:
         for target, cond in ways_out(node, name):
             if target == ir.DONE:
                 ends = True
-                lines.append(f'    {_id(name)} -.->|"{ir.DONE}"| stop')
+                lines.append(f'    {mermaid_id(name)} -.->|"{ir.DONE}"| stop')
             elif cond == "chosen":
-                lines.append(f"    {_id(name)} -.-> {_id(target)}")
+                lines.append(f"    {mermaid_id(name)} -.-> {mermaid_id(target)}")
             else:
-                lines.append(f"    {_id(name)} -->" + (f"|{_label(cond)}|" if cond else "") + f" {_id(target)}")
+                lines.append(
+                    f"    {mermaid_id(name)} -->"
+                    + (f"|{mermaid_label(cond)}|" if cond else "")
+                    + f" {mermaid_id(target)}"
+                )
         if name in node.end_nodes:
             ends = True
-            lines.append(f"    {_id(name)} --> stop")
+            lines.append(f"    {mermaid_id(name)} --> stop")
     return "\n".join(lines[:2] + (['    stop(("end"))'] if ends else []) + lines[2:])
 
 
@@ -176,10 +180,10 @@ def kind_name(node: ir.Node) -> str:
     return {"subflow": "subgraph"}.get(node.kind, node.kind)
 
 
-def _label(text: str) -> str:
+def mermaid_label(text: str) -> str:
     """Text as a quoted Mermaid label: quotes inside it become Mermaid's #quot; entity."""
     return '"' + text.replace('"', "#quot;") + '"'
 
 
-def _id(name: str) -> str:
+def mermaid_id(name: str) -> str:
     return "n_" + "".join(c if c.isalnum() else "_" for c in name)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from agentrun.lang import ir
 from agentrun.lang.rules import extract_json
 from agentrun.models.contract import TaskState
+from agentrun.workflows.conversation import goal_line
 from agentrun.workflows.nodes.leaf import Row
 
 if TYPE_CHECKING:
@@ -35,7 +36,7 @@ def context(engine: Interpreter, system: str | None, scope: Scope) -> str:
     """The opening of a graph agent's prompt: its system text, the goal and the memory it reads."""
     params = engine.inp.params
     parts = [system] if system else []
-    parts.append(f"Goal: {params.get('goal') or engine.inp.plan.goal}")
+    parts.append(goal_line(params.get("goal") or engine.inp.plan.goal))
     constraints = params.get("constraints") or []
     if constraints:
         parts.append("Constraints:\n" + "\n".join(f"- {c}" for c in constraints))

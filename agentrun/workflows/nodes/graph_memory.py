@@ -15,6 +15,7 @@ from agentrun.ids import GateId
 from agentrun.lang import ir
 from agentrun.workflows import taint
 from agentrun.workflows.failures import TaskFailed
+from agentrun.workflows.local_tools import saved_updates
 from agentrun.workflows.nodes.loop import as_data
 
 # Params every graph has that are the run's own, not memory keys (a state graph's goal and constraints);
@@ -50,6 +51,11 @@ def write(engine: Interpreter, graph: ir.Graph, node: ir.Node, value: Any, scope
         return
     if isinstance(node, ir.Human) and node.approval:
         _put(engine, key, _decision(engine, GateId(key), value))  # an approval node's gate is keyed by its run
+        return
+    saved = engine.conversation.saved.pop(key, None) if isinstance(node, ir.Task) else None
+    if saved:
+        # Pairs the agent saved with save_to_memory stand in for its reply, as in cycgraph.
+        _put(engine, key, saved_updates(saved, access.write_keys or [k for k in [access.write_key] if k]))
         return
     value = as_data(value) if isinstance(node, ir.Task) else value  # a reply that is JSON is kept as data
     if len(access.write_keys) > 1 and isinstance(value, dict):

@@ -110,12 +110,14 @@ async def _ask_read(
     `spawn` (the work itself) the agent may start sub-agents before it replies."""
     conversation = goal.engine.conversation
     workflow.set_current_details(f"Running **{goal.node.label}**: {phase}")
-    reply = await conversation.ask(goal.node, goal.scope, text, phase=phase, spawn=spawn)
+    reply = await conversation.ask(goal.node, goal.scope, text, phase=phase, spawn=spawn, act=spawn)
     try:
         return reply, read(reply)
     except ValueError as exc:
         why = str(exc)
-    reply = await conversation.ask(goal.node, goal.scope, reminder(why, text), phase=f"{phase} (reminder)", spawn=spawn)
+    reply = await conversation.ask(
+        goal.node, goal.scope, reminder(why, text), phase=f"{phase} (reminder)", spawn=spawn, act=spawn
+    )
     try:
         return reply, read(reply)
     except ValueError as exc:

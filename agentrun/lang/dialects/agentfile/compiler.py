@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Literal
+from typing import Any, Literal
 
-from agentrun.lang import ir
-from agentrun.lang.dialects.agentfile import NAME
+from agentrun.lang import grants, ir
+from agentrun.lang.dialects.agentfile import NAME, agent_toml
 from agentrun.lang.dialects.agentfile.goals import GoalBuilder
 from agentrun.lang.dialects.agentfile.lex import Text, Token, read
 from agentrun.lang.dialects.agentfile.parse import Decl, Form, form_of, parse
@@ -20,6 +20,9 @@ def _error(problems: list[Problem], form: Form) -> SpecError:
     said = f" (Agentfile {form} form)"
     ordered = sorted(problems, key=lambda p: (p.line, p.column))
     return SpecError([Problem(p.file, p.line, p.column, p.message + said, p.hint) for p in ordered])
+
+
+POLICY_FILE = "policy.toml"  # read beside the Agentfile, as its real system does
 
 
 class _Compiler:
@@ -44,6 +47,8 @@ class _Compiler:
         security = next((d for d in self.decls if d.keyword == "SECURITY"), None)
         self.scope = security.scope if security is not None and security.mode == "research" else ""
         params = self._params()
+        self.policy = self._policy()
+        self.mcp_servers = agent_toml.mcp_servers(self.folder, self.problem)
         self._declarations()
         steps = self._steps(params)
         return ir.Plan(
@@ -58,7 +63,28 @@ class _Compiler:
             undefined="error",
             security=_security(security),
             research_scope=self.scope,
+            **({"tool_policy": self.policy, "policy_file": self._policy_path()} if self.policy is not None else {}),
+            mcp_servers=self.mcp_servers,
         )
+
+    def _policy_path(self) -> str:
+        return os.path.join(self.folder, POLICY_FILE)
+
+    def _policy(self) -> dict[str, Any] | None:
+        """The policy.toml beside the Agentfile, which its real system reads: it turns tools off
+        (`enabled = false`, `default_deny`) and confines the rest."""
+        if not os.path.exists(self._policy_path()):
+            return None
+        tables, why = grants.read_policy(self._policy_path())
+        if tables is None:
+            self.problem(1, 1, f"the policy beside it cannot be read: {why}", "fix the TOML, or move policy.toml away")
+        return tables
+
+    def grant(self) -> ir.ToolGrant | None:
+        """What every goal's agent is offered: the built-in tools the policy leaves on, and every tool
+        of the MCP servers agent.toml declares."""
+        mcp = [ir.McpGrant(server=server) for server in self.mcp_servers]  # agent.toml's, every tool
+        return grants.grant(grants.enabled(self.policy), mcp)
 
     def _params(self) -> dict[str, ir.Param]:
         params: dict[str, ir.Param] = {}

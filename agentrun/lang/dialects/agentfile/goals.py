@@ -69,6 +69,7 @@ class GoalBuilder:
             supervision=sup,
             loop_until=self._loop(decl),
             spawn=spawn,
+            grant=self.c.grant(),
         )
 
     def _fan_out(
@@ -105,6 +106,7 @@ class GoalBuilder:
             outputs=[t.value for t in agent.outputs],
             supervision=agent.sup.level if agent.sup is not None else sup,
             output_key=_name(agent),
+            grant=self.c.grant(),
         )
 
     def _agent(self, token: Token) -> Decl | None:
@@ -123,6 +125,9 @@ class GoalBuilder:
 
     def _prompt(self, decl: Decl) -> str:
         body = self.c.bodies.get(id(decl))
+        if body is None and decl.substeps:
+            # A goal with no text of its own: the lines under it are its text.
+            return "\n".join(self._steps(decl.substeps)).strip()
         text = self._text(body).strip() if body is not None else ""
         if decl.substeps:
             steps = [f"{i}. {step}" for i, step in enumerate(self._steps(decl.substeps), 1)]
@@ -143,7 +148,11 @@ class GoalBuilder:
         return steps
 
     def _text(self, text: Text) -> str:
-        return template(text, self.known, self.later, self.c.form == "draft", self.c.problems)
+        # Text read FROM a file (an agent's or a goal's prompt) warns of a name it does not know.
+        read = text.file != self.c.file
+        return template(
+            text, self.known, self.later, self.c.form == "draft", self.c.problems, self.c.warnings if read else None
+        )
 
     def _loop(self, decl: Decl) -> ir.LoopUntil | None:
         token = decl.within

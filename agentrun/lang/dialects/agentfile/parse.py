@@ -15,6 +15,7 @@ from agentrun.lang.dialects.agentfile.lex import IDENT, STATEMENTS, Statement, T
 from agentrun.lang.errors import Problem, did_you_mean
 
 Form = Literal["line", "draft"]
+_AFTER_BODY = ("USING", "SUPERVISED", "UNSUPERVISED", "HUMAN")
 _SUPERVISION = ("SUPERVISED", "UNSUPERVISED")
 
 
@@ -112,7 +113,8 @@ class _Cursor:
         nxt = self.peek()
         if nxt is not None and nxt.kind == "word" and nxt.value != "FROM":
             self.decl.name = self.ident("GOAL needs a name", 'GOAL build "Build the service"')
-        self.body('GOAL needs its text: a "string" or FROM path')
+        if not (self.decl.substeps and self._ends_head()):
+            self.body('GOAL needs its text: a "string" or FROM path')
         self.outputs()
         self.using()
         self.supervision()
@@ -172,6 +174,12 @@ class _Cursor:
             self.decl.source = path
         else:
             self.missing(need, 'GOAL build "Build the service", or GOAL build FROM goals/build.md')
+
+    def _ends_head(self) -> bool:
+        """Nothing but outputs, USING or supervision follows: a draft goal whose indented lines
+        under it are its text (`GOAL research` then the lines of what to research)."""
+        token = self.peek()
+        return token is None or token.kind == "arrow" or (token.kind == "word" and token.value in _AFTER_BODY)
 
     def outputs(self) -> None:
         if self.kind("arrow"):

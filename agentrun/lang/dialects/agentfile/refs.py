@@ -1,11 +1,15 @@
-"""An Agentfile's text as a template: its references (`$name`, and `{name}` in the draft form)
-become Jinja names, and anything else that Jinja would read is kept as plain text.
+"""An Agentfile's text as a template: its references (`$name`, and `{name}` or `{{name}}` in the
+draft form) become Jinja names, and anything else that Jinja would read is kept as plain text.
 
 What a reference may name is given by the caller: the inputs and the outputs of what ran before.
+Text read FROM a file is a prompt the real system never checks: a `$name` there that names nothing
+stays as written and is a warning (example 40's prompt files show Agentfiles with their own inputs).
+A `{{name}}` that names nothing is text.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Mapping
 
@@ -14,7 +18,9 @@ from agentrun.lang.errors import Problem, did_you_mean
 
 _DOLLAR = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*(?:-[A-Za-z0-9_]+)*)")
 _BRACED = re.compile(r"(?<!\{)\{([A-Za-z_][A-Za-z0-9_-]*)\}(?!\})")
+_DOUBLE = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 _JINJA = re.compile(r"\{[{%#]")
+_LEFT_AS_WRITTEN = "the prompt keeps it as written, as the Agentfile's real system does; declare it to fill it in"
 
 
 def literal(text: str) -> str:
@@ -23,16 +29,28 @@ def literal(text: str) -> str:
 
 
 def template(
-    text: Text, known: Mapping[str, str], later: Mapping[str, str], braces: bool, problems: list[Problem]
+    text: Text,
+    known: Mapping[str, str],
+    later: Mapping[str, str],
+    braces: bool,
+    problems: list[Problem],
+    warnings: list[Problem] | None = None,
 ) -> str:
     """The Jinja template for `text`. `known` maps each name a reference may take to what gives it,
-    `later` the names only steps that run after this one give; `braces` reads `{name}` as a
-    reference too. A reference to anything else is a problem."""
+    `later` the names only steps that run after this one give; `braces` reads `{name}` and
+    `{{name}}` as references too. A reference to anything else is a problem, or, given `warnings`
+    (text read FROM a file), a warning and text as written."""
     out, last = [], 0
     for match in _references(text.value, braces):
         name = _known_prefix(match.group(1), known)
+        if name is None and match.group().startswith("{{"):
+            continue
         if name is None:
-            problems.append(_undefined(text, match, known, later))
+            undefined = _undefined(text, match, known, later)
+            if warnings is None:
+                problems.append(undefined)
+            else:
+                warnings.append(dataclasses.replace(undefined, severity="warning", hint=_LEFT_AS_WRITTEN))
             continue
         line, col = text.at(match.start())
         if "-" in name:
@@ -50,7 +68,9 @@ def template(
 
 
 def _references(value: str, braces: bool) -> list[re.Match[str]]:
-    found = list(_DOLLAR.finditer(value)) + (list(_BRACED.finditer(value)) if braces else [])
+    found = list(_DOLLAR.finditer(value))
+    if braces:
+        found += list(_BRACED.finditer(value)) + list(_DOUBLE.finditer(value))
     return sorted(found, key=lambda m: m.start())
 
 

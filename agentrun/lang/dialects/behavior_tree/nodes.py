@@ -362,7 +362,12 @@ def _not_a_node(value: Any) -> str:
 
 
 def _what(value: Any) -> str:
-    return "nothing" if value is None else "a list" if isinstance(value, list) else f"'{value}'"
+    """What kind of value it is, never the value: a $ref may point into a file of secrets."""
+    if value is None:
+        return "nothing"
+    if isinstance(value, list):
+        return "a list"
+    return "true or false" if isinstance(value, bool) else "a number" if isinstance(value, int | float) else "a text"
 
 
 def _type_hint(node: dict[str, Any]) -> str:

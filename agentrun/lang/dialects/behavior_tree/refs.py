@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
 
+from agentrun.lang import roots
 from agentrun.lang.errors import Problem, SpecError, did_you_mean
 from agentrun.lang.source import read_text
 from agentrun.lang.yamlpos import PosDict, load_yaml, position, yaml_text
@@ -105,6 +106,10 @@ class Refs:
         if key in self.docs:
             return self.docs[key]
         if key in self.failed:
+            return _UNREAD
+        if roots.outside(file):  # said before looking: nothing about a file out there is told
+            self._at(here, f"$ref '{ref}' leads outside the folders this server reads", roots.HINT)
+            self.failed.add(key)
             return _UNREAD
         if not os.path.isfile(file):
             self._missing(here, ref, file)

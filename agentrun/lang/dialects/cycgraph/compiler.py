@@ -6,13 +6,14 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from agentrun.lang import expressions, ir
+from agentrun.lang import expressions, grants, ir
 from agentrun.lang.agent_uri import AgentUri
 from agentrun.lang.dialects.builder import Builder
 from agentrun.lang.dialects.cycgraph import NAME, is_bundle
 from agentrun.lang.dialects.cycgraph.checks import check_graph
 from agentrun.lang.dialects.cycgraph.fanout import attach_workers, check_subgraph_refs
 from agentrun.lang.dialects.cycgraph.nodes import Compiled, NodeCompiler
+from agentrun.lang.dialects.cycgraph.tools import grant_of
 from agentrun.lang.errors import SpecError
 from agentrun.lang.yamlpos import PosDict, load_mapping, plain, position
 
@@ -32,8 +33,9 @@ GRAPH_KEYS = {
     "max_iterations",
     "goal",
     "constraints",
+    "policy",
 }
-BUNDLE_KEYS = {"manifest", "graph", "agents", "graphs"}
+BUNDLE_KEYS = {"manifest", "graph", "agents", "graphs", "policy"}
 MANIFEST_KEYS = {"name", "version", "description", "source", "inputs", "outputs", "requires"}
 AGENT_KEYS = {
     "id",
@@ -283,7 +285,7 @@ def compile(path: str, text: str, params: set[str]) -> ir.Plan:
         raise SpecError(build.problems)
     build.unknown_keys(graph, base, GRAPH_KEYS)
     agents = _agents(build, data.get("agents") if bundle else None)
-    compiler = NodeCompiler(build, agents)
+    compiler = NodeCompiler(build, agents, _grants(build, data.get("agents") if bundle else None, agents))
     root = _graph(build, compiler, graph, base)
     subgraphs = _subgraphs(build, compiler, data.get("graphs") if bundle else None)
     check_subgraph_refs(build, compiler.subgraph_refs, subgraphs)
@@ -291,6 +293,7 @@ def compile(path: str, text: str, params: set[str]) -> ir.Plan:
     description = str(manifest.get("description") or graph.get("description") or "")
     inputs, inputs_at = (graph.get("inputs"), base) if "inputs" in graph else (manifest.get("inputs"), ("manifest",))
     plan_params = _params(build, inputs, inputs_at, description)
+    policy = _policy(build, path, data)
     if build.problems or root is None:
         raise SpecError(build.problems)
     return ir.Plan(
@@ -308,4 +311,33 @@ def compile(path: str, text: str, params: set[str]) -> ir.Plan:
         subgraphs=subgraphs,
         lifecycle="refresh",
         warnings=[str(w) for w in build.warnings],
+        **policy,
     )
+
+
+def _grants(build: Builder, raw: Any, agents: dict[str, PosDict]) -> dict[str, ir.ToolGrant | None]:
+    """What each agent's own `tools` grant, its problems said where the agent writes them."""
+    ats = {aid: ("agents", aid) for aid in agents} if isinstance(raw, dict) else {}
+    if isinstance(raw, list):
+        ats = {str(a.get("id")): ("agents", i) for i, a in enumerate(raw) if isinstance(a, dict)}
+    return {
+        aid: grant_of(build, a.get("tools"), (*ats.get(aid, ()), "tools"), a.get("max_steps"))
+        for aid, a in agents.items()
+    }
+
+
+def _policy(build: Builder, path: str, data: PosDict) -> dict[str, Any]:
+    """The policy.toml the file names at its top (`policy: policy.toml`, beside it or a path)."""
+    name = data.get("policy") if isinstance(data, PosDict) else None
+    if not name:
+        return {}
+    found = os.path.join(os.path.dirname(os.path.abspath(path)), os.path.expanduser(str(name)))
+    tables, why = grants.read_policy(found)
+    if tables is None:
+        build.problem(
+            ("policy",),
+            f"policy: {why}",
+            "policy: names a policy.toml (relative to the spec) in the Agentfile's format",
+        )
+        return {}
+    return {"tool_policy": tables, "policy_file": found}

@@ -14,7 +14,9 @@ from agentrun.lang import expressions, ir
 from agentrun.lang.dialects.builder import Builder
 from agentrun.lang.dialects.cycgraph.fanout import map_node, subgraph_node, voting_node
 from agentrun.lang.dialects.cycgraph.policy import options
+from agentrun.lang.dialects.cycgraph.tools import grant_of
 from agentrun.lang.errors import did_you_mean
+from agentrun.lang.grants import SAVE_TO_MEMORY
 from agentrun.lang.yamlpos import PosDict, plain, position
 
 TYPES = (
@@ -50,8 +52,8 @@ COMMON_KEYS = {
     "metadata",
 }
 TYPE_KEYS: dict[str, set[str]] = {
-    "agent": set(),
-    "synthesizer": set(),
+    "agent": {"tools"},
+    "synthesizer": {"tools"},
     "router": set(),
     "tool": {"tool_id", "provider", "method", "params", "tool_args"},
     "supervisor": {"managed_nodes", "max_iterations"},
@@ -101,8 +103,11 @@ class Compiled:
 
 
 class NodeCompiler:
-    def __init__(self, build: Builder, agents: dict[str, PosDict]):
+    def __init__(
+        self, build: Builder, agents: dict[str, PosDict], grants: dict[str, ir.ToolGrant | None] | None = None
+    ):
         self.build, self.agents = build, agents
+        self.grants = grants or {}  # what each agent's own `tools` grant
         self.graph_id = ""  # the graph whose nodes are being compiled
         self.subgraph_refs: list[tuple[str, str, tuple]] = []  # (graph run, graph it is in, where)
         self._raw: dict[tuple, PosDict] = {}  # each node being compiled, by its path
@@ -142,11 +147,17 @@ class NodeCompiler:
         # The agent's system_prompt and temperature go with every call of it (ir.AgentInfo).
         agent_id = self._agent_id(raw, at)
         multi = len(access.write_keys) > 1
+        own = "tools" in raw
+        max_steps = self.agents.get(agent_id, PosDict()).get("max_steps")
+        grant = grant_of(self.build, raw.get("tools"), (*at, "tools"), max_steps) if own else self.grants.get(agent_id)
+        # An agent that saves its keys with save_to_memory answers in plain text, as in cycgraph.
+        saves = grant is not None and SAVE_TO_MEMORY in grant.local
         return ir.Task(
             agent=agent_id,
-            prompt=agent_prompt(common["title"] or common["id"], self.instructions(cfg), access),
+            grant=grant,
+            prompt=agent_prompt(common["title"] or common["id"], self.instructions(cfg), access, saves),
             protocol="plain",
-            output_format="json" if multi else "text",
+            output_format="json" if multi and not saves else "text",
             **common,
         )
 
@@ -332,7 +343,7 @@ def _mode_of(cfg: dict) -> str:
     return "jsonpath" if "path" in cfg or "jsonpath" in cfg or "assertion" in cfg else "llm_judge"
 
 
-def agent_prompt(title: str, instructions: str, access: ir.Access) -> str:
+def agent_prompt(title: str, instructions: str, access: ir.Access, saves: bool = False) -> str:
     """The prompt of an agent node: the run's goal and constraints, the node's own instructions,
     and how to answer; the memory keys it reads follow as its input."""
     lines = [
@@ -342,7 +353,10 @@ def agent_prompt(title: str, instructions: str, access: ir.Access) -> str:
     ]
     if instructions:
         lines.append(raw_text(instructions))
-    if len(access.write_keys) > 1:
+    if saves:
+        keys = ", ".join(access.write_keys or [k for k in [access.write_key] if k])
+        lines.append(f"Use the save_to_memory tool to store your findings, under these keys only: {keys}.")
+    elif len(access.write_keys) > 1:
         lines.append("Reply with one JSON object whose keys are among: " + ", ".join(access.write_keys) + ".")
     return "\n".join(lines)
 

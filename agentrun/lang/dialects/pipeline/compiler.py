@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, ValidationError, field_validator
 
-from agentrun.lang import ir
+from agentrun.lang import coding_tools, grants, ir
 from agentrun.lang.dialects.builder import Builder
 from agentrun.lang.dialects.common_keys import (
     COMPENSATION_ATTEMPTS,
@@ -28,8 +28,10 @@ from agentrun.lang.dialects.common_keys import (
 from agentrun.lang.dialects.pipeline import NAME
 from agentrun.lang.dialects.pipeline import refs as pipeline_refs
 from agentrun.lang.errors import SpecError, did_you_mean
+from agentrun.lang.mcp_servers import McpServer, read_servers
 from agentrun.lang.params import coerce
 from agentrun.lang.schema_errors import problems_from
+from agentrun.lang.tool_names import builtin_name
 from agentrun.lang.yamlpos import PosDict, load_mapping, position
 
 StepType = Literal["sequential", "parallel", "conditional", "loop", "map", "human"]
@@ -80,6 +82,7 @@ class RawAgent(Strict):
     role: str = ""
     prompt: str
     tools: list[str] = []
+    max_tool_calls: int = Field(default=grants.DEFAULT_MAX_CALLS, ge=1)
     timeout: str | float | None = None
     retry: RawRetry = RawRetry()
     validation: RawValidation | None = None
@@ -167,6 +170,8 @@ class RawWorkflow(Strict):
     constraints: list[str] = []
     budget: RawBudget | None = None
     prices: dict[str, ir.Price] = {}
+    policy: str | None = None  # a policy.toml every tool call answers to, beside the spec or a path
+    mcp_servers: dict[str, Any] | None = None  # MCP servers its agents' mcp__<server> tools reach
 
 
 class RawSpec(Strict):
@@ -252,7 +257,33 @@ class _Builder(Builder):
             version=self.raw.version,
             branches=graph.branches,
             agents={aid: ir.AgentInfo(name=a.name, role=a.role, tools=a.tools) for aid, a in self.raw.agents.items()},
+            **self._policy(path),
+            mcp_servers=self._mcp_servers(path),
         )
+
+    def _mcp_servers(self, spec: str) -> dict[str, McpServer]:
+        """The MCP servers the spec declares itself (agentrun.yaml's are added when a run starts)."""
+        found = self.data.get("workflow", {}).get("mcp_servers")
+        try:
+            return read_servers(found, spec, position(self.data, ("workflow", "mcp_servers"))[0])
+        except SpecError as exc:
+            self.problems.extend(exc.problems)
+            return {}
+
+    def _policy(self, spec: str) -> dict[str, Any]:
+        """The policy.toml the spec names, read now so a mistake in it is found before the run."""
+        if not self.raw.policy:
+            return {}
+        path = os.path.join(os.path.dirname(spec), os.path.expanduser(self.raw.policy))
+        data, why = grants.read_policy(path)
+        if data is None:
+            self.problem(
+                ("workflow", "policy"),
+                f"policy: {why}",
+                "policy: names a policy.toml (relative to the spec) in the Agentfile's format",
+            )
+            return {}
+        return {"tool_policy": data, "policy_file": os.path.abspath(path)}
 
     def _params(self) -> dict[str, ir.Param]:
         params = {}
@@ -306,6 +337,9 @@ class _Builder(Builder):
                 )
             inputs.add(inp.name)
         for aid, agent in self.raw.agents.items():
+            for i, name in enumerate(agent.tools):
+                if builtin_name(name) is None and coding_tools.mcp_name(name) is None:
+                    self.problem(("workflow", "agents", aid, "tools", i), *grants.unknown(name))
             other = agent.retry.fallback_agent
             if other is not None:
                 where = ("workflow", "agents", aid, "retry", "on_failure")
@@ -548,6 +582,11 @@ class _Builder(Builder):
             protocol="plain",
             input=input_,
             tools=agent.tools,
+            grant=grants.grant(
+                [b for t in agent.tools if (b := builtin_name(t))],
+                coding_tools.mcp_grants(agent.tools),  # mcp__<server>__<tool>, as Claude Code names them
+                max_calls=agent.max_tool_calls,
+            ),
             output_key=output_key,
             line=position(self.data, ("workflow", "agents", agent_id))[0],
             timeout_s=self.duration(agent.timeout, ("workflow", "agents", agent_id, "timeout"), _DURATION_HINT),

@@ -1,0 +1,65 @@
+"""bash {command}: run a shell command in the work directory, as {stdout, stderr, exit_code}.
+
+The policy decides first (tools.commands: banned commands, the denylist and allowlist, paths
+outside the work directory); then the command runs in the sandbox (tools.sandbox) under the
+policy's time limit and resource limits. A command that runs out of time is killed with all it
+started, and the model reads that it was.
+"""
+
+from __future__ import annotations
+
+import signal
+from typing import Any
+
+from temporalio import activity
+
+from agentrun.activities.tools import commands, sandbox
+from agentrun.activities.tools.base import Refused, ToolContext, ToolFailed, as_json, text_arg
+
+# Why a command's process was ended, for the model: the limits it ran into.
+_ENDED_BY: dict[int, str] = {
+    signal.SIGXFSZ: "a file reached the policy's size limit",
+    signal.SIGKILL: "killed (out of memory, or the time limit)",
+    signal.SIGSEGV: "crashed (or ran out of memory)",
+}
+
+
+async def call(ctx: ToolContext, args: dict[str, Any]) -> str:
+    command = text_arg(args, "command")
+    reason = commands.refusal(command, ctx.policy, ctx.workdir.root)
+    if reason:
+        raise Refused(reason)
+    limits = ctx.policy.limits
+    timeout_s = ctx.policy.rule("bash").timeout_s or limits.bash_timeout_s
+    outcome = await sandbox.run_command(
+        command,
+        ctx.workdir.root,
+        limits,
+        timeout_s,
+        key=ctx.idempotency_key,
+        keep_chars=max(1000, ctx.output_chars // 2 - 200),
+        heartbeat=_heartbeat,
+    )
+    if outcome.exit_code is None:
+        said = (outcome.stdout + outcome.stderr).strip()[-2000:]
+        raise ToolFailed(
+            f"command timed out after {timeout_s:g}s and was killed with everything it started"
+            + (f"; its output so far ends with:\n{said}" if said else "")
+        )
+    result: dict[str, Any] = {"stdout": outcome.stdout, "stderr": outcome.stderr, "exit_code": outcome.exit_code}
+    if outcome.signal:
+        result["ended_by"] = _ended_by(outcome.signal)
+    return as_json(result)
+
+
+def _ended_by(number: int) -> str:
+    try:
+        name = signal.Signals(number).name
+    except ValueError:
+        name = f"signal {number}"
+    return f"{name}: " + _ENDED_BY.get(number, "ended by a signal")
+
+
+def _heartbeat() -> None:
+    if activity.in_activity():
+        activity.heartbeat()

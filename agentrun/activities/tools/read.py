@@ -1,0 +1,25 @@
+"""read {path}: a file's content."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import Any
+
+from agentrun.activities.tools.base import ToolContext, ToolFailed, text_arg
+from agentrun.activities.tools.paths import locate, open_regular
+
+
+async def call(ctx: ToolContext, args: dict[str, Any]) -> str:
+    return await asyncio.to_thread(_read, ctx, text_arg(args, "path"))
+
+
+def _read(ctx: ToolContext, path: str) -> str:
+    with locate(ctx, path) as found:
+        if not found.exists:
+            raise ToolFailed(f"{path}: no such file")
+        fd = open_regular(found, path, os.O_RDONLY)
+        with os.fdopen(fd, "rb") as f:
+            # At most 4 bytes a character: enough to fill the output cap and see that it is cut.
+            data = f.read(ctx.output_chars * 4 + 4)
+    return data.decode("utf-8", errors="replace")

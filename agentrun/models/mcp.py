@@ -1,0 +1,44 @@
+"""What crosses the wire for MCP tool sources: listing a server's tools (once per server per run, the
+list kept in history) and calling one of them (each call its own activity, answered with the same
+ToolResult a built-in tool gives)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from agentrun.lang.mcp_servers import McpServer
+from agentrun.models.tools import ToolPolicy, ToolSpec
+
+LIST_MCP_TOOLS = "list_mcp_tools"
+CALL_MCP_TOOL = "call_mcp_tool"
+# Attempts of a call whose server went away (each on a server started anew); after the last one the
+# model reads that the server is gone, and the step goes on.
+CALL_ATTEMPTS = 3
+
+
+class McpListInput(BaseModel):
+    server: McpServer
+
+
+class McpToolList(BaseModel):
+    """A server's tools as it listed them (their own names, not yet the names a model is offered)."""
+
+    server_id: str
+    tools: list[ToolSpec] = []
+
+
+class McpCallInput(BaseModel):
+    """One call of one server's tool, as the workflow hands it to the call_mcp_tool activity."""
+
+    server: McpServer
+    tool: str  # the server's own name for it
+    call_id: str  # the model's id for the call
+    name: str  # the name the model called it by (mcp_<server>_<tool>)
+    arguments: dict[str, Any] = {}
+    policy: ToolPolicy = Field(default_factory=ToolPolicy)  # its `[mcp]` table and output cap apply
+    run_id: str = ""
+    step: str = ""
+    idempotency_key: str = ""
+    granted: list[str] = Field(default_factory=list)  # the tools of this server the step may call; [] all

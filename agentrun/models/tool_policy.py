@@ -1,0 +1,70 @@
+"""A policy.toml's tables (as a spec's compiler read and checked them) as the ToolPolicy every tool
+call carries, with the keys and meanings of agentrun/activities/tools/policy.py. Pure: the workflow
+builds it once a run from the plan it was given, so it never fails on a value: one of the wrong
+type (which validate refuses before any run) keeps the safe default."""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+from agentrun.models.tools import McpPolicy, ToolLimits, ToolPolicy, ToolRule
+
+_LISTS = ("allow", "deny", "allowlist", "denylist", "allow_domains")
+# [bash] keys that set a limit: the ToolLimits field and the unit the key counts in.
+_BASH_LIMITS: dict[str, tuple[str, int]] = {
+    "max_processes": ("processes", 1),
+    "max_memory_mb": ("memory_bytes", 1 << 20),
+    "max_file_mb": ("file_bytes", 1 << 20),
+    "timeout": ("bash_timeout_s", 1),
+}
+Table = dict[str, Any]
+
+
+def from_tables(tables: Table | None, source: str = "") -> ToolPolicy:
+    """The policy the tables say; none: the defaults."""
+    if not tables:
+        return ToolPolicy(source=source)
+    rules = {name: _rule(t) for name, t in _tables(tables).items() if name not in ("mcp", "security")}
+    limits = ToolLimits()
+    bash = _tables(tables).get("bash", {})
+    update = {field: _count(bash, key) * unit for key, (field, unit) in _BASH_LIMITS.items() if _count(bash, key)}
+    if _count(tables, "max_output"):
+        update["output_chars"] = _count(tables, "max_output")
+    mcp = _tables(tables).get("mcp")
+    return ToolPolicy(
+        default_deny=tables.get("default_deny") is True,
+        tools=rules,
+        protected_files=_strings(tables.get("protected_files")),
+        mcp=McpPolicy(default_deny=mcp.get("default_deny") is True, allowed_tools=_strings(mcp.get("allowed_tools")))
+        if mcp is not None
+        else None,
+        limits=limits.model_copy(update=update),
+        allow_private=_tables(tables).get("web_fetch", {}).get("allow_private") is True,
+        source=source,
+    )
+
+
+def _tables(tables: Table) -> dict[str, Table]:
+    return {name: cast(Table, t) for name, t in tables.items() if isinstance(t, dict)}
+
+
+def _rule(table: Table) -> ToolRule:
+    timeout = _count(table, "timeout")
+    return ToolRule(
+        enabled=table.get("enabled") is not False,
+        timeout_s=float(timeout) if timeout else None,
+        **{key: _strings(table.get(key)) for key in _LISTS},
+    )
+
+
+def _strings(value: Any) -> list[str]:
+    if not isinstance(value, list):
+        return []
+    items = cast(list[Any], value)
+    return [str(v) for v in items] if all(isinstance(v, str) for v in items) else []
+
+
+def _count(table: Table, key: str) -> int:
+    """The whole number above 0 at `key`, else 0."""
+    value = table.get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0

@@ -1,0 +1,259 @@
+"""What a tool call carries across the wire: the tools a model is offered, a call it makes, the
+policy the call is checked against, and the result the model reads.
+
+The workflow names the activity by RUN_TOOL and never imports activity code. A refused call or a
+tool's own error is a ToolResult the model reads (ok=False), not an exception: the step goes on.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from agentrun.lang.tool_names import BUILTIN_TOOLS, PIPELINE_NAMES, builtin_name, nearest_tool_name
+
+__all__ = [
+    "BUILTIN_TOOLS",
+    "PIPELINE_NAMES",
+    "RUN_TOOL",
+    "McpPolicy",
+    "ToolCall",
+    "ToolCallInput",
+    "ToolLimits",
+    "ToolPolicy",
+    "ToolResult",
+    "ToolRule",
+    "ToolSpec",
+    "builtin_name",
+    "builtin_specs",
+    "nearest_tool_name",
+]
+
+RUN_TOOL = "run_tool"
+
+# Files a tool never writes or edits, and glob/grep/ls never list, wherever they are (by name).
+PROTECTED_FILES = ("agent.toml", "credentials.toml", "policy.toml", ".env")
+
+
+class ToolSpec(BaseModel):
+    """A tool as a model is offered it: its name, what it does, its arguments as JSON Schema."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+class ToolCall(BaseModel):
+    """A model asking for one tool: the model's own id for the call, the tool, its arguments."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any] = {}
+
+
+class ToolRule(BaseModel):
+    """One tool's table in policy.toml (`[read]`, `[bash]`, ...), as the Agentfile's real system
+    reads it. A tool with a table is enabled unless it says `enabled = false`."""
+
+    enabled: bool = True
+    allow: list[str] = []  # path globs ($WORKSPACE and ~ expanded, ** recursive); when set, only these
+    deny: list[str] = []  # path globs; deny wins over allow
+    allowlist: list[str] = []  # bash: commands allowed (first words; a trailing * takes any arguments)
+    denylist: list[str] = []  # bash: commands refused; deny wins
+    allow_domains: list[str] = []  # web tools: host names, `*.example.com` for subdomains
+    timeout_s: float | None = None  # bash: `timeout` in seconds; None is ToolLimits.bash_timeout_s
+
+
+class McpPolicy(BaseModel):
+    """The `[mcp]` table: with default_deny, only `server:tool` patterns in allowed_tools run
+    (`server:*` and `*:tool` match any tool or server)."""
+
+    default_deny: bool = False
+    allowed_tools: list[str] = []
+
+
+class ToolLimits(BaseModel):
+    """What one call may use. Each bounds an attack: an endless loop, a flood of output, a memory
+    bomb, a fork bomb, a disk fill, a huge download."""
+
+    bash_timeout_s: float = 120.0  # the real system's default
+    output_chars: int = 64_000  # what a result gives back to the model, at most
+    memory_bytes: int = 1 << 30  # a command's address space (RLIMIT_AS)
+    processes: int = 64  # processes a command may have at once (pids.max / RLIMIT_NPROC)
+    file_bytes: int = 100 << 20  # the largest file a command or `write` may make (RLIMIT_FSIZE)
+    fetch_bytes: int = 1 << 20  # what web_fetch reads of a response
+
+
+class ToolPolicy(BaseModel):
+    """The run's policy: a parsed policy.toml, or these safe defaults when there is none.
+
+    With default_deny a tool without its own table is disabled, and a path tool without `allow`
+    patterns refuses every path, as in the real system. `mcp` is None when the policy has no
+    `[mcp]` table (the real system then allows every MCP tool and warns)."""
+
+    default_deny: bool = False
+    tools: dict[str, ToolRule] = {}
+    protected_files: list[str] = []  # names or paths added to PROTECTED_FILES
+    mcp: McpPolicy | None = None
+    limits: ToolLimits = Field(default_factory=ToolLimits)
+    # web_fetch may reach loopback, private and link-local addresses (a test's server, an intranet).
+    allow_private: bool = False
+    source: str = ""  # the policy.toml it was read from, for messages; "" for the defaults
+
+    def rule(self, tool: str) -> ToolRule:
+        """The tool's table, or what default_deny makes of a tool without one."""
+        found = self.tools.get(tool)
+        return found if found is not None else ToolRule(enabled=not self.default_deny)
+
+
+class ToolCallInput(BaseModel):
+    """One tool call as the workflow hands it to the run_tool activity."""
+
+    call: ToolCall
+    workdir: str  # the run's work directory: every path resolves inside it
+    policy: ToolPolicy = Field(default_factory=ToolPolicy)
+    run_id: str = ""
+    step: str = ""  # the step (node key) whose model asked for the call
+    idempotency_key: str = ""  # the step's key plus the call's place, for effects that must not repeat
+
+
+class ToolResult(BaseModel):
+    """What came back from one call, as the model reads it. Tool output is data from outside the
+    engine: `taint_source` names where it came from, for the run's taint marks."""
+
+    call_id: str
+    name: str
+    ok: bool
+    content: str = ""  # what the model reads: the tool's output, or the refusal or error said plainly
+    refused: bool = False  # the policy or the confinement refused the call; nothing was done
+    error: str | None = None  # why it was refused, or the tool's error; None when ok
+    truncated: bool = False  # content was cut to the policy's output cap
+    duration_s: float = 0.0
+    taint_source: str = ""  # where the content came from: "tool:<name>" (an MCP tool: "mcp:<server>:<tool>")
+
+
+_PATH = {"type": "string", "description": "Path of the file, relative to the work directory"}
+
+_BUILTIN_SPECS: dict[str, ToolSpec] = {
+    spec.name: spec
+    for spec in (
+        ToolSpec(
+            name="read",
+            description="Read the contents of a file. Returns the full file content.",
+            parameters={"type": "object", "properties": {"path": _PATH}, "required": ["path"]},
+        ),
+        ToolSpec(
+            name="write",
+            description="Write content to a file at the given path. Creates parent directories if needed.",
+            parameters={
+                "type": "object",
+                "properties": {
+                    "path": _PATH,
+                    "content": {"type": "string", "description": "Content to write to the file"},
+                },
+                "required": ["path", "content"],
+            },
+        ),
+        ToolSpec(
+            name="edit",
+            description=(
+                "Find and replace text in a file. The old text must match exactly (including whitespace "
+                "and newlines); its first occurrence is replaced. Fails when the file or the text is not there."
+            ),
+            parameters={
+                "type": "object",
+                "properties": {
+                    "path": _PATH,
+                    "old": {"type": "string", "description": "Text to find (exact match)"},
+                    "new": {"type": "string", "description": "Text to replace with"},
+                },
+                "required": ["path", "old", "new"],
+            },
+        ),
+        ToolSpec(
+            name="glob",
+            description=(
+                "Find files matching a glob pattern. Supports * (any chars in one dir), ? (one char), "
+                "and ** (recursive across directories). Examples: '*.py', 'src/**/*.ts'."
+            ),
+            parameters={
+                "type": "object",
+                "properties": {"pattern": {"type": "string", "description": "Glob pattern (e.g., *.go, **/*.txt)"}},
+                "required": ["pattern"],
+            },
+        ),
+        ToolSpec(
+            name="grep",
+            description=(
+                "Search for a regex pattern in files. When given a directory, recursively searches all "
+                "files. Returns file path, line number, and matching line for each hit."
+            ),
+            parameters={
+                "type": "object",
+                "properties": {
+                    "pattern": {"type": "string", "description": "Regex pattern to search for"},
+                    "path": {"type": "string", "description": "File or directory to search"},
+                },
+                "required": ["pattern", "path"],
+            },
+        ),
+        ToolSpec(
+            name="ls",
+            description=(
+                "List directory contents. Returns name, type (file/dir), and size for each entry. "
+                "Non-recursive: shows only immediate children."
+            ),
+            parameters={
+                "type": "object",
+                "properties": {"path": {"type": "string", "description": "Directory path to list"}},
+                "required": ["path"],
+            },
+        ),
+        ToolSpec(
+            name="bash",
+            description=(
+                "Execute a shell command in the work directory. Returns stdout, stderr and exit_code. "
+                "Commands are killed after a time limit; do not start servers that never exit."
+            ),
+            parameters={
+                "type": "object",
+                "properties": {"command": {"type": "string", "description": "Shell command to execute"}},
+                "required": ["command"],
+            },
+        ),
+        ToolSpec(
+            name="web_fetch",
+            description="Fetch a URL and return its readable text (HTML reduced to text).",
+            parameters={
+                "type": "object",
+                "properties": {
+                    "url": {"type": "string", "description": "URL to fetch (typically from web_search results)"},
+                    "question": {"type": "string", "description": "What information to look for on the page"},
+                },
+                "required": ["url"],
+            },
+        ),
+        ToolSpec(
+            name="web_search",
+            description=(
+                "Search the web. Returns titles, URLs, and short snippets; use web_fetch on relevant URLs to read them."
+            ),
+            parameters={
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string", "description": "Search query"},
+                    "count": {"type": "integer", "description": "Number of results (1-10, default 5)"},
+                },
+                "required": ["query"],
+            },
+        ),
+    )
+}
+
+
+def builtin_specs(names: list[str] | tuple[str, ...] = BUILTIN_TOOLS) -> list[ToolSpec]:
+    """The specs of the built-in tools a spec grants, under either spelling (`Read` or `read`), once
+    each, in the order granted. Names that are not built-ins (MCP tools) are left out."""
+    found = [builtin_name(name) for name in names]
+    return [_BUILTIN_SPECS[name] for name in dict.fromkeys(n for n in found if n is not None)]
