@@ -12,8 +12,6 @@ runs in this process, as it always did, and a fork server is started in the back
 
 from __future__ import annotations
 
-import fcntl
-import hashlib
 import json
 import os
 import signal
@@ -24,24 +22,15 @@ import time
 from pathlib import Path
 from typing import BinaryIO
 
+# Where a fork server keeps its files; callers reach them through this module as they always have.
+from agentrun.forkservers import PACKAGE, install_path, server_pid, socket_path
+from agentrun.forkservers import lock_path as lock_path
+
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
 # What the fork server is started with: enough to import the same packages, and no credentials,
 # since it outlives the command that started it. Each command it runs gets its caller's environment.
 KEPT = ("PATH", "HOME", "LANG", "TZ", "TMPDIR", "XDG_RUNTIME_DIR", "VIRTUAL_ENV")
 KEPT_PREFIXES = ("PYTHON", "LC_")
-PACKAGE = Path(__file__).resolve().parent
-
-
-def socket_path() -> Path:
-    """One fork server per interpreter and agentrun install, in a folder only this user can open."""
-    base = os.environ.get("XDG_RUNTIME_DIR") or os.environ.get("TMPDIR") or "/tmp"
-    folder = Path(base) / f"agentrun-{os.getuid()}"
-    folder.mkdir(mode=0o700, exist_ok=True)
-    stat = folder.stat()
-    if stat.st_uid != os.getuid() or stat.st_mode & 0o077:
-        raise PermissionError(f"{folder} is not this user's alone")
-    key = hashlib.sha256(f"{sys.executable}\0{PACKAGE}".encode()).hexdigest()[:16]
-    return folder / f"forkserver-{key}.sock"
 
 
 def hand_off(entry: str, argv: list[str]) -> int | None:
@@ -147,6 +136,9 @@ def start_server() -> None:
             return
         env = {k: v for k, v in os.environ.items() if k in KEPT or k.startswith(KEPT_PREFIXES)}
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PACKAGE.parent), env.get("PYTHONPATH")]))
+        # Which install and interpreter the server is for: `server status` and `server stop` find
+        # this install's servers by it, and leave every other install's alone.
+        install_path(path).write_text(json.dumps({"package": str(PACKAGE), "python": sys.executable}))
         with open(path.with_suffix(".log"), "ab") as log:
             subprocess.Popen(
                 [sys.executable, "-P", "-m", "agentrun.forkserver"],  # -P: not "/" first on sys.path
@@ -184,20 +176,3 @@ def ready(path: Path) -> bool:
             return "stale" not in _reply(conn.makefile("rb"))
     except OSError:
         return False
-
-
-def lock_path(path: Path) -> Path:
-    return path.with_suffix(".lock")
-
-
-def server_pid(path: Path) -> int | None:
-    """The pid of the fork server holding the lock beside `path` (loading, or serving), if one does."""
-    with open(lock_path(path), "a+") as lock:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            lock.seek(0)
-            text = lock.read().strip()
-            return int(text) if text.isdigit() else 0
-        fcntl.flock(lock, fcntl.LOCK_UN)
-        return None

@@ -335,7 +335,8 @@ def test_inspect_of_a_small_agentfile(tmp_path):
 
 def test_dry_run_of_a_small_agentfile_lists_each_goals_phases_and_prompt(tmp_path):
     text = dry_run_text(load(str(write(tmp_path, SMALL))), {"topic": "tides"}, ("openai:m", {}))
-    plan = text.split("\nPlan\n")[1].split("\n\nNo agent was called.")[0]
+    plan, legend = text.split("\nPlan\n")[1].split("\n\nNo agent was called.")[0].split("\n\n")
+    assert legend == "<…> stands for a value only the run has: an output, a person's answer, the run id."
     lines = plan.splitlines()
     # The first prompt each goal sends is its COMMIT (workflows.protocols.checkpoint).
     commit = [line for line in lines if "| Phase COMMIT." in line]

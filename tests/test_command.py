@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import site
 import subprocess
 import sys
 from pathlib import Path
@@ -19,7 +20,9 @@ QUICKSTART = ROOT / "examples" / "quickstart.yaml"
 @pytest.fixture(scope="module")
 def venv(tmp_path_factory) -> Path:
     """A fresh venv with agentrun installed from a copy of the source (not editable, so nothing of the
-    checkout is importable); the dependencies come from this interpreter's site-packages."""
+    checkout is importable); the dependencies come from this interpreter's site-packages, which a .pth
+    file names: `--system-site-packages` alone reaches the base interpreter's, not those of a venv this
+    suite runs in (where most people run it)."""
     base = tmp_path_factory.mktemp("venv")
     source = base / "source"
     source.mkdir()
@@ -31,6 +34,12 @@ def venv(tmp_path_factory) -> Path:
     subprocess.run(build, check=True, capture_output=True)
     env = base / "env"
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(env)], check=True)
+    inner = Path(
+        subprocess.check_output(
+            [str(env / "bin" / "python"), "-c", "import site; print(site.getsitepackages()[0])"], text=True
+        ).strip()
+    )
+    (inner / "outer-site-packages.pth").write_text("".join(f"{folder}\n" for folder in site.getsitepackages()))
     install = [str(env / "bin" / "python"), "-m", "pip", "install", "-q", "--no-deps", *map(str, wheels.glob("*.whl"))]
     subprocess.run(install, check=True, capture_output=True)
     return env
@@ -38,6 +47,7 @@ def venv(tmp_path_factory) -> Path:
 
 def run(venv: Path, *args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess:
     environ = {**os.environ, **env, "PATH": f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}"}
+    environ.pop("PYTHONPATH", None)  # nothing of a checkout on the path: the installed package alone
     return subprocess.run(list(args), cwd=cwd, env=environ, capture_output=True, text=True, timeout=120)
 
 

@@ -80,7 +80,8 @@ SILENT_THEN_OK = "command:sh -c 'if grep -q \"without a completion status\"; the
 async def test_silent_agent_gets_one_nudge(client, tmp_path):
     spec = write_spec(tmp_path, "subtasks:\n  t: {instructions: do it}\n")
     state = await run_spec(client, spec, SILENT_THEN_OK)
-    assert state.status == "completed" and state.outputs["t"].strip() == "COMPLETION_STATUS: COMPLETE"
+    # The output is the reply without the protocol's status line: nothing is left of this one.
+    assert state.status == "completed" and state.outputs["t"] == ""
 
 
 async def test_agent_silent_after_the_nudge_fails_unless_lenient(client, tmp_path):

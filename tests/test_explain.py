@@ -514,8 +514,8 @@ def test_dry_run_command():
 def test_dry_run_names_every_missing_input_and_exits_2():
     result = run_cli("dry-run", PROPOSAL, "-p", "contact_name=Jane", "--agent", "openai:gpt-4o-mini")
     assert result.returncode == 2 and result.stdout == ""
-    assert f"{PROPOSAL}:8:1: error: missing required param 'company_name'" in result.stderr
-    assert f"{PROPOSAL}:16:1: error: missing required param 'our_services'" in result.stderr
+    assert f"{PROPOSAL}:11:1: error: missing required param 'company_name'" in result.stderr
+    assert f"{PROPOSAL}:19:1: error: missing required param 'our_services'" in result.stderr
     assert "contact_name" not in result.stderr and "Traceback" not in result.stderr
 
 

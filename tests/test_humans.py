@@ -335,9 +335,9 @@ subtasks:
     assert [c.action_id for c in state.compensations] == ["note", "tag"]
     assert [c.status for c in state.compensations] == ["completed", "failed"]
     removes = [r.prompt for r in llm.requests if r.prompt and r.prompt.startswith("Remove tag")]
+    # The task's output is its reply without the protocol's status line.
     assert removes[0].startswith(
-        "Remove tag v1\nCOMPLETION_STATUS: COMPLETE\n\nWhen you have finished, end your "
-        "reply with the line `COMPLETION_STATUS: COMPLETE`"
+        "Remove tag v1\n\nWhen you have finished, end your reply with the line `COMPLETION_STATUS: COMPLETE`"
     )
     assert len(removes) == 2  # its two attempts
     assert "undo-note" in state.outputs["note.compensate"]
@@ -368,8 +368,9 @@ subtasks:
     )
     state = await run_spec(client, spec, "openai:tree")
     assert state.status == "completed", state.errors
-    assert state.memory == {"file_count": "42\nCOMPLETION_STATUS: COMPLETE"}
-    assert llm.prompts_for("tree")[1].startswith("Report on 42\nCOMPLETION_STATUS: COMPLETE.")
+    # What a task writes is its reply without the protocol's status line, so the next prompt reads it plainly.
+    assert state.memory == {"file_count": "42"}
+    assert llm.prompts_for("tree")[1].startswith("Report on 42.")
 
 
 async def test_a_run_backing_off_before_a_retry_is_retrying_with_its_last_error(client, llm):

@@ -195,7 +195,7 @@ def test_research_to_proposal_timeouts_retry_and_rules():
     assert research.rules == ["Output must include company_overview field", "Output must include key_challenges array"]
     assert by_id["identify_pains"].retry.attempts == 1 and by_id["identify_pains"].on_failure == "abort"
     assert by_id["identify_pains"].rules[0] == "Must identify exactly 3 pain points"
-    assert by_id["research"].line == 153  # the step, for reports
+    assert by_id["research"].line == 156  # the step (after the 3 header lines), for reports
 
 
 def test_research_to_proposal_review_is_a_loop_with_validator_and_feedback():
@@ -213,7 +213,7 @@ def test_research_to_proposal_inputs_are_params():
     assert list(plan.params) == ["company_name", "contact_name", "our_services", "rough_scope"]
     assert [p.required for p in plan.params.values()] == [True, True, True, False]
     assert plan.params["rough_scope"].default == ""
-    assert plan.params["company_name"].line == 8  # "- name: company_name"
+    assert plan.params["company_name"].line == 11  # "- name: company_name"
 
 
 def test_lead_scoring_fans_out_with_keyed_outputs_and_aggregates():

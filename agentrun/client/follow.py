@@ -212,6 +212,8 @@ def _events(task: TaskState, before: tuple) -> list[str]:
         lines.append(f"✓ {task.id} done in {task.duration_s:.1f}s")
     elif task.status == "failed":
         lines.append(_indented(f"✗ {task.id} failed: {task.error}"))
+    elif task.status == "not_taken":  # the spec routed its failure: a selector's next alternative, a fallback
+        lines.append(_indented(f"↷ {task.id} not taken: {task.error}"))
     elif task.status in ("skipped", "cancelled"):
         lines.append(f"- {task.id} {task.status}")
     return lines

@@ -26,6 +26,7 @@ from temporalio.client import Client, WorkflowUpdateFailedError
 from temporalio.service import RPCError
 
 from agentrun import spelling
+from agentrun.client import no_worker
 from agentrun.client.delivery import enqueue, when_alive, when_held
 from agentrun.client.no_worker import NO_WORKER
 from agentrun.client.runs import NoSuchRun, RunHandle, UsageError, ask_state, fetch_state, running
@@ -62,24 +63,41 @@ class Refused(UsageError):
 
 class Pending(NamedTuple):
     rows: list[dict[str, Any]]  # one per open gate, oldest question first
-    unanswered: list[str]  # runs whose questions cannot be read: no worker holds them
+    unanswered: list[Unanswered]  # runs whose questions cannot be read: no worker holds them
     refused: list[tuple[str, str]]  # (run id, why) for queued answers refused whose gate is still open
 
 
+class Unanswered(NamedTuple):
+    """A run no worker holds now, so its questions cannot be read; `waiting` when the run said, last
+    time a worker held it, that it waits for a person; `fix` how to get a worker to it."""
+
+    run_id: str
+    spec: str
+    waiting: bool
+    fix: str
+
+
 async def pending(client: Client) -> Pending:
-    """Every open gate of every running run."""
-    states = await waiting_states(client)
+    """Every open gate of every running run, and every run that waits for a person whose questions
+    no worker can read right now (its worker ended with the terminal that ran it)."""
+    waiting = await _waiting_runs(client)
+    states = [s for s in await asyncio.gather(*(_state_if_any(client, r) for r in waiting)) if s]
     rows = [_row(state, gate) for state in states for gate in open_gates(state)]
     return Pending(
         sorted(rows, key=lambda row: row["waiting_since"] or ""),
-        [state.run_id for state in states if NO_WORKER in state.warnings],
+        [_unanswered(state, waiting[state.run_id]) for state in states if NO_WORKER in state.warnings],
         [(state.run_id, refusal.message) for state in states for refusal in unsettled_refusals(state)],
     )
 
 
+def _unanswered(state: RunState, waiting_for: str) -> Unanswered:
+    fix = next(iter(no_worker.notes(state)), f"start one with `{spelling.worker()}`")
+    return Unanswered(state.run_id, state.spec, bool(waiting_for), fix)
+
+
 async def waiting_states(client: Client) -> list[RunState]:
     """The state of every running run that may wait for someone."""
-    run_ids = await _waiting_run_ids(client)
+    run_ids = await _waiting_runs(client)
     return [s for s in await asyncio.gather(*(_state_if_any(client, r) for r in run_ids)) if s]
 
 
@@ -91,14 +109,33 @@ async def _state_if_any(client: Client, run_id: str) -> RunState | None:
         return None
 
 
-async def _waiting_run_ids(client: Client) -> list[str]:
+async def _waiting_runs(client: Client) -> dict[str, str]:
+    """Run id → whom it said it waits for when a worker last held it ("" when the server does not
+    say: its search attribute is missing, and every running run is asked)."""
     # The search attribute narrows the runs to ask; a server without it gets every running run asked.
     for query in (WAITING_QUERY, RUNNING_QUERY):
         try:
-            return [wf.id async for wf in client.list_workflows(query)]
+            return {
+                wf.id: wf.typed_search_attributes.get(contract.WAITING_FOR) or ""
+                async for wf in client.list_workflows(query)
+            }
         except RPCError:
             continue
-    return []
+    return {}
+
+
+def _unread_row(run: Unanswered) -> dict[str, Any]:
+    """A row for a run that waits for a person while no worker holds it to say for what."""
+    return {
+        "run_id": run.run_id,
+        "spec": run.spec,
+        "gate": None,
+        "kind": None,
+        "prompt": f"(its question is read once a worker holds the run; {run.fix})",
+        "choices": [],
+        "waiting_since": None,
+        "timeout_at": None,
+    }
 
 
 def _row(state: RunState, gate: Gate) -> dict[str, Any]:
@@ -116,10 +153,12 @@ def _row(state: RunState, gate: Gate) -> dict[str, Any]:
 
 async def pending_command(client: Client, args: argparse.Namespace, console: Console) -> int:
     rows, unanswered, refused = await pending(client)
-    for run_id in unanswered:
-        print(f"warning: run {run_id}: {NO_WORKER}; start one with `{spelling.worker()}`", file=sys.stderr)
+    for run in unanswered:
+        print(f"warning: run {run.run_id}: {NO_WORKER}; {run.fix}", file=sys.stderr)
     for run_id, message in refused:
         print(f"warning: run {run_id}: {message}", file=sys.stderr)
+    # A run that waits for a person is listed even when its question cannot be read now.
+    rows = rows + [_unread_row(run) for run in unanswered if run.waiting]
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
@@ -135,8 +174,8 @@ async def pending_command(client: Client, args: argparse.Namespace, console: Con
     for row in rows:
         table.add_row(
             row["run_id"],
-            row["gate"],
-            row["kind"],
+            row["gate"] or "?",
+            row["kind"] or "?",
             row["prompt"],
             "/".join(row["choices"]),
             _when(row["waiting_since"]),
@@ -360,13 +399,36 @@ def terminal_prompter(console: Console) -> Prompter:
     """Asks on the terminal; an empty answer or end of input leaves the gate open."""
 
     def ask(gate: Gate) -> str | None:
+        given = choices(gate)
         try:
-            value = Prompt.ask(f"{gate.id}: {gate.prompt}", choices=choices(gate) or None, console=console)
+            value = _Choice.ask(f"{gate.id}: {gate.prompt}", choices=given or None, console=console, aliases=given)
         except EOFError:
             return None
         return value or None
 
     return ask
+
+
+class _Choice(Prompt):
+    """A prompt that takes y/yes and n/no for approve and reject, as people type at a terminal."""
+
+    def __init__(self, *args: Any, aliases: list[str] | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.aliases = yes_no(aliases or [])
+
+    @classmethod
+    def ask(cls, *args: Any, aliases: list[str] | None = None, **kwargs: Any) -> Any:  # type: ignore[override]
+        return cls(*args, aliases=aliases, **kwargs)()
+
+    def process_response(self, value: str) -> str:
+        return super().process_response(self.aliases.get(value.strip().lower(), value))
+
+
+def yes_no(given: list[str]) -> dict[str, str]:
+    """y, yes, n and no for a gate's approve and reject, unless it takes those words as its own."""
+    if APPROVE not in given or REJECT not in given or {"y", "yes", "n", "no"} & {c.lower() for c in given}:
+        return {}
+    return {"y": APPROVE, "yes": APPROVE, "n": REJECT, "no": REJECT}
 
 
 async def answer_inline(handle: RunHandle, gate: Gate, prompter: Prompter, console: Console) -> None:

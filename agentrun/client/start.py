@@ -19,7 +19,7 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
 from agentrun import startup
-from agentrun.client import retries, telemetry
+from agentrun.client import endpoints, retries, telemetry
 from agentrun.client.follow import follow
 from agentrun.client.humans import Prompter
 from agentrun.client.no_worker import hint
@@ -44,6 +44,8 @@ async def start(
         args.task_queue = run_queue(args.task_queue, run_id)
     if serving or args.detach:
         return await _started(client, args, inp, console, prompter, serving)
+    # This process's worker runs the run, with this environment: a model it cannot reach is said now.
+    await endpoints.check(endpoints.uris(inp))
     # The worker is up before the run starts, so the server hands it the run's first workflow task
     # in its reply to the start (eager start) rather than through the queue.
     args.ran_worker = True

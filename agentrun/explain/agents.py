@@ -41,8 +41,9 @@ def resolve(
     `declared` the URIs a spec names for its agents (a graph bundle's models), used for the
     agents nothing else gives one when no default is set either.
 
-    No default is needed when every agent id in `needed` has its own URI, nor when not `required`
-    (a dry run calls no agent): then the default is "".
+    No default is needed when every agent id in `needed` has its own URI (so none for a spec whose
+    steps talk to no agent, only providers), nor when not `required` (a dry run calls no agent):
+    then the default is "".
     """
     path, data = _config_file(spec_dir)
     per_agent = _config(path, data)
@@ -64,7 +65,7 @@ def resolve(
         default = per_agent.get("default")
     if default is None:
         per_agent = {**(declared or {}), **per_agent}
-    if default is None and (not required or (needed and needed <= set(per_agent))):
+    if default is None and (not required or needed <= set(per_agent)):
         default = ""
     if default is None:
         unset = sorted(needed - set(per_agent))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -234,7 +235,7 @@ class Describer:
         found = []
         if node.gate is not None:
             asks = "needs approval" if node.gate.approval else "asks a person first"
-            found.append(f"{asks} (gate {node.gate.id}): {question(node.gate)}")
+            found.append(f"{asks} (gate {node.gate.id}): {question(node.gate, self.asked(node.gate))}")
         comp = node.compensation
         if comp is not None:
             prompt = f", prompt: {first_line(comp.prompt)}" if isinstance(comp, ir.Task) else ""
@@ -242,6 +243,10 @@ class Describer:
         if node.budget is not None:
             found.append(f"budget: {_budget(node.budget)}")
         return found
+
+    def asked(self, gate: ir.Human) -> str | None:
+        """A gate's question as shown: as written (inspect); a dry run fills it in."""
+        return None
 
 
 def with_notes(lines: list[str], notes: list[str], pad: str) -> list[str]:
@@ -271,8 +276,14 @@ def dry_run_text(plan: ir.Plan, params: dict[str, Any], agents: tuple[str, dict[
     ]
     if dry.problems:
         lines += ["", "Problems a run would meet"] + [f"  {p}" for p in dry.problems]
+    if _PLACEHOLDER.search("\n".join(lines)):
+        lines += ["", "<…> stands for a value only the run has: an output, a person's answer, the run id."]
     lines += ["", "No agent was called."]
     return "\n".join(lines)
+
+
+# The placeholders DryRun fills a template with for what only a run has.
+_PLACEHOLDER = re.compile(r"<(answer to \S+|outputs? of \S|run id|no earlier outputs|\S+ from \S+)>")
 
 
 def _bound(plan: ir.Plan, values: dict[str, Any]) -> list[str]:
@@ -336,6 +347,9 @@ class DryRun(Describer):
     def problem(self, text: str) -> None:
         """Something a run would meet, listed at the end of the dry run."""
         self.problems.append(text)
+
+    def asked(self, gate: ir.Human) -> str | None:
+        return self.fill(gate.prompt, {})
 
     def fill(self, template: str, added: Scope) -> str:
         """A template filled in as far as a dry run can, else as written without its braces."""

@@ -13,6 +13,7 @@ from agentrun.lang import ir
 from agentrun.lang.check import agent_ids
 from agentrun.lang.errors import Problem, did_you_mean
 from agentrun.lang.render import TemplateSyntaxError, names_used
+from agentrun.models.texts.checkpoint_text import SUPERVISOR
 
 
 def warnings(plan: ir.Plan, given: Iterable[str], agent_flags: list[str]) -> list[Problem]:
@@ -40,7 +41,7 @@ def unknown_params(plan: ir.Plan, given: Iterable[str]) -> list[Problem]:
 
 def unknown_agents(plan: ir.Plan, flags: list[str]) -> list[Problem]:
     """An `--agent ID=URI` whose id no step talks to ("default" sets the default agent)."""
-    used = agent_ids(plan)
+    used = agent_ids(plan) | judges(plan)
     problems = []
     for flag in flags:
         match = _PER_AGENT.match(flag)
@@ -59,6 +60,13 @@ def unknown_agents(plan: ir.Plan, flags: list[str]) -> list[Problem]:
                 )
             )
     return problems
+
+
+def judges(plan: ir.Plan) -> set[str]:
+    """The supervisor agent id, when a goal of the spec is supervised: --agent supervisor=URI names
+    the agent that judges it (else its own agent does)."""
+    supervised = any(isinstance(n, ir.Task) and n.supervision != "none" for n in plan.walk_all())
+    return {SUPERVISOR} if supervised else set()
 
 
 def names_read(plan: ir.Plan) -> set[str]:

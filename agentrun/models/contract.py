@@ -223,7 +223,9 @@ class BudgetInput(BaseModel):
     by: str = ""
 
 
-TaskStatus = Literal["pending", "running", "waiting", "completed", "failed", "skipped", "cancelled"]
+# not_taken: it failed where the spec routes a failure (a selector's next alternative, a skip or a
+# fallback), so the run went on as its spec says (workflows.routing).
+TaskStatus = Literal["pending", "running", "waiting", "completed", "failed", "not_taken", "skipped", "cancelled"]
 RunStatus = names.RunStatus
 TERMINAL = frozenset({"completed", "failed", "cancelled", "timeout", "compensated", "terminated"})
 # The status lifecycle of seed 001; a terminal status only moves on to a rollback's outcome.

@@ -30,6 +30,7 @@ assert set(WORDS) == set(get_args(RunStatus)), "every status has its word"
 STEP_WORDS = {
     "completed": "SUCCESS",
     "failed": "FAILED",
+    "not_taken": "NOT TAKEN",  # a failure the spec routed: a selector's next alternative, a skip, a fallback
     "skipped": "SKIPPED",
     "cancelled": "CANCELLED",
     "running": "RUNNING",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -139,3 +140,38 @@ def _came_up(proc: subprocess.Popen, deadline: float) -> bool:
             return False
         time.sleep(0.1)
     return False
+
+
+def running_pid() -> int | None:
+    """The pid of the embedded server `start` left running from this state folder, if it runs."""
+    try:
+        pid = int((state_dir() / "temporal.pid").read_text())
+    except (OSError, ValueError):
+        return None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return None
+    except PermissionError:  # another user's process has that pid now
+        return None
+    cmdline = Path(f"/proc/{pid}/cmdline")
+    # A pid the system has given to another program since the server ended is not ours to stop.
+    if cmdline.exists() and b"start-dev" not in cmdline.read_bytes():
+        return None
+    return pid
+
+
+def stop(pid: int, timeout_s: float = 30) -> bool:
+    """Stop the embedded server (SIGTERM): it writes its database and exits; runs in progress wait in
+    the database until a server starts on it again. True once it has exited."""
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return True
+    deadline = time.monotonic() + timeout_s
+    while running_pid() == pid:
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    (state_dir() / "temporal.pid").unlink(missing_ok=True)
+    return True

@@ -16,7 +16,7 @@ from agentrun.lang.render import render
 from agentrun.lang.scope import template_values
 from agentrun.models.contract import Answer, RunInput, RunState
 from agentrun.models.drivers import agent_type
-from agentrun.workflows import sizes, taint, tracing
+from agentrun.workflows import routing, sizes, taint, tracing
 from agentrun.workflows.budgets import Budgets
 from agentrun.workflows.continuing import Continuing
 from agentrun.workflows.conversation import Conversation
@@ -224,6 +224,7 @@ class Interpreter:
         if HANDLERS[node.kind].work and key in self.skip:
             self.state.tasks[key].status = "skipped"
             return None, False
+        before = routing.mark(self.state)
         for attempt in range(1, node.retry.attempts + 1):
             if attempt > 1:
                 self.journal.forget_under(scope.path)  # a retry runs what is inside the node again
@@ -231,7 +232,7 @@ class Interpreter:
                 return await self._once(node, scope), True
             except TaskFailed as exc:
                 if attempt == node.retry.attempts or (not exc.retryable and workflow.patched(NO_RETRY_PAST_BUDGET)):
-                    return await self._on_failure(node, scope, exc)
+                    return await self._on_failure(node, scope, exc, before)
                 await self._backoff(node, scope, attempt, exc)
         return None, True
 
@@ -270,10 +271,15 @@ class Interpreter:
         finally:
             self.state.backing_off(-1)
 
-    async def _on_failure(self, node: ir.NodeBase, scope: Scope, exc: TaskFailed) -> tuple[Any, bool]:
+    async def _on_failure(
+        self, node: ir.NodeBase, scope: Scope, exc: TaskFailed, before: routing.Mark
+    ) -> tuple[Any, bool]:
+        """The node's failure policy; a failure it skips or falls back from is a warning, not an error."""
         if node.on_failure == "skip":
+            routing.not_taken(self.state, before)
             return self.skipped(node, scope, f"failed and skipped: {exc.message}"), False
         if node.on_failure == "fallback" and node.fallback:
+            routing.not_taken(self.state, before)
             self.warn(scope, f"failed ({exc.message}); falling back to {node.fallback.label}")
             try:
                 return await self.run(node.fallback, scope), True

@@ -45,9 +45,10 @@ def _named(node: ir.Human) -> str:
     return "" if node.step else f"{node.label}: "
 
 
-def question(gate: ir.Human) -> str:
-    """What a person is asked, and what happens without an answer or on a rejection."""
-    text = first_line(gate.prompt)
+def question(gate: ir.Human, asked: str | None = None) -> str:
+    """What a person is asked (`asked`: the question filled in, as a dry run shows it), and what
+    happens without an answer or on a rejection."""
+    text = first_line(gate.prompt if asked is None else asked)
     if gate.choices and not gate.approval:
         text += f" [{', '.join(gate.choices)}]"
     if gate.timeout_s:

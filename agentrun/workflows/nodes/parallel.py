@@ -39,8 +39,7 @@ async def execute(engine: Interpreter, node: ir.Parallel, scope: Scope) -> Any:
             else:
                 failures.append(failure)
     timed_out = deadline is not None and bool(pending) and workflow.time() >= deadline
-    why = f"the step's timeout ({node.timeout_s:g}s) passed" if timed_out else f"the wait policy ({node.wait}) was met"
-    await _stop(engine, scope, pending, why)
+    await _stop(engine, scope, pending, _why_stopped(node, timed_out, len(results) >= need, failures))
     if timed_out:
         _timed_out(engine, node, scope, [branches[f] for f in pending], results, failures)
     if len(results) < need:
@@ -54,6 +53,16 @@ async def _stop(engine: Interpreter, scope: Scope, pending: Collection[asyncio.F
     if pending:
         await workflow.wait(pending)
         engine.warn(scope, f"{len(pending)} branch(es) cancelled once {why}")
+
+
+def _why_stopped(node: ir.Parallel, timed_out: bool, met: bool, failures: list[BaseException]) -> str:
+    """What ended the wait, for the warning that says which branches it cancelled."""
+    if timed_out:
+        return f"the step's timeout ({node.timeout_s:g}s) passed"
+    if met:
+        return f"the wait policy ({node.wait}) was met"
+    failed = ", ".join(f.task_id if isinstance(f, TaskFailed) else type(f).__name__ for f in failures)
+    return f"{failed} failed, so the wait policy ({node.wait}) could no longer be met"
 
 
 def _timed_out(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from agentrun.lang import ir
+from agentrun.workflows import routing
 from agentrun.workflows.failures import TaskFailed
 from agentrun.workflows.nodes.base import Handler
 
@@ -17,11 +18,14 @@ KIND = ir.Selector
 
 async def execute(engine: Interpreter, node: ir.Selector, scope: Scope) -> Any:
     errors = []
-    for child in node.children:
+    for position, child in enumerate(node.children, 1):
+        before = routing.mark(engine.state)
         try:
             return await engine.run(child, scope)
         except TaskFailed as exc:
             errors.append(exc.message)
+            if position < len(node.children):  # the next alternative runs: this one was not taken
+                routing.not_taken(engine.state, before)
     raise TaskFailed(str(scope.key), "every alternative failed: " + "; ".join(errors))
 
 

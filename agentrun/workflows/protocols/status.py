@@ -26,6 +26,12 @@ WORD_BESIDE_STATUS = "loop-word-beside-status"
 # this rule got a default message naming the check's reason.
 RETRY_AS_IS = "retry-without-message-as-is"
 _STATUS = re.compile(r"COMPLETION_STATUS:\s*\**\s*([A-Za-z][\w-]*)")
+# The task's output is the reply without its status line: the protocol is between the engine and
+# the agent, and a report, a status, the page or an output file read by a person must not carry it.
+# Runs recorded before kept the line in their outputs, which later prompts may have shown.
+OUTPUT_WITHOUT_STATUS = "output-without-status-line"
+_STATUS_LINE = re.compile(r"^[ \t]*[*_`]*COMPLETION_STATUS:[^\n]*(\n|\Z)", re.M)  # a line of its own
+_STATUS_TAIL = re.compile(r"[ \t]*[*_`]*COMPLETION_STATUS:[^\n]*")  # at the end of a line of prose
 
 
 class StatusProtocol:
@@ -52,15 +58,26 @@ class StatusProtocol:
             text = prompt(node, values, retry, engine.inp.plan.undefined, older_retry=_older_retry(node, retry))
             reply = await _reply_with_status(engine, node, scope, text)
             if not node.loop_until or _loop_ended(node, reply):
-                return reply
+                return _output(reply)
             if iteration >= limit:
                 engine.state.warnings.append(
                     f"{scope.key}: stopped after {limit} iterations without status {node.loop_until.status}"
                 )
-                return reply
+                return _output(reply)
 
 
 STATUS = StatusProtocol()
+
+
+def _output(reply: str) -> str:
+    """What the task hands on and shows: the reply without its status line(s)."""
+    return without_status(reply) if workflow.patched(OUTPUT_WITHOUT_STATUS) else reply
+
+
+def without_status(reply: str) -> str:
+    """The reply with every `COMPLETION_STATUS: …` (to the end of its line) left out, and the space it
+    leaves at the end."""
+    return _STATUS_TAIL.sub("", _STATUS_LINE.sub("", reply)).rstrip()
 
 
 def _older_retry(node: ir.Task, retry_error: str | None) -> bool:
