@@ -107,19 +107,10 @@ def run_as_written(command: str, environ: dict[str, str], timeout_s: float = 120
             proc.wait()
 
 
-# Examples that need a model, each with why: recorded replies cannot call tools.
-NEEDS_A_MODEL = {
-    "examples/pipelines/tools.yaml": "its agent works through tool calls, which only a model's reply makes "
-    "(its header names a local one, Ollama)",
-}
-
-
 def test_every_example_spec_says_how_to_run_it_offline():
     started = [c for c in commands() if " start " in c or "mcp_driver.py" in c]
     for spec in SPECS:
         named = str(spec.relative_to(ROOT))
-        if named in NEEDS_A_MODEL:
-            continue
         assert any(f" {named} " in f"{c} " for c in started), f"no header command runs {named} offline"
 
 

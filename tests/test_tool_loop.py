@@ -236,7 +236,7 @@ async def test_the_example_runs_on_an_openai_compatible_model(client, llm: FakeO
         ToolUse("read", {"path": "greeting.txt"}),
         "hello from a tool",
     ]
-    state = await run_spec(client, ROOT / "examples" / "pipelines" / "tools.yaml", "openai:qwen", workdir=tmp_path)
+    state = await run_spec(client, ROOT / "docs" / "examples" / "tools.yaml", "openai:qwen", workdir=tmp_path)
 
     assert state.status == "completed", state.errors
     # Temporal Web names each call's activity by the step, the tool and its arguments.

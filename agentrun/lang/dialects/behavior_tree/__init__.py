@@ -21,7 +21,11 @@ from agentrun.lang.yamlpos import mapping_or_none, yaml_text
 NAME = "behavior_tree"
 MARKS = "a behaviour tree has 'tree:' (with name: and version:) or is a node: 'type: sequence' with children:"
 TRAITS = ir.Traits(tree=True, blackboard=True)
-EXAMPLES = ("trees/*.yaml", "trees/*.json")  # under examples/ (fragments/ holds $ref targets)
+EXAMPLES = (  # under examples/ (fragments/ holds $ref targets; *.replies.yaml are recorded replies)
+    "trees/deploy.yaml",
+    "trees/ship.yaml",
+    "trees/release.json",
+)
 
 # Top-level keys of the other YAML dialects (task trees, pipelines): a file with one is theirs.
 OTHERS = {"workflow", "subtasks", "instructions", "provider_call", "human"}

@@ -16,7 +16,10 @@ from agentrun.lang.yamlpos import mapping_or_none
 NAME = "pipeline"
 MARKS = "a pipeline has 'workflow:' with agents: and steps:"
 TRAITS = ir.Traits(numbered_steps=True, stores_with="a step's `output: {store_as: NAME}`")
-EXAMPLES = ("pipelines/*.yaml",)  # under examples/: what the README runs
+EXAMPLES = (  # under examples/: what the docs run; beside them, *.replies.yaml are their recorded replies
+    "pipelines/lead-scoring.yaml",
+    "pipelines/research-to-proposal.yaml",
+)
 
 
 def detect(path: str, text: str) -> bool:
