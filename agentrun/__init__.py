@@ -18,6 +18,7 @@ __version__ = "0.2.0"
 # and the spec commands do not pay for Temporal's client (tests/test_fast_commands.py).
 _EXPORTS = {
     "connect": "agentrun.client.engine",
+    "run": "agentrun.client.program",
     "Engine": "agentrun.client.engine",
     "Run": "agentrun.client.run",
     "RunEvent": "agentrun.client.models",
@@ -38,6 +39,7 @@ _EXPORTS = {
 }
 __all__ = [
     "connect",
+    "run",
     "Engine",
     "Run",
     "RunEvent",
@@ -72,6 +74,7 @@ if TYPE_CHECKING:  # what pyright and editors see of the names __getattr__ loads
         StepFinished,
         StepStarted,
     )
+    from agentrun.client.program import run
     from agentrun.client.run import Run
     from agentrun.errors import UserError
     from agentrun.lang.errors import SpecError

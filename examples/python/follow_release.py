@@ -4,7 +4,6 @@ its questions: examples/release.yaml with the local shell agent, offline.
     python examples/python/follow_release.py
 """
 
-import asyncio
 import sys
 from pathlib import Path
 
@@ -35,4 +34,4 @@ async def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(asyncio.run(main()))
+    agentrun.run(main())  # asyncio.run, then exit without the SDK's threads aborting the process
