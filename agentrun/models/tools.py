@@ -133,24 +133,24 @@ class ToolResult(BaseModel):
     taint_source: str = ""  # where the content came from: "tool:<name>" (an MCP tool: "mcp:<server>:<tool>")
 
 
-_PATH = {"type": "string", "description": "Path of the file, relative to the work directory"}
+_PATH = {"type": "string", "description": "The file, as a path inside the work directory"}
 
 _BUILTIN_SPECS: dict[str, ToolSpec] = {
     spec.name: spec
     for spec in (
         ToolSpec(
             name="read",
-            description="Read the contents of a file. Returns the full file content.",
+            description="Give back the whole text of one file of the work directory.",
             parameters={"type": "object", "properties": {"path": _PATH}, "required": ["path"]},
         ),
         ToolSpec(
             name="write",
-            description="Write content to a file at the given path. Creates parent directories if needed.",
+            description="Put text into a file of the work directory, replacing what it held; missing folders are made.",
             parameters={
                 "type": "object",
                 "properties": {
                     "path": _PATH,
-                    "content": {"type": "string", "description": "Content to write to the file"},
+                    "content": {"type": "string", "description": "The file's new text"},
                 },
                 "required": ["path", "content"],
             },
@@ -158,15 +158,15 @@ _BUILTIN_SPECS: dict[str, ToolSpec] = {
         ToolSpec(
             name="edit",
             description=(
-                "Find and replace text in a file. The old text must match exactly (including whitespace "
-                "and newlines); its first occurrence is replaced. Fails when the file or the text is not there."
+                "Change one passage of a file: the first place `old` stands, letter for letter (spaces and "
+                "line breaks too), becomes `new`. An error when the file or the passage is missing."
             ),
             parameters={
                 "type": "object",
                 "properties": {
                     "path": _PATH,
-                    "old": {"type": "string", "description": "Text to find (exact match)"},
-                    "new": {"type": "string", "description": "Text to replace with"},
+                    "old": {"type": "string", "description": "The passage as the file has it now"},
+                    "new": {"type": "string", "description": "What the passage becomes"},
                 },
                 "required": ["path", "old", "new"],
             },
@@ -174,26 +174,26 @@ _BUILTIN_SPECS: dict[str, ToolSpec] = {
         ToolSpec(
             name="glob",
             description=(
-                "Find files matching a glob pattern. Supports * (any chars in one dir), ? (one char), "
-                "and ** (recursive across directories). Examples: '*.py', 'src/**/*.ts'."
+                "List the files of the work directory whose path fits a pattern: * stands for any name part "
+                "within a folder, ? for one character, ** for any depth of folders (docs/**/*.md)."
             ),
             parameters={
                 "type": "object",
-                "properties": {"pattern": {"type": "string", "description": "Glob pattern (e.g., *.go, **/*.txt)"}},
+                "properties": {"pattern": {"type": "string", "description": "The pattern, e.g. *.py or src/**/*.yaml"}},
                 "required": ["pattern"],
             },
         ),
         ToolSpec(
             name="grep",
             description=(
-                "Search for a regex pattern in files. When given a directory, recursively searches all "
-                "files. Returns file path, line number, and matching line for each hit."
+                "Look for a regular expression in a file, or in every file under a folder; each line that "
+                "matches comes back with its file and line number."
             ),
             parameters={
                 "type": "object",
                 "properties": {
-                    "pattern": {"type": "string", "description": "Regex pattern to search for"},
-                    "path": {"type": "string", "description": "File or directory to search"},
+                    "pattern": {"type": "string", "description": "The regular expression"},
+                    "path": {"type": "string", "description": "The file or folder to look in"},
                 },
                 "required": ["pattern", "path"],
             },
@@ -201,35 +201,35 @@ _BUILTIN_SPECS: dict[str, ToolSpec] = {
         ToolSpec(
             name="ls",
             description=(
-                "List directory contents. Returns name, type (file/dir), and size for each entry. "
-                "Non-recursive: shows only immediate children."
+                "Name what one folder holds, one level deep: each entry's name, whether it is a file or a "
+                "folder, and its size."
             ),
             parameters={
                 "type": "object",
-                "properties": {"path": {"type": "string", "description": "Directory path to list"}},
+                "properties": {"path": {"type": "string", "description": "The folder, inside the work directory"}},
                 "required": ["path"],
             },
         ),
         ToolSpec(
             name="bash",
             description=(
-                "Execute a shell command in the work directory. Returns stdout, stderr and exit_code. "
-                "Commands are killed after a time limit; do not start servers that never exit."
+                "Run a shell command line in the work directory and give back what it printed and its exit "
+                "status. A command still running at the time limit is stopped, so start nothing that never ends."
             ),
             parameters={
                 "type": "object",
-                "properties": {"command": {"type": "string", "description": "Shell command to execute"}},
+                "properties": {"command": {"type": "string", "description": "The command line"}},
                 "required": ["command"],
             },
         ),
         ToolSpec(
             name="web_fetch",
-            description="Fetch a URL and return its readable text (HTML reduced to text).",
+            description="Get a web page and give back its text (an HTML page as plain text).",
             parameters={
                 "type": "object",
                 "properties": {
-                    "url": {"type": "string", "description": "URL to fetch (typically from web_search results)"},
-                    "question": {"type": "string", "description": "What information to look for on the page"},
+                    "url": {"type": "string", "description": "The page's address, http or https"},
+                    "question": {"type": "string", "description": "What you want from the page (optional)"},
                 },
                 "required": ["url"],
             },
@@ -237,13 +237,14 @@ _BUILTIN_SPECS: dict[str, ToolSpec] = {
         ToolSpec(
             name="web_search",
             description=(
-                "Search the web. Returns titles, URLs, and short snippets; use web_fetch on relevant URLs to read them."
+                "Ask a web search service; each result comes back as a title, an address and a few lines. "
+                "Read a result's page with web_fetch."
             ),
             parameters={
                 "type": "object",
                 "properties": {
-                    "query": {"type": "string", "description": "Search query"},
-                    "count": {"type": "integer", "description": "Number of results (1-10, default 5)"},
+                    "query": {"type": "string", "description": "What to search for"},
+                    "count": {"type": "integer", "description": "How many results, 1 to 10 (5 when left out)"},
                 },
                 "required": ["query"],
             },
