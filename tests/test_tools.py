@@ -91,14 +91,14 @@ async def test_glob_matches_one_level_or_any_depth_relative_to_the_work_director
 
 
 async def test_grep_searches_a_folder_or_a_file_and_says_where(wd):
-    (wd / "a.py").write_text("x = 1\n# TODO: fix\n")
+    (wd / "a.py").write_text("x = 1\n# NEEDLE: fix\n")
     (wd / "pkg").mkdir()
-    (wd / "pkg" / "b.py").write_text("TODO first\nfine\n")
-    (wd / "blob.bin").write_bytes(b"\0TODO\0")
-    found = data(await call(wd, "grep", pattern="TODO", path="."))
+    (wd / "pkg" / "b.py").write_text("NEEDLE first\nfine\n")
+    (wd / "blob.bin").write_bytes(b"\0NEEDLE\0")
+    found = data(await call(wd, "grep", pattern="NEEDLE", path="."))
     assert found == [
-        {"file": "a.py", "line": 2, "content": "# TODO: fix"},
-        {"file": "pkg/b.py", "line": 1, "content": "TODO first"},
+        {"file": "a.py", "line": 2, "content": "# NEEDLE: fix"},
+        {"file": "pkg/b.py", "line": 1, "content": "NEEDLE first"},
     ]
     assert data(await call(wd, "grep", pattern=r"^x\s*=", path="a.py")) == [
         {"file": "a.py", "line": 1, "content": "x = 1"}
