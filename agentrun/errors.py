@@ -25,3 +25,19 @@ class Unavailable(UserError):
     """Something the command needs is not there right now (Temporal, a worker, a stored value)."""
 
     exit_code = EXIT_UNREACHABLE
+
+
+class NoSuchRun(UserError):
+    """No run has the id given."""
+
+
+class NoWorker(Unavailable):
+    """No worker took what was sent to a run in time (exit code 3)."""
+
+
+class Refused(UsageError):
+    """The run refused an update; the message is its reason."""
+
+
+class ExecutionError(Exception):
+    """What an MCP tool call on a driven run answers with when it cannot be done: one line for the agent."""

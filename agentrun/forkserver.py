@@ -36,11 +36,9 @@ REQUEST_TIMEOUT_S = 5.0
 PRELOADED = (
     "agentrun.cli",
     "agentrun.explain.prepare",
-    "agentrun.client.start",
-    "agentrun.client.fork",
-    "agentrun.client.follow",
+    "agentrun.cli.starting",
+    "agentrun.client.engine",
     "agentrun.explain.report",
-    "agentrun.client.retries",
     "agentrun.cli.interrupts",
     "agentrun.activities.agents.agentapi",
     "agentrun.worker.build",

@@ -16,7 +16,7 @@ import pytest
 from rich.console import Console
 from temporalio.api.enums.v1 import EventType
 
-from agentrun.client.follow import _Printer
+from agentrun.cli.follow import _Printer
 from agentrun.explain import report
 from agentrun.ids import GateId
 from agentrun.lang.ir import Budget
@@ -319,7 +319,8 @@ def test_cancel_with_rollback_runs_the_compensations_of_a_waiting_run(cli, serve
 
 
 async def test_watch_answers_inline_through_the_prompter(cli, client, served, llm, tmp_path):
-    from agentrun.client.start import watch
+    from agentrun.cli.starting import watch
+    from agentrun.client.engine import Engine
 
     rid = _start(cli, tmp_path, served)
     asked: list[str] = []
@@ -342,7 +343,7 @@ async def test_watch_answers_inline_through_the_prompter(cli, client, served, ll
         shipping.set()
 
     releasing = asyncio.ensure_future(ship_once_refused())
-    code = await watch(client, rid, Console(file=out, width=300, highlight=False), prompter)
+    code = await watch(Engine(client), rid, Console(file=out, width=300, highlight=False), prompter)
     await releasing
     text = out.getvalue()
     assert code == 0, text

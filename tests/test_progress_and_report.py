@@ -9,8 +9,8 @@ import json
 
 from rich.console import Console
 
-from agentrun.client.follow import _Printer
-from agentrun.client.humans import how_to_answer
+from agentrun.cli.follow import _Printer
+from agentrun.explain.gates import how_to_answer
 from agentrun.explain import report
 from agentrun.ids import GateId
 from agentrun.models.contract import CompensationEntry, Gate, RunState, TaskState

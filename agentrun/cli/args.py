@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 
 if TYPE_CHECKING:
+    from agentrun.cli.asking import Prompter
     from agentrun.client.engine import Engine
-    from agentrun.client.humans import Prompter
 
 EXIT_OK = 0  # 1, a failed run, comes from `watch`; 2 and 3 from agentrun.errors
 
@@ -96,9 +96,19 @@ def delivery(command: argparse.ArgumentParser) -> None:
 
 def prompter(console: Console) -> Prompter | None:
     """Open questions are asked inline only of a person at a terminal."""
-    from agentrun.client import humans
+    from agentrun.cli.asking import terminal_prompter
 
-    return humans.terminal_prompter(console) if sys.stdin.isatty() else None
+    return terminal_prompter(console) if sys.stdin.isatty() else None
+
+
+def whole(console: Console) -> Console:
+    """Where a table goes: the console on a terminal; piped, a console so wide every cell stays whole."""
+    return console if console.is_terminal else Console(file=console.file, width=10_000, highlight=False)
+
+
+def when(iso: str | None) -> str:
+    """An ISO moment as a table shows it: `2026-11-27 19:00:00 UTC`."""
+    return iso.replace("T", " ").replace("+00:00", " UTC") if iso else ""
 
 
 def on_temporal(action: EngineAction) -> Handler:

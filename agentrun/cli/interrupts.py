@@ -16,7 +16,7 @@ from typing import Any
 from rich.console import Console
 
 from agentrun import spelling
-from agentrun.client.no_worker import worker_command
+from agentrun.explain.waiting import worker_command
 from agentrun.worker import GRACEFUL_SHUTDOWN_S
 
 EXIT_INTERRUPTED = 130

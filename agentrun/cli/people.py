@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import json
+import sys
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
+from rich.table import Table
 
-from agentrun.cli.args import command, delivery, on_temporal, positive, seconds
+from agentrun import spelling
+from agentrun.caller import user
+from agentrun.cli.args import EXIT_OK, command, delivery, on_temporal, positive, seconds, when, whole
 
 if TYPE_CHECKING:
     from agentrun.client.engine import Engine
@@ -48,24 +53,82 @@ def add_commands(sub: Any) -> None:
 
 
 async def _pending(engine: Engine, args: argparse.Namespace, console: Console) -> int:
-    from agentrun.client import humans
+    from agentrun.explain.waiting import NO_WORKER
 
-    return await humans.pending_command(engine.temporal, args, console)
+    found = await engine.pending()
+    for run in found.unanswered:
+        print(f"warning: run {run.run_id}: {NO_WORKER}; {run.fix}", file=sys.stderr)
+    for run_id, message in found.refused:
+        print(f"warning: run {run_id}: {message}", file=sys.stderr)
+    if args.json:
+        print(json.dumps([q.model_dump(mode="json") for q in found.questions], indent=2))
+        return EXIT_OK
+    if not found.questions:
+        console.print("no run is waiting for anyone", markup=False)
+        return EXIT_OK
+    table = Table(box=None, header_style="bold", pad_edge=False)
+    for name in ("RUN", "GATE", "KIND"):
+        table.add_column(name, no_wrap=True)
+    table.add_column("PROMPT", overflow="fold")
+    for name in ("CHOICES", "WAITING SINCE", "TIMEOUT AT"):
+        table.add_column(name, no_wrap=True)
+    for q in found.questions:
+        waited, timeout = when(q.waiting_since), when(q.timeout_at) or "-"
+        table.add_row(q.run_id, q.gate or "?", q.kind or "?", q.prompt, "/".join(q.choices), waited, timeout)
+    whole(console).print(table)  # a terminal folds long prompts to its width
+    console.print(
+        f"answer with: {spelling.client()} answer RUN --gate GATE VALUE (or approve / reject RUN --gate GATE)",
+        markup=False,
+    )
+    return EXIT_OK
 
 
 async def _answer(engine: Engine, args: argparse.Namespace, console: Console) -> int:
-    from agentrun.client import humans
+    """`answer`, `approve` and `reject`: the value is the command's own for the last two."""
+    from agentrun.lang.ir import APPROVE, REJECT
 
-    return await humans.answer_command(engine.temporal, args, console)
-
-
-async def _say(engine: Engine, args: argparse.Namespace, console: Console) -> int:
-    from agentrun.client import humans
-
-    return await humans.say_command(engine.temporal, args, console)
+    value = {"approve": APPROVE, "reject": REJECT}.get(args.command) or args.value
+    run, comment = engine.run(args.run_id), args.comment or ""
+    if args.no_wait:
+        given = await run.queue_answer(value, args.gate, comment, _who(args))
+        _queued(console, f"answer '{value}' to gate {given.gate}")
+        return EXIT_OK
+    answered = await run.answer(value, args.gate, comment, _who(args), args.wait)
+    console.print(f"gate {answered.gate} answered: {answered.value}", markup=False, highlight=False)
+    return EXIT_OK
 
 
 async def _budget(engine: Engine, args: argparse.Namespace, console: Console) -> int:
-    from agentrun.client import humans
+    from agentrun.lang.amounts import limits_text
+    from agentrun.lang.ir import Budget
 
-    return await humans.budget_command(engine.temporal, args, console)
+    run = engine.run(args.run_id)
+    limits = {"tokens": args.tokens, "usd": args.usd, "iterations": args.iterations}
+    if args.no_wait:
+        given = await run.queue_budget(args.gate, **limits, comment=args.comment or "", by=_who(args))
+        said = limits_text(Budget(tokens=given.tokens, usd=given.usd, iterations=given.iterations))
+        _queued(console, f"raise of budget {given.gate} to {said}")
+        return EXIT_OK
+    raised = await run.raise_budget(args.gate, **limits, comment=args.comment or "", by=_who(args), wait_s=args.wait)
+    console.print(f"budget {raised.gate} raised to {limits_text(raised.budget)}", markup=False, highlight=False)
+    return EXIT_OK
+
+
+async def _say(engine: Engine, args: argparse.Namespace, console: Console) -> int:
+    """`say`: a note for the next prompt of a step (or of any step), through the run's `say` update."""
+    note = await engine.run(args.run_id).say(args.text, args.step or "", _who(args), args.wait)
+    where = f"step {note.step}'s next prompt" if note.step else "the next prompt"
+    console.print(f"note {note.n} from {note.by or 'you'} is for {where}", markup=False, highlight=False)
+    return EXIT_OK
+
+
+def _who(args: argparse.Namespace) -> str:
+    return user() if args.by is None else args.by
+
+
+def _queued(console: Console, what: str) -> None:
+    console.print(
+        f"{what} queued: the run checks it when a worker takes it; a refusal shows in `{spelling.client()} pending`",
+        markup=False,
+        highlight=False,
+    )

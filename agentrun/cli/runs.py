@@ -134,14 +134,15 @@ def _serving_models() -> None:
 def _start_command(args: argparse.Namespace, console: Console) -> int:
     with startup.loading():
         _serving_models()
-        from agentrun.client.start import start
         from agentrun.explain.prepare import prepare, say_warnings
 
         inp = prepare(args)  # a bad spec is refused before Temporal is reached
     say_warnings(inp.plan)
 
     async def started(engine: Engine, args: argparse.Namespace, console: Console) -> int:
-        return await start(engine.temporal, args, inp, console, prompter(console))
+        from agentrun.cli.starting import start
+
+        return await start(engine, args, inp, console, prompter(console))
 
     return on_temporal(started)(args, console)
 
@@ -149,31 +150,48 @@ def _start_command(args: argparse.Namespace, console: Console) -> int:
 def _fork_command(args: argparse.Namespace, console: Console) -> int:
     with startup.loading():
         _serving_models()
+    return on_temporal(_forked)(args, console)
 
-    async def forked(engine: Engine, args: argparse.Namespace, console: Console) -> int:
-        from agentrun.client import fork
 
-        return await fork.fork_command(engine.temporal, args, console, prompter(console))
+async def _forked(engine: Engine, args: argparse.Namespace, console: Console) -> int:
+    """`fork RUN --at STEP`: a new run of RUN's plan that takes over, from RUN's record, every step
+    before STEP (no agent is asked, nothing is spent), makes the changes given and goes on from STEP."""
+    from agentrun.cli.starting import start
+    from agentrun.explain.changes import Wanted
 
-    return on_temporal(forked)(args, console)
+    planned = await engine.run(args.run_id).prepare_fork(
+        args.at, Wanted(args.param, args.set, args.prompt), args.task_queue
+    )
+    for note in planned.notes:
+        print(f"note: {note}", file=sys.stderr)
+    for warning in planned.warnings:
+        print(warning, file=sys.stderr)
+    fork = planned.input.fork
+    taken = len(fork.reuse) if fork else 0
+    console.print(
+        f"forking {args.run_id} at {fork.at if fork else args.at}: {taken} step run(s) taken over, not run again",
+        markup=False,
+        highlight=False,
+    )
+    args.task_queue = planned.task_queue
+    return await start(engine, args, planned.input, console, prompter(console))
 
 
 async def _diff(engine: Engine, args: argparse.Namespace, console: Console) -> int:
-    from agentrun.client import diff
+    from agentrun.cli.reading import diff_command
 
-    return await diff.diff_command(engine.temporal, args, console)
+    return await diff_command(engine, args, console)
 
 
 async def _watch(engine: Engine, args: argparse.Namespace, console: Console) -> int:
-    from agentrun.client.runs import describe
-    from agentrun.client.start import local_worker, watch, worker_note
+    from agentrun.cli.starting import local_worker, watch, worker_note
 
-    args.task_queue = (await describe(engine.temporal, args.run_id)).task_queue
+    args.task_queue = (await engine.run(args.run_id).info()).task_queue
     args.ran_worker = args.worker
     if args.worker:
-        print(worker_note(engine.temporal, args.run_id, args.task_queue), file=sys.stderr)
-    async with local_worker(engine.temporal, args.task_queue, needed=args.worker, run_id=args.run_id) as log:
-        return await watch(engine.temporal, args.run_id, console, prompter(console), log, stall_s=args.stall)
+        print(worker_note(engine, args.run_id, args.task_queue), file=sys.stderr)
+    async with local_worker(engine, args.task_queue, needed=args.worker, run_id=args.run_id) as log:
+        return await watch(engine, args.run_id, console, prompter(console), log, stall_s=args.stall)
 
 
 async def _cancel(engine: Engine, args: argparse.Namespace, console: Console) -> int:
@@ -188,36 +206,24 @@ async def _cancel(engine: Engine, args: argparse.Namespace, console: Console) ->
 
 
 async def _status(engine: Engine, args: argparse.Namespace, console: Console) -> int:
-    from agentrun.client.status import status_command
+    from agentrun.cli.reading import status_command
 
-    return await status_command(engine.temporal, args, console)
+    return await status_command(engine, args, console)
 
 
 async def _list_runs(engine: Engine, args: argparse.Namespace, console: Console) -> int:
-    from agentrun.client import listing
+    from agentrun.cli.reading import list_command
 
-    return await listing.list_command(engine.temporal, args, console)
+    return await list_command(engine, args, console)
 
 
 async def _report(engine: Engine, args: argparse.Namespace, console: Console) -> int:
-    from agentrun.client import elements, retries
-    from agentrun.explain import outputs, report
+    from agentrun.cli.reading import report_command
 
-    paged = elements.wanted(args)  # a bad combination of options is refused before the run is read
-    state = await engine.run(args.run_id).status()
-    if paged:
-        page = await elements.page(engine.temporal, state, args)
-        print(page.to_json() if args.format == "json" else report.elements_markdown(page))
-        return EXIT_OK
-    if args.format == "json":
-        print(report.to_json(state))
-    else:
-        lost = await retries.lost_workers(engine.temporal, args.run_id)
-        print(report.to_markdown(state, lost) + outputs.section(state, every=args.outputs))
-    return EXIT_OK
+    return await report_command(engine, args, console)
 
 
 async def _logs(engine: Engine, args: argparse.Namespace, console: Console) -> int:
-    from agentrun.client import logs
+    from agentrun.cli.logs import logs_command
 
-    return await logs.logs_command(engine.temporal, args, console)
+    return await logs_command(engine, args, console)

@@ -1,11 +1,9 @@
-"""A map's elements a page at a time: `status RUN --elements MAP [--page N] [--limit N]` and the same
-on `report`. A batched map's elements live in its batches (child workflows): only the batches the
+"""A map's elements a page at a time (`status RUN --elements MAP [--page N] [--limit N]`, and the
+same on `report`). A batched map's elements live in its batches (child workflows): only the batches the
 page covers are read, by their state query while they run and from their memo once they end. A
 map that ran in the run itself has its elements' rows in the run's own state."""
 
 from __future__ import annotations
-
-import argparse
 
 from temporalio.client import Client, WorkflowExecutionStatus
 
@@ -16,40 +14,23 @@ from agentrun.models.elements import Element, Page
 DEFAULT_LIMIT = 50
 
 
-def wanted(args: argparse.Namespace) -> bool:
-    """Whether the command pages through elements; --page or --limit alone is a usage error."""
-    if args.elements:
-        return True
-    if args.page is not None or args.limit is not None:
-        raise UsageError("--page and --limit page through a map's elements: add --elements MAP")
-    return False
-
-
-async def page(client: Client, state: RunState, args: argparse.Namespace) -> Page:
-    number, limit = args.page or 1, args.limit or DEFAULT_LIMIT
-    summary = state.maps.get(args.elements)
-    total = summary.total if summary else _rows_in_run(state, args.elements)
+async def page(client: Client, state: RunState, map_key: str, number: int = 1, limit: int = DEFAULT_LIMIT) -> Page:
+    """Page `number` of map `map_key`'s elements, `limit` to a page. Raises UsageError for a run
+    without that map or a page past its last."""
+    summary = state.maps.get(map_key)
+    total = summary.total if summary else _rows_in_run(state, map_key)
     if not total and summary is None:
-        raise UsageError(f"run {state.run_id} has no map step '{args.elements}'{_maps_hint(state)}")
+        raise UsageError(f"run {state.run_id} has no map step '{map_key}'{_maps_hint(state)}")
     pages = max(-(-total // limit), 1)
     if number > pages:
-        raise UsageError(f"map {args.elements} has {total} elements: {pages} page(s) of {limit}")
+        raise UsageError(f"map {map_key} has {total} elements: {pages} page(s) of {limit}")
     indexes = range((number - 1) * limit, min(number * limit, total))
     if summary is None:
-        rows = {k: (state.tasks[k], state.outputs.get(k)) for k in (element_key(args.elements, i) for i in indexes)}
+        rows = {k: (state.tasks[k], state.outputs.get(k)) for k in (element_key(map_key, i) for i in indexes)}
     else:
         rows = await _rows_in_batches(client, summary, indexes)
-    elements = [_element(element_key(args.elements, i), rows.get(element_key(args.elements, i))) for i in indexes]
-    return Page(args.elements, number, pages, limit, total, elements)
-
-
-def lines(page: Page) -> list[str]:
-    """The page as `status` prints it: a line per element."""
-    out = [page.heading()]
-    for e in page.elements:
-        error = f"  {e.error}" if e.error else ""
-        out.append(f"  {e.key:<30} {e.status:<10} retries={e.retries} {e.duration_s:.1f}s{error}")
-    return out
+    elements = [_element(element_key(map_key, i), rows.get(element_key(map_key, i))) for i in indexes]
+    return Page(map_key, number, pages, limit, total, elements)
 
 
 def _rows_in_run(state: RunState, map_key: str) -> int:

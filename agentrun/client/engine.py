@@ -13,18 +13,21 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import AsyncGenerator, Mapping
+from pathlib import Path
 from typing import Any
 
 from temporalio.client import Client
 from temporalio.service import RPCError
 
-from agentrun.client import humans, listing, start
-from agentrun.client.models import RunSummary
+from agentrun import startup
+from agentrun.client import executions, humans, launch, listing, runs
+from agentrun.client.models import Pending, RunSummary
 from agentrun.client.run import Run
 from agentrun.errors import UsageError
 from agentrun.explain import prepare
 from agentrun.explain.prepare import Spec
-from agentrun.models.contract import RunState
+from agentrun.ids import new_run_id
+from agentrun.models.contract import RunInput, RunState
 from agentrun.models.names import TASK_QUEUE, RunStatus
 
 
@@ -44,6 +47,13 @@ class Engine:
     def __init__(self, client: Client, task_queue: str = TASK_QUEUE) -> None:
         self.temporal = client  # Temporal's own client, for what this API does not cover
         self.task_queue = task_queue
+        self.executions = executions.Executions(client)  # the runs an agent drives over MCP
+        self._attributes: bool | None = None
+
+    @property
+    def identity(self) -> str:
+        """How this program is named to Temporal: the worker identity `worker()` polls with (pid@host)."""
+        return self.temporal.identity
 
     async def start(
         self,
@@ -62,10 +72,29 @@ class Engine:
         Raises SpecError (with file:line problems) before anything starts, UsageError for a taken id."""
         loaded = prepare.load_spec(spec, list((params or {}).items()), _agent_flags(agents))
         inp = prepare.prepare_input(loaded, workdir, resume_from, max_iterations, lenient)
-        new_id = run_id or start.new_run_id(inp.plan.name)
-        inp.search_attributes = await start.ensure_search_attributes(self.temporal)
-        await start.start_run(self.temporal, inp, new_id, self.task_queue)
+        return await self.start_input(inp, run_id)
+
+    async def start_input(
+        self, inp: RunInput, run_id: str | None = None, task_queue: str | None = None, eager: bool = False
+    ) -> Run:
+        """Start a run of an input `explain.prepare` made (or a fork's, `Run.prepare_fork`) on
+        `task_queue` (this engine's by default). `eager`: a worker of this program polls the queue,
+        so the server hands it the run's first task in its reply. Raises UsageError for a taken id."""
+        inp.search_attributes = await self.search_attributes()
+        new_id = run_id or new_run_id(inp.plan.name)
+        await launch.start_run(self.temporal, inp, new_id, task_queue or self.task_queue, eager=eager)
         return Run(self.temporal, new_id)
+
+    async def search_attributes(self) -> bool:
+        """Register the engine's search attributes on the server, once per engine; False where the
+        server does not allow it (runs are then listed without their status and spec)."""
+        if self._attributes is None:
+            self._attributes = await launch.ensure_search_attributes(self.temporal)
+        return self._attributes
+
+    async def pollers(self, task_queue: str | None = None) -> list[str]:
+        """The identities of the live workers polling `task_queue` (this engine's) for runs."""
+        return await runs.pollers(self.temporal, task_queue or self.task_queue)
 
     def run(self, run_id: str) -> Run:
         """A handle on a run that exists already (its methods raise NoSuchRun if it does not)."""
@@ -79,9 +108,22 @@ class Engine:
         except RPCError as exc:
             raise UsageError(f"Temporal cannot list runs with this filter: {exc.message}") from None
 
+    async def count_runs(self, status: RunStatus | None = None, spec: str | None = None) -> int:
+        """How many runs `runs()` would list with no limit."""
+        query = listing.visibility_query(status, spec)
+        try:
+            return (await self.temporal.count_workflows(query)).count
+        except RPCError as exc:
+            raise UsageError(f"Temporal cannot list runs with this filter: {exc.message}") from None
+
     async def waiting(self) -> list[RunState]:
         """The state of every running run that may wait for a person (its open gates say for what)."""
         return await humans.waiting_states(self.temporal)
+
+    async def pending(self) -> Pending:
+        """Every question open across runs, oldest first, and the runs whose questions no worker can
+        read right now."""
+        return await humans.pending(self.temporal)
 
     def web_url(self, run_id: str) -> str | None:
         """The run's page on Temporal Web, where it is known (the embedded server's, or TEMPORAL_UI_URL)."""
@@ -90,13 +132,21 @@ class Engine:
         return web_url(self.temporal, run_id)
 
     @contextlib.asynccontextmanager
-    async def worker(self, task_queue: str | None = None, max_concurrent_activities: int = 100) -> AsyncGenerator[None]:
+    async def worker(
+        self, task_queue: str | None = None, max_concurrent_activities: int = 100, log: Path | None = None
+    ) -> AsyncGenerator[None]:
         """A worker in this program while the block runs: it takes the runs on `task_queue` (this
-        engine's), whoever started them, and finishes the activities it runs before the block ends."""
-        from agentrun.activities.agents.agentapi import release_all
-        from agentrun.activities.mcp.calls import close_connections
-        from agentrun.worker.build import build_worker
+        engine's), whoever started them, and finishes the activities it runs before the block ends.
+        `log`: a file for its log (a terminal then shows a run's progress, not retried failures'
+        tracebacks)."""
+        with startup.loading():
+            from agentrun.activities.agents.agentapi import release_all
+            from agentrun.activities.mcp.calls import close_connections
+            from agentrun.worker import terminal_log
+            from agentrun.worker.build import build_worker
 
+        if log is not None:
+            terminal_log.to_file(log)
         async with build_worker(self.temporal, task_queue or self.task_queue, max_concurrent_activities):
             yield
         await release_all()

@@ -21,8 +21,9 @@ from temporalio.service import RPCError
 
 from agentrun import spelling
 from agentrun.client import telemetry
+from agentrun.client.launch import ensure_search_attributes, start_options
 from agentrun.client.runs import NoSuchRun, RunHandle, describe, fetch_state
-from agentrun.client.start import ensure_search_attributes, start_options
+from agentrun.errors import ExecutionError
 from agentrun.lang import ir
 from agentrun.lang.blackboard import MISSING, lookup, var_path
 from agentrun.lang.errors import SpecError
@@ -35,10 +36,6 @@ PREFIX = "bt-"
 _UNSAFE = re.compile(r"[^A-Za-z0-9._/:-]+")
 
 R = TypeVar("R", Said, Recorded, VarWritten)
-
-
-class ExecutionError(Exception):
-    """What a tool call answers with when it cannot be done: one line for the agent."""
 
 
 def execution_id(trace_output: str) -> str:
@@ -288,3 +285,47 @@ def _read(values: dict[str, Any], path: str | None) -> Any:
         return values
     value = lookup(values, path)
     return {"path": path, "value": None if value is MISSING else value}
+
+
+class Executions:
+    """The driven runs of one Temporal namespace, as the MCP server's tools reach them: each method
+    is the module's function of the same job on this engine's client."""
+
+    def __init__(self, client: Client) -> None:
+        self._client = client
+
+    async def start(self, tree_uri: str, trace_output: str, task_queue: str) -> dict[str, Any]:
+        return await start_execution(self._client, tree_uri, trace_output, task_queue)
+
+    async def resume(self, trace_output: str) -> dict[str, Any]:
+        return await resume_execution(self._client, trace_output)
+
+    async def reset(self, trace_output: str) -> dict[str, Any]:
+        return await reset_execution(self._client, trace_output)
+
+    async def get(self, trace_output: str) -> dict[str, Any]:
+        return await get_execution(self._client, trace_output)
+
+    async def read_trace(self, trace_output: str, start: int | None = None, end: int | None = None) -> dict[str, Any]:
+        return await read_trace(self._client, trace_output, start, end)
+
+    async def next_step(self, trace_output: str) -> NextStep:
+        return await next_step(self._client, trace_output)
+
+    async def eval_step(self, trace_output: str, result: bool, note: str = "") -> Said:
+        return await eval_step(self._client, trace_output, result, note)
+
+    async def submit(self, trace_output: str, status: str, note: str = "") -> Said:
+        return await submit(self._client, trace_output, status, note)
+
+    async def think(self, trace_output: str, thought: str) -> Recorded:
+        return await think(self._client, trace_output, thought)
+
+    async def var_read(self, trace_output: str, path: str | None = None) -> Any:
+        return await var_read(self._client, trace_output, path)
+
+    async def var_write(self, trace_output: str, path: str, value: Any) -> VarWritten:
+        return await var_write(self._client, trace_output, path, value)
+
+    async def const_read(self, trace_output: str, path: str | None = None) -> Any:
+        return await const_read(self._client, trace_output, path)

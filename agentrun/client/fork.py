@@ -1,42 +1,23 @@
-"""`client fork RUN --at STEP`: a new run of RUN's plan that takes over, from RUN's record, every
+"""A fork (`fork RUN --at STEP`): a new run of RUN's plan that takes over, from RUN's record, every
 step before STEP (no agent is asked, nothing is spent), makes the changes given and goes on from
 STEP. It records its parent in its memo and in the `AgentRunParent` search attribute."""
 
 from __future__ import annotations
 
-import argparse
-import sys
-
-from rich.console import Console
 from temporalio.client import Client
 
-from agentrun.client.humans import Prompter
+from agentrun.client.models import ForkPlan
 from agentrun.client.no_worker import start_input
 from agentrun.client.runs import UsageError, describe, fetch_state, fetch_step_log
-from agentrun.client.start import start
 from agentrun.explain import changes, cut
 from agentrun.lang import ir
-from agentrun.models.contract import Fork, RunInput
+from agentrun.models.contract import Fork
 from agentrun.models.names import shared_queue
-
-
-async def fork_command(client: Client, args: argparse.Namespace, console: Console, prompter: Prompter | None) -> int:
-    inp, args.task_queue = await forked_input(
-        client, args.run_id, args.at, changes.Wanted(args.param, args.set, args.prompt), args.task_queue
-    )
-    fork = inp.fork
-    assert fork is not None
-    console.print(
-        f"forking {fork.parent} at {fork.at}: {len(fork.reuse)} step run(s) taken over, not run again",
-        markup=False,
-        highlight=False,
-    )
-    return await start(client, args, inp, console, prompter)
 
 
 async def forked_input(
     client: Client, parent: str, at: str, wanted: changes.Wanted, task_queue: str | None = None
-) -> tuple[RunInput, str]:
+) -> ForkPlan:
     """The fork's input: the parent's, with its plan and params changed as `wanted` and the steps it
     takes over; and the task queue it goes on (`task_queue`, else the parent's shared queue). Raises
     NoSuchRun, UsageError or SpecError before anything starts."""
@@ -52,10 +33,6 @@ async def forked_input(
     state.step_log = state.step_log or await fetch_step_log(client, parent, desc)
     chosen = cut.choose(started.plan, state, at)
     changed = changes.apply(started.plan, started.params, wanted)
-    for note in chosen.notes:
-        print(f"note: {note}", file=sys.stderr)
-    for warning in _unsent_prompts(changed.plan, chosen, wanted.prompt):
-        print(warning, file=sys.stderr)
     queue = task_queue or shared_queue(desc.task_queue, parent)  # start picks the worker
     # The notes people said, but for those a step taken over already read: the fork's prompts get them again.
     reused = {record.key for record in chosen.reuse}
@@ -63,7 +40,12 @@ async def forked_input(
     fork = Fork(
         parent=parent, at=chosen.at, reuse=chosen.reuse, memory=changed.memory, changes=changed.said, notes=notes
     )
-    return started.model_copy(update={"plan": changed.plan, "params": changed.params, "fork": fork}), queue
+    return ForkPlan(
+        input=started.model_copy(update={"plan": changed.plan, "params": changed.params, "fork": fork}),
+        task_queue=queue,
+        notes=chosen.notes,
+        warnings=_unsent_prompts(changed.plan, chosen, wanted.prompt),
+    )
 
 
 def _unsent_prompts(plan: ir.Plan, chosen: cut.Cut, prompts: list[str]) -> list[str]:

@@ -8,8 +8,9 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
+from agentrun.lang.ir import Budget
 from agentrun.models.calls import Partial
-from agentrun.models.contract import RunState
+from agentrun.models.contract import Answer, RunInput, RunState
 
 
 class RunSummary(BaseModel):
@@ -20,6 +21,16 @@ class RunSummary(BaseModel):
     spec: str = ""
     started: datetime | None = None
     ended: datetime | None = None
+
+    def row(self) -> dict[str, str]:
+        """The run as `list --json` prints it and the runs page shows it."""
+        return {
+            "run_id": self.run_id,
+            "status": self.status,
+            "spec": self.spec,
+            "started": _iso(self.started) or "",
+            "ended": _iso(self.ended) or "",
+        }
 
 
 class Progress(BaseModel):
@@ -43,6 +54,118 @@ class RunResult(BaseModel):
     @property
     def completed(self) -> bool:
         return self.status == "completed"
+
+
+class RunInfo(BaseModel):
+    """Where a run is, as Temporal tells it: whether it still runs, and the task queue it waits on."""
+
+    run_id: str
+    running: bool
+    task_queue: str
+
+
+class Look(BaseModel):
+    """A running run's state if a worker answered for it now, and whether a live worker polls its queue."""
+
+    state: RunState | None
+    polled: bool
+
+
+class UnderWay(BaseModel):
+    """What a run's activities are doing now: each agent's reply so far (by the step's run key), and
+    retries not told of yet."""
+
+    so_far: dict[str, Partial] = {}
+    retries: list[Retry] = []
+
+
+class Retry(BaseModel):
+    """An agent call or another activity Temporal is retrying: its last failure and when it tries again."""
+
+    activity_id: str
+    activity: str  # run_agent, run_tool, …
+    attempt: int  # the attempt under way or next: 2 for the first retry
+    task: str = ""  # the step's run key, where the call's input names it
+    agent: str = ""
+    why: str = ""
+    maximum_attempts: int = 0  # 0: no limit
+    retry_in_s: float | None = None
+
+
+class Said(BaseModel):
+    """One thing in an agent conversation, from the run's history."""
+
+    at: datetime
+    task: str
+    agent: str  # the agent's id; the tool's name for a tool call and its result
+    kind: Literal["prompt", "reply", "failed", "tool", "result"]
+    text: str
+    stderr: str = ""
+
+
+class Question(BaseModel):
+    """An open gate of a running run, as `pending` lists it (`gate` is None for a run no worker holds,
+    whose question cannot be read now: `prompt` then says how to get one)."""
+
+    run_id: str
+    spec: str
+    gate: str | None
+    kind: str | None
+    prompt: str
+    choices: list[str] = []
+    waiting_since: str | None = None  # ISO 8601, to the second
+    timeout_at: str | None = None
+
+
+class Unanswered(BaseModel):
+    """A running run no worker holds now; `waiting` when it said, last time a worker held it, that it
+    waits for a person; `fix` how to get a worker to it."""
+
+    run_id: str
+    spec: str
+    waiting: bool
+    fix: str
+
+
+class Pending(BaseModel):
+    """What people are asked across runs: every open gate (oldest first), the runs whose questions
+    cannot be read, and answers queued earlier that a run refused while its gate is still open."""
+
+    questions: list[Question] = []
+    unanswered: list[Unanswered] = []
+    refused: list[tuple[str, str]] = []  # (run id, why)
+
+
+class Answered(Answer):
+    """An answer a run took, and the gate it answered."""
+
+    gate: str
+
+
+class Limits(BaseModel):
+    """What a person raises a paused budget to, and says with it."""
+
+    tokens: int | None = None
+    usd: float | None = None
+    iterations: int | None = None
+    comment: str = ""
+    by: str = ""
+
+
+class Raised(BaseModel):
+    """A budget a run raised, and which one (`budget`, or `budget:STEP` for a step's)."""
+
+    gate: str
+    budget: Budget
+
+
+class ForkPlan(BaseModel):
+    """A fork ready to start: its input, the task queue it goes on, and what to tell the person."""
+
+    input: RunInput
+    task_queue: str
+    notes: list[str] = []  # about the step chosen to go on from
+    warnings: list[str] = []  # about changes that may not do what was meant
 
 
 class _Event(BaseModel):
@@ -116,3 +239,7 @@ RunEvent = Annotated[
     StepStarted | StepFinished | PartialOutput | QuestionOpened | QuestionAnswered | NoteDelivered | RunEnded,
     Field(discriminator="kind"),
 ]
+
+
+def _iso(moment: datetime | None) -> str | None:
+    return moment.isoformat(timespec="seconds") if moment else None

@@ -10,29 +10,9 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 from temporalio.service import RPCError
 
-from agentrun import spelling
+from agentrun.explain.waiting import NO_WORKER, hint
 from agentrun.models import contract
 from agentrun.models.contract import RunInput, RunState
-
-# The warning fetch_state gives such a run; `pending` looks for it.
-NO_WORKER = "no worker is answering for this run"
-
-
-def worker_command(task_queue: str) -> str:
-    """How to start a worker for runs on this queue."""
-    return spelling.worker() + ("" if task_queue == contract.TASK_QUEUE else f" --task-queue {task_queue}")
-
-
-def hint(run_id: str, task_queue: str, polled: bool = False) -> str:
-    """What to do when no worker runs `run_id`; `polled` when a worker polls its queue but did not answer."""
-    if polled:
-        why = f"a worker polls task queue '{task_queue}' but did not answer for this run"
-    else:
-        why = f"no worker polls task queue '{task_queue}', so nothing runs it"
-    return (
-        f"{why}: start one with `{worker_command(task_queue)}`, "
-        f"or run one here with `{spelling.client()} watch {run_id} --worker`"
-    )
 
 
 async def state(client: Client, run_id: str, task_queue: str, polled: bool) -> RunState:
@@ -68,10 +48,3 @@ async def start_input(client: Client, run_id: str) -> RunInput | None:
     except (RPCError, ValueError, TypeError):  # a run of another shape than this client knows
         return None
     return None
-
-
-def notes(state: RunState) -> list[str]:
-    """What a state built here says beyond the marker: why nothing is known, and what to do."""
-    if NO_WORKER not in state.warnings:
-        return []
-    return state.warnings[state.warnings.index(NO_WORKER) + 1 :]

@@ -1,5 +1,5 @@
-"""Activity retries as a person following a run reads them: one line per retry, from the run's
-pending activities in Temporal (so they show whichever worker runs the agent).
+"""Activity retries as a person following a run sees them: one per retry, from the run's pending
+activities in Temporal (so they show whichever worker runs the agent).
 
 A retry happens on the server, out of the workflow's sight until the activity ends, so the run's own
 state cannot tell; Temporal's description of the run can.
@@ -14,28 +14,28 @@ from temporalio.api.history.v1 import HistoryEvent
 from temporalio.api.workflow.v1 import PendingActivityInfo
 from temporalio.client import Client, WorkflowExecutionDescription
 
-_UNREACHABLE = ("ConnectError", "ConnectTimeout", "connection failed", "Connection refused")
+from agentrun.client.models import Retry
 
 
 class Retries:
-    """Lines for the retries of a run's activities not shown yet."""
+    """The retries of a run's activities not told yet."""
 
     def __init__(self, client: Client, run_id: str):
         self.client, self.run_id = client, run_id
         self.shown: set[tuple[str, int]] = set()
         self.inputs: dict[str, dict[str, Any]] = {}  # activity id -> its input, for the task and agent
 
-    async def lines(self, description: WorkflowExecutionDescription | None = None) -> list[str]:
+    async def new(self, description: WorkflowExecutionDescription | None = None) -> list[Retry]:
         """`description`: the run's, when the caller has it already."""
         description = description or await self.client.get_workflow_handle(self.run_id).describe()
-        lines = []
+        found = []
         for pending in description.raw_description.pending_activities:
             seen = (pending.activity_id, pending.attempt)
             if pending.attempt < 2 or not pending.HasField("last_failure") or seen in self.shown:
                 continue
             self.shown.add(seen)
-            lines.append(line(pending, await self._input(pending.activity_id)))
-        return lines
+            found.append(_retry(pending, await self._input(pending.activity_id)))
+        return found
 
     async def _input(self, activity_id: str) -> dict[str, Any]:
         """What the activity was given (its task id, its agent id), read once from the run's history."""
@@ -52,20 +52,19 @@ class Retries:
         return self.inputs.get(activity_id, {})
 
 
-def line(pending: PendingActivityInfo, given: dict[str, Any]) -> str:
-    """`↺ build: agent 'coder' unreachable, retry 1 of 4 in 1s (why)`."""
+def _retry(pending: PendingActivityInfo, given: dict[str, Any]) -> Retry:
     failure = pending.last_failure
-    why = failure.message or failure.application_failure_info.type or "failed"
-    task = given.get("task_id") or pending.activity_type.name
-    agent = given.get("agent_id")
-    what = f"agent '{agent}'" if agent else pending.activity_type.name
-    how = "unreachable" if any(mark in why for mark in _UNREACHABLE) else "failed"
-    retries = f"retry {pending.attempt - 1}"
-    if pending.maximum_attempts:
-        retries += f" of {pending.maximum_attempts - 1}"
-    if pending.HasField("current_retry_interval"):
-        retries += f" in {pending.current_retry_interval.ToTimedelta().total_seconds():g}s"
-    return f"  ↺ {task}: {what} {how}, {retries} ({why})"
+    interval = pending.current_retry_interval if pending.HasField("current_retry_interval") else None
+    return Retry(
+        activity_id=pending.activity_id,
+        activity=pending.activity_type.name,
+        attempt=pending.attempt,
+        task=str(given.get("task_id") or ""),
+        agent=str(given.get("agent_id") or ""),
+        why=failure.message or failure.application_failure_info.type or "failed",
+        maximum_attempts=pending.maximum_attempts,
+        retry_in_s=interval.ToTimedelta().total_seconds() if interval else None,
+    )
 
 
 async def lost_workers(client: Client, run_id: str) -> list[str]:

@@ -8,25 +8,32 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError
+from temporalio.service import RPCError
 
-from agentrun.client import events, humans
-from agentrun.client.models import Progress, RunEvent, RunResult
+from agentrun.client import conversation, elements, events, fork, humans, launch, retries
+from agentrun.client.models import (
+    Answered,
+    ForkPlan,
+    Limits,
+    Look,
+    Progress,
+    Raised,
+    RunEvent,
+    RunInfo,
+    RunResult,
+    Said,
+    UnderWay,
+)
 from agentrun.client.no_worker import start_input
 from agentrun.client.partial import partials
 from agentrun.client.runs import describe, fetch_state, state_if_polled
+from agentrun.errors import Unavailable
 from agentrun.explain.changes import Wanted
-from agentrun.ids import GateId
+from agentrun.ids import new_run_id
 from agentrun.lang import ir
-from agentrun.lang.ir import Budget
-from agentrun.models.contract import (
-    RUN_BUDGET_GATE,
-    Answer,
-    AnswerInput,
-    BudgetInput,
-    Note,
-    NoteInput,
-    RunState,
-)
+from agentrun.models.calls import Partial
+from agentrun.models.contract import AnswerInput, BudgetInput, Note, NoteInput, RunState
+from agentrun.models.elements import Page
 
 POLL_S = 0.5  # how often a follower asks a running run for its state
 
@@ -39,6 +46,8 @@ class Run:
         self._client = client
         self.id = run_id
         self.last_event: str | None = None  # the id of the last event events() told
+        self._retries = retries.Retries(client, run_id)  # what under_way() has told of
+        self._queue: str | None = None  # the run's task queue, once read (a run keeps its queue)
 
     def __repr__(self) -> str:
         return f"Run({self.id!r})"
@@ -47,6 +56,56 @@ class Run:
         """The run's state now: from the worker that holds it, or from its record once it ended.
         Raises NoSuchRun."""
         return await fetch_state(self._client, self.id)
+
+    async def info(self) -> RunInfo:
+        """Whether the run still runs and which task queue it waits on. Raises NoSuchRun."""
+        desc = await describe(self._client, self.id)
+        self._queue = desc.task_queue
+        return RunInfo(
+            run_id=self.id, running=desc.status == WorkflowExecutionStatus.RUNNING, task_queue=desc.task_queue
+        )
+
+    async def look(self) -> Look:
+        """The state of the running run if a worker answers for it now (within a fraction of a second
+        when none polls its queue), and whether a live worker polls it."""
+        queue = self._queue or (await self.info()).task_queue
+        state, polled = await state_if_polled(self._client, self._client.get_workflow_handle(self.id), queue)
+        return Look(state=state, polled=polled)
+
+    async def under_way(self) -> UnderWay:
+        """What the run's activities are doing now: each agent's reply so far, and the retries this
+        handle has not told of yet."""
+        desc = await describe(self._client, self.id)
+        return UnderWay(so_far=await partials(self._client, self.id, desc), retries=await self._retries.new(desc))
+
+    async def so_far(self) -> dict[str, Partial]:
+        """What each agent call under way has written so far, by the step's run key. Raises
+        Unavailable when Temporal does not answer."""
+        try:
+            return await partials(self._client, self.id)
+        except RPCError as exc:
+            raise Unavailable(f"Temporal did not say what run {self.id} is doing: {exc.message}") from None
+
+    async def ended(self) -> None:
+        """Wait until the run ends, however it ends."""
+        try:
+            await self._client.get_workflow_handle(self.id).result()
+        except WorkflowFailureError:
+            pass  # failed, cancelled or terminated: its state says how
+
+    async def lost_workers(self) -> list[str]:
+        """The steps retried because their worker stopped answering: `build (attempt 2)`."""
+        return await retries.lost_workers(self._client, self.id)
+
+    async def elements(self, map_step: str, page: int = 1, limit: int = elements.DEFAULT_LIMIT) -> Page:
+        """A page of a map step's elements (from its batches for a batched map). Raises UsageError
+        for a run without that map or a page past its last."""
+        return await elements.page(self._client, await self.status(), map_step, page, limit)
+
+    def conversation(self, follow: bool = False) -> AsyncIterator[Said]:
+        """What was said to each agent and what it answered, in order, from the run's history;
+        `follow`: go on as the run does, until it ends."""
+        return conversation.conversation(self._client, self.id, follow)
 
     async def progress(self) -> Progress:
         """The run's state and what its agents have written so far, read together."""
@@ -63,10 +122,7 @@ class Run:
 
     async def result(self) -> RunResult:
         """Wait for the run to end; what it ended with (a failed run is a result too)."""
-        try:
-            await self._client.get_workflow_handle(self.id).result()
-        except WorkflowFailureError:
-            pass  # failed, cancelled or terminated: its state says how
+        await self.ended()
         state = await self.status()
         return RunResult(
             run_id=self.id,
@@ -108,28 +164,44 @@ class Run:
 
     async def answer(
         self, value: str, gate: str | None = None, comment: str = "", by: str = "", wait_s: float = 60
-    ) -> Answer:
+    ) -> Answered:
         """Answer a gate (`approve`/`reject` an approval); `gate` may be left out when only one is
-        open. Raises Refused with the run's reason, NoWorker if no worker took it in `wait_s`."""
-        if gate is None:
-            gate = humans.only_open_gate(self.id, await self.status(), value)
-        given = AnswerInput(gate=GateId(gate), value=value, comment=comment, by=by)
-        return await humans.answer_gate(self._client, self.id, given, wait_s)
+        open. Waits up to `wait_s` for a worker to hold the run. Raises Refused with the run's reason,
+        NoWorker if no worker took it in time."""
+        return await humans.answer(self._client, self.id, value, gate, comment, by, wait_s)
+
+    async def queue_answer(self, value: str, gate: str | None = None, comment: str = "", by: str = "") -> AnswerInput:
+        """Write an answer to the run's history for whichever worker takes the run next (the run
+        checks it then: a refusal shows in `Engine.pending()`)."""
+        return await humans.queue_answer(self._client, self.id, value, gate, comment, by)
 
     async def raise_budget(
         self,
-        gate: str = RUN_BUDGET_GATE,
+        gate: str | None = None,
         tokens: int | None = None,
         usd: float | None = None,
         iterations: int | None = None,
         comment: str = "",
         by: str = "",
         wait_s: float = 60,
-    ) -> Budget:
-        """Raise the budget a run paused on (`budget`, or `budget:STEP` for a step's). Raises Refused,
-        NoWorker."""
-        raised = BudgetInput(gate=GateId(gate), tokens=tokens, usd=usd, iterations=iterations, comment=comment, by=by)
-        return await humans.raise_gate(self._client, self.id, raised, wait_s)
+    ) -> Raised:
+        """Raise the budget a run paused on (`budget`, or `budget:STEP` for a step's; the one paused
+        when left out). Raises Refused, NoWorker."""
+        given = Limits(tokens=tokens, usd=usd, iterations=iterations, comment=comment, by=by)
+        return await humans.raise_budget(self._client, self.id, gate, given, wait_s)
+
+    async def queue_budget(
+        self,
+        gate: str | None = None,
+        tokens: int | None = None,
+        usd: float | None = None,
+        iterations: int | None = None,
+        comment: str = "",
+        by: str = "",
+    ) -> BudgetInput:
+        """Write a budget raise to the run's history for whichever worker takes the run next."""
+        given = Limits(tokens=tokens, usd=usd, iterations=iterations, comment=comment, by=by)
+        return await humans.queue_budget(self._client, self.id, gate, given)
 
     async def say(self, text: str, step: str = "", by: str = "", wait_s: float = 60) -> Note:
         """A note for the next prompt of `step` (of any step when ""). Raises Refused, NoWorker."""
@@ -155,15 +227,18 @@ class Run:
     ) -> Run:
         """A new run of this run's plan that takes over every step before `at` and goes on from
         there with the changes given; it waits on its queue for a worker."""
-        from agentrun.client import fork, start
-
         wanted = Wanted(
             param=[f"{k}={json.dumps(v)}" for k, v in (params or {}).items()],
             set=[f"memory.{k}={json.dumps(v)}" for k, v in (memory or {}).items()],
             prompt=[f"{k}={v}" for k, v in (prompts or {}).items()],
         )
-        inp, queue = await fork.forked_input(self._client, self.id, at, wanted, task_queue)
-        new_id = run_id or start.new_run_id(inp.plan.name)
-        inp.search_attributes = await start.ensure_search_attributes(self._client)
-        await start.start_run(self._client, inp, new_id, queue)
+        planned = await self.prepare_fork(at, wanted, task_queue)
+        new_id = run_id or new_run_id(planned.input.plan.name)
+        planned.input.search_attributes = await launch.ensure_search_attributes(self._client)
+        await launch.start_run(self._client, planned.input, new_id, planned.task_queue)
         return Run(self._client, new_id)
+
+    async def prepare_fork(self, at: str, changes: Wanted, task_queue: str | None = None) -> ForkPlan:
+        """What `fork()` starts, not started yet: the input, the queue, and notes for the person.
+        `changes` as the command line gives them (`KEY=VALUE`, `memory.KEY=VALUE`, `STEP=TEXT`)."""
+        return await fork.forked_input(self._client, self.id, at, changes, task_queue)

@@ -24,7 +24,7 @@ from temporalio.client import (
 from temporalio.service import RPCError
 
 from agentrun.client import no_worker
-from agentrun.errors import Unavailable, UsageError, UserError
+from agentrun.errors import NoSuchRun, NoWorker, UsageError
 from agentrun.models import contract
 from agentrun.models.contract import RunState, RunStatus, StepRecord
 
@@ -46,14 +46,6 @@ ANSWER_S = 0.25  # a worker that holds the run answers a query well within this
 # After a worker dies the server sends its runs' queries to the dead worker's own (sticky) queue
 # until it gives up on it, about 10 s; then a live worker on the run's task queue answers.
 RESTART_PATIENCE_S = 25.0
-
-
-class NoSuchRun(UserError):
-    pass
-
-
-class NoWorker(Unavailable):
-    """No worker took what was sent to a run in time (exit code 3)."""
 
 
 async def describe(client: Client, run_id: str) -> WorkflowExecutionDescription:

@@ -1,9 +1,10 @@
 """`python -m client mcp`: the behaviour-tree tools over MCP (the official SDK), stdio by default,
-streamable HTTP with `--http PORT`. Each tool is one call to `client.executions`; the server keeps
+streamable HTTP with `--http PORT`. Each tool is one call to the engine's `executions`; the server keeps
 nothing of its own, so it can be killed and started again at any time."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -16,9 +17,9 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ListRootsResult
 from pydantic import Field
 
-from agentrun.client import executions
+from agentrun.caller import user
 from agentrun.client.engine import Engine
-from agentrun.client.executions import ExecutionError
+from agentrun.errors import ExecutionError
 from agentrun.lang import roots as read_roots
 from agentrun.models import limits
 from agentrun.models.driven import DrivenReply
@@ -53,11 +54,10 @@ def build(engine: Engine, task_queue: str, roots: tuple[str, ...] = ()) -> MCPSe
         f"Temporal server takes it; it is marked as sent through MCP, and at most {limits.NOTE_CHARS} characters."
     )
     async def say(run_id: str, text: str, step: str = "", by: str = "") -> dict[str, Any]:
-        from agentrun.client import humans  # the one tool about runs rather than executions
         from agentrun.errors import UserError
 
         # The agent on the other end speaks for the person who started this server, not as them.
-        sender = f"{by or humans.user() or 'someone'} via MCP"
+        sender = f"{by or user() or 'someone'} via MCP"
         try:
             note = await engine.run(run_id).say(text, step, sender)
         except UserError as exc:
@@ -73,19 +73,19 @@ def build(engine: Engine, task_queue: str, roots: tuple[str, ...] = ()) -> MCPSe
         client_roots: ClientRoots,
     ) -> dict[str, Any]:
         with read_roots.within(own_roots + root_folders(client_roots)):
-            return await call(executions.start_execution(engine.temporal, tree_uri, trace_output, task_queue))
+            return await call(engine.executions.start(tree_uri, trace_output, task_queue))
 
     @server.tool(description="Where an existing execution is: its status, phase and whether the protocol is accepted.")
     async def resume_execution(trace_output: TraceOutput) -> dict[str, Any]:
-        return await call(executions.resume_execution(engine.temporal, trace_output))
+        return await call(engine.executions.resume(trace_output))
 
     @server.tool(description="Start an execution over: state seeded again, progress and trace cleared.")
     async def reset_execution(trace_output: TraceOutput) -> dict[str, Any]:
-        return await call(executions.reset_execution(engine.temporal, trace_output))
+        return await call(engine.executions.reset(trace_output))
 
     @server.tool(description="The next step: an evaluate, an instruct, or {status: done | failure}.")
     async def next_step(trace_output: TraceOutput) -> dict[str, Any]:
-        return _reply(await call(executions.next_step(engine.temporal, trace_output)))
+        return _reply(await call(engine.executions.next_step(trace_output)))
 
     @server.tool(name="eval", description="Answer an evaluate step: true if the precondition holds.")
     async def eval_(
@@ -93,7 +93,7 @@ def build(engine: Engine, task_queue: str, roots: tuple[str, ...] = ()) -> MCPSe
         result: Annotated[bool, Field(description="true to advance, false to fail the action.")],
         note: Note = None,
     ) -> dict[str, Any]:
-        return _reply(await call(executions.eval_step(engine.temporal, trace_output, result, note or "")))
+        return _reply(await call(engine.executions.eval_step(trace_output, result, note or "")))
 
     @server.tool(description="Report an instruct step: success, failure, or running (not finished yet).")
     async def submit(
@@ -101,27 +101,27 @@ def build(engine: Engine, task_queue: str, roots: tuple[str, ...] = ()) -> MCPSe
         status: Literal["success", "failure", "running"],
         note: Note = None,
     ) -> dict[str, Any]:
-        return _reply(await call(executions.submit(engine.temporal, trace_output, status, note or "")))
+        return _reply(await call(engine.executions.submit(trace_output, status, note or "")))
 
     @server.tool(description="Record a thought in the execution's trace.")
     async def think(trace_output: TraceOutput, thought: str) -> dict[str, Any]:
-        return _reply(await call(executions.think(engine.temporal, trace_output, thought)))
+        return _reply(await call(engine.executions.think(trace_output, thought)))
 
     @server.tool(description="Read $VAR, the blackboard: all of it, or one dotted path.")
     async def var_read(trace_output: TraceOutput, path: Path = None) -> dict[str, Any]:
-        return _object(await call(executions.var_read(engine.temporal, trace_output, path)))
+        return _object(await call(engine.executions.var_read(trace_output, path)))
 
     @server.tool(description="Write a $VAR value; the value is JSON-parsed when it parses, else kept as text.")
     async def var_write(trace_output: TraceOutput, path: str, value: str) -> dict[str, Any]:
-        return _reply(await call(executions.var_write(engine.temporal, trace_output, path, parsed(value))))
+        return _reply(await call(engine.executions.var_write(trace_output, path, parsed(value))))
 
     @server.tool(description="Read $CONST, the read-only values: all of them, or one dotted path.")
     async def const_read(trace_output: TraceOutput, path: Path = None) -> dict[str, Any]:
-        return _object(await call(executions.const_read(engine.temporal, trace_output, path)))
+        return _object(await call(engine.executions.const_read(trace_output, path)))
 
     @server.tool(description="The whole execution document: status, phase, cursor, blackboard and trace.")
     async def get_execution(trace_output: TraceOutput) -> dict[str, Any]:
-        return await call(executions.get_execution(engine.temporal, trace_output))
+        return await call(engine.executions.get(trace_output))
 
     @server.tool(description="A slice of the execution's trace: entries from `from` up to, not including, `to`.")
     @_keywords({"from": "start", "to": "end"})
@@ -130,7 +130,7 @@ def build(engine: Engine, task_queue: str, roots: tuple[str, ...] = ()) -> MCPSe
         start: Annotated[int | None, Field(alias="from", description="The first entry, from 0.")] = None,
         end: Annotated[int | None, Field(alias="to", description="The entry to stop before.")] = None,
     ) -> dict[str, Any]:
-        return await call(executions.read_trace(engine.temporal, trace_output, start, end))
+        return await call(engine.executions.read_trace(trace_output, start, end))
 
     return server
 
@@ -191,10 +191,8 @@ async def serve(
     engine: Engine, task_queue: str, http_port: int | None, worker: bool, roots: tuple[str, ...] = ()
 ) -> None:
     """Serve the tools until the MCP client goes away, with a worker for the runs unless told not to."""
-    from agentrun.client.start import local_worker
-
     server = build(engine, task_queue, roots)
-    async with local_worker(engine.temporal, task_queue, needed=worker):
+    async with engine.worker(task_queue) if worker else contextlib.nullcontext():
         if http_port:
             await server.run_streamable_http_async(host="127.0.0.1", port=http_port)
         else:

@@ -21,9 +21,8 @@ from starlette.responses import HTMLResponse, PlainTextResponse, Response, Strea
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from agentrun.client import humans
 from agentrun.client.engine import Engine
-from agentrun.errors import Unavailable, UserError
+from agentrun.errors import Refused, Unavailable, UsageError, UserError
 from agentrun.ids import GateId
 from agentrun.lang.ir import APPROVE, REJECT
 from agentrun.models import run_words
@@ -96,7 +95,7 @@ async def _runs(request: Request) -> Response:
     shown = {"status": status, "spec": spec, "statuses": statuses}
     try:
         if status is not None and status not in statuses:
-            raise humans.UsageError(f"status '{status}' is none of {', '.join(statuses)}")
+            raise UsageError(f"status '{status}' is none of {', '.join(statuses)}")
         limit = _positive(request.query_params.get("limit") or str(LIST_LIMIT), "limit")
         rows = await pages.runs(_engine(request), cast(RunStatus | None, status), spec, limit)
     except UserError as exc:
@@ -106,7 +105,7 @@ async def _runs(request: Request) -> Response:
 
 def _positive(text: str, name: str) -> int:
     if not text.isdecimal() or not text.isascii() or int(text) <= 0:  # '²' is a digit int() cannot read
-        raise humans.UsageError(f"{name} '{text}' is not a whole number above 0")
+        raise UsageError(f"{name} '{text}' is not a whole number above 0")
     return int(text)
 
 
@@ -159,7 +158,7 @@ def _foreign(request: Request) -> bool:
 
 def _code(exc: UserError) -> int:
     """409 when the run refused it, 503 when no worker took it, 400 for anything else."""
-    return 409 if isinstance(exc, humans.Refused) else 503 if isinstance(exc, Unavailable) else 400
+    return 409 if isinstance(exc, Refused) else 503 if isinstance(exc, Unavailable) else 400
 
 
 async def _answer(request: Request) -> Response:
@@ -180,7 +179,7 @@ async def _answer(request: Request) -> Response:
 async def _send(engine: Engine, form: FormData, run_id: str, gate: GateId) -> str:
     action, by, comment = str(form.get("action", "")), str(form.get("by", "")).strip(), str(form.get("comment", ""))
     if action == "budget":
-        budget = await engine.run(run_id).raise_budget(
+        raised = await engine.run(run_id).raise_budget(
             gate,
             tokens=_number(form, "tokens", int),
             usd=_number(form, "usd", float),
@@ -189,7 +188,7 @@ async def _send(engine: Engine, form: FormData, run_id: str, gate: GateId) -> st
             by=by,
             wait_s=WAIT_S,
         )
-        return f"budget {gate} raised to {limits_text(budget)}"
+        return f"budget {raised.gate} raised to {limits_text(raised.budget)}"
     value = {"approve": APPROVE, "reject": REJECT}.get(action) or str(form.get("value", ""))
     answer = await engine.run(run_id).answer(value, gate, comment=comment, by=by, wait_s=WAIT_S)
     return f"gate {gate} answered: {answer.value}"
@@ -202,7 +201,7 @@ def _number(form: FormData, name: str, kind: Callable[[str], Any]) -> Any:
     try:
         return kind(text)
     except ValueError:
-        raise humans.UsageError(f"{name} '{text}' is not a number") from None
+        raise UsageError(f"{name} '{text}' is not a number") from None
 
 
 async def _inbox_events(request: Request) -> Response:

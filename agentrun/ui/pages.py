@@ -6,10 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from agentrun.client import humans, listing, status
 from agentrun.client.engine import Engine
 from agentrun.errors import UsageError
-from agentrun.explain import flowchart, graph, report
+from agentrun.explain import flowchart, gates, graph, report, status
 from agentrun.lang import ir
 from agentrun.models import run_words
 from agentrun.models.calls import Partial
@@ -42,7 +41,7 @@ def questions_of(state: RunState) -> list[Question]:
             run_id=state.run_id,
             spec=state.spec,
             gate=gate,
-            choices=humans.choices(gate),
+            choices=gates.choices(gate),
             draft=state.outputs.get(gate.node, "") if gate.kind == "approval" else "",
             spent=_spent(state) if gate.kind == "budget" else "",
             corrects=gate.kind == "approval" and gate.name.endswith(SUPERVISE_GATE),
@@ -63,7 +62,7 @@ def _spent(state: RunState) -> str:
 
 async def runs(engine: Engine, status_filter: RunStatus | None, spec: str | None, limit: int) -> list[dict[str, Any]]:
     """The runs `list` shows for the same filters, newest first."""
-    return [listing.as_row(run) for run in await engine.runs(status_filter, spec, limit)]
+    return [run.row() for run in await engine.runs(status_filter, spec, limit)]
 
 
 @dataclass

@@ -1,5 +1,5 @@
 """Following a run: a line per task, gate and compensation event, a live status line on a terminal
-with the reply so far of each running step under it (client.tails), answering open gates inline when
+with the reply so far of each running step under it (explain.tails), answering open gates inline when
 a prompter is given, the final state."""
 
 from __future__ import annotations
@@ -11,22 +11,23 @@ from pathlib import Path
 from rich.console import Console, Group
 from rich.live import Live
 from rich.spinner import Spinner
-from temporalio.client import Client, WorkflowFailureError
 
-from agentrun.client.humans import Prompter, answer_inline, gate_line
-from agentrun.client.no_worker import hint
-from agentrun.client.partial import partials
-from agentrun.client.retries import Retries
-from agentrun.client.runs import describe, fetch_state, state_if_polled
+from agentrun.cli.asking import Prompter, answer_inline
+from agentrun.client.models import Retry
+from agentrun.client.run import Run
 from agentrun.explain import tool_uses
+from agentrun.explain.gates import gate_line
 from agentrun.explain.tails import STALL_S, Tails
+from agentrun.explain.waiting import hint
 from agentrun.models import run_words
+from agentrun.models.calls import Partial
 from agentrun.models.contract import CompensationResult, Gate, RunState, TaskState, ToolUse, open_gates
+
+_UNREACHABLE = ("ConnectError", "ConnectTimeout", "connection failed", "Connection refused")
 
 
 async def follow(
-    client: Client,
-    run_id: str,
+    run: Run,
     console: Console,
     poll_s: float = 0.5,
     prompter: Prompter | None = None,
@@ -36,33 +37,27 @@ async def follow(
     """Print the run's events until it ends. With a prompter, each open question is put to it once;
     `log` is where the worker in this process writes the detail of failures; an agent that writes
     nothing for `stall_s` is said to, once."""
-    handle = client.get_workflow_handle(run_id)
-    queue = (await describe(client, run_id)).task_queue
-    ended = asyncio.ensure_future(_wait(handle))
-    printer = _Printer(console, run_id, log)
-    retries = Retries(client, run_id)
+    queue = (await run.info()).task_queue
+    ended = asyncio.ensure_future(run.ended())
+    printer = _Printer(console, run.id, log)
     asked: set[str] = set()
     started = time.monotonic()
     tails = Tails(stall_s)
     spinner = Spinner("dots", "starting…")
     with Live(Group(spinner, tails), console=console, transient=True, refresh_per_second=8) as status:
         while not ended.done():
-            state, polled = await state_if_polled(client, handle, queue)
+            look = await run.look()
+            state = look.state
             if state is None:
                 # A worker that has just restarted takes the run within seconds: only say so when none polls.
-                if not polled:
-                    printer.once(f"  ! {hint(run_id, queue)}")
+                if not look.polled:
+                    printer.once(f"  ! {hint(run.id, queue)}")
                 spinner.update(text=f"waiting for a worker · {time.monotonic() - started:.0f}s")
                 await asyncio.wait([ended], timeout=poll_s)
                 continue
             printer.show(state)
             running = {t.id for t in state.tasks.values() if t.status == "running"}
-            if running:
-                description = await handle.describe()
-                printer.retries(await retries.lines(description))
-                so_far = await partials(client, run_id, description)
-            else:
-                so_far = {}
+            so_far = await _under_way(run, printer) if running else {}
             warnings, grown = tails.update(so_far, running, console.is_terminal)
             printer.plain(warnings, style="yellow")
             printer.plain(grown)
@@ -76,20 +71,33 @@ async def follow(
             if gate and prompter:
                 asked.add(gate.id)
                 status.stop()  # the spinner would overwrite the question
-                await answer_inline(handle, gate, prompter, console)
+                await answer_inline(run, gate, prompter, console)
                 status.start()
                 continue
             await asyncio.wait([ended], timeout=poll_s)
-    final = await fetch_state(client, run_id)
+    final = await run.status()
     printer.show(final)
     return final
 
 
-async def _wait(handle) -> None:
-    try:
-        await handle.result()
-    except WorkflowFailureError:
-        pass  # the state says why; the report shows it
+async def _under_way(run: Run, printer: _Printer) -> dict[str, Partial]:
+    """Print the retries not shown yet; what each running agent has written so far."""
+    now = await run.under_way()
+    printer.retries([retry_line(retry) for retry in now.retries])
+    return now.so_far
+
+
+def retry_line(retry: Retry) -> str:
+    """`↺ build: agent 'coder' unreachable, retry 1 of 4 in 1s (why)`."""
+    task = retry.task or retry.activity
+    what = f"agent '{retry.agent}'" if retry.agent else retry.activity
+    how = "unreachable" if any(mark in retry.why for mark in _UNREACHABLE) else "failed"
+    retries = f"retry {retry.attempt - 1}"
+    if retry.maximum_attempts:
+        retries += f" of {retry.maximum_attempts - 1}"
+    if retry.retry_in_s is not None:
+        retries += f" in {retry.retry_in_s:g}s"
+    return f"  ↺ {task}: {what} {how}, {retries} ({retry.why})"
 
 
 def _live_line(state: RunState, elapsed: float) -> str:

@@ -1,16 +1,11 @@
-"""`client diff RUN_A RUN_B`: the steps whose output, status or cost differ between two runs (a run
-and its fork, two runs of one spec), a line per difference."""
+"""What `diff RUN_A RUN_B` compares: the steps whose output, status or cost differ between two runs
+(a run and its fork, two runs of one spec)."""
 
 from __future__ import annotations
 
-import argparse
 import json
 from typing import NamedTuple
 
-from rich.console import Console
-from temporalio.client import Client
-
-from agentrun.client.runs import fetch_state
 from agentrun.lang.render import clip
 from agentrun.models.contract import RunState, TaskState, dollars
 
@@ -22,23 +17,6 @@ class Difference(NamedTuple):
     what: str  # output, status or cost
     a: str
     b: str
-
-
-async def diff_command(client: Client, args: argparse.Namespace, console: Console) -> int:
-    a, b = await fetch_state(client, args.run_a), await fetch_state(client, args.run_b)
-    found = differences(a, b)
-    if args.json:
-        print(json.dumps([d._asdict() for d in found], indent=2))
-        return 0
-    if not found:
-        console.print(f"no step differs between {a.run_id} and {b.run_id}", markup=False, highlight=False)
-        return 0
-    steps = list(dict.fromkeys(d.step for d in found))
-    console.print(f"{len(steps)} step(s) differ between {a.run_id} and {b.run_id}:", markup=False, highlight=False)
-    width = max(len(d.step) for d in found)
-    for d in found:
-        console.print(f"  {d.step:<{width}}  {d.what:<6}  {d.a} → {d.b}", markup=False, highlight=False)
-    return 0
 
 
 def differences(a: RunState, b: RunState) -> list[Difference]:

@@ -1,17 +1,10 @@
-"""`status RUN`: a run's state in a few lines, or as JSON."""
+"""A run's state as `status RUN` prints it: a few lines, or JSON; the run's page shows the same."""
 
 from __future__ import annotations
 
-import argparse
-import json
+from typing import Any
 
-from rich.console import Console
-from temporalio.client import Client
-
-from agentrun.client import elements, humans, no_worker
-from agentrun.client.partial import partials
-from agentrun.client.runs import describe, fetch_state
-from agentrun.explain import report, tool_uses
+from agentrun.explain import gates, report, tool_uses, waiting
 from agentrun.models import run_words
 from agentrun.models.calls import Partial
 from agentrun.models.contract import RunState, dollars, open_gates, unsettled_refusals
@@ -19,28 +12,7 @@ from agentrun.models.contract import RunState, dollars, open_gates, unsettled_re
 SO_FAR_CHARS = 60  # of a running step's reply, on its line
 
 
-async def status_command(client: Client, args: argparse.Namespace, console: Console) -> int:
-    paged = elements.wanted(args)  # a bad combination of options is refused before the run is read
-    desc = await describe(client, args.run_id)
-    state = await fetch_state(client, args.run_id, desc)
-    so_far = await partials(client, args.run_id, desc) if state.status in ("running", "waiting") else {}
-    if paged:
-        page = await elements.page(client, state, args)
-        if args.json:
-            print(page.to_json())
-        else:
-            for line in elements.lines(page):
-                console.print(line, markup=False)
-        return 0
-    if args.json:
-        print(json.dumps(status_json(state, so_far), indent=2))
-        return 0
-    for line in lines(state, so_far):
-        console.print(line, markup=False)
-    return 0
-
-
-def status_json(state: RunState, so_far: dict[str, Partial] | None = None) -> dict:
+def status_json(state: RunState, so_far: dict[str, Partial] | None = None) -> dict[str, Any]:
     """The state; each running step with `partial`, its agent's reply so far (null before any)."""
     data = state.model_dump(mode="json", exclude={"outputs", "final_output", "step_log"})
     data["tasks"] = report.tasks_json(state)
@@ -85,9 +57,9 @@ def notes(state: RunState) -> list[str]:
         )
     for gate in open_gates(state):
         since = f" (since {gate.opened_at:%Y-%m-%d %H:%M:%S} UTC)" if gate.opened_at else ""
-        out.append(f"  {humans.gate_line(state.run_id, gate)}{since}")
+        out.append(f"  {gates.gate_line(state.run_id, gate)}{since}")
     out += [f"  ! {refusal.message}" for refusal in unsettled_refusals(state)]
-    out += [f"  ! {note}" for note in no_worker.notes(state)]
+    out += [f"  ! {note}" for note in waiting.notes(state)]
     out += [
         f"  note {n.n} from {n.sender} waits for {n.step or 'the next prompt'}: {n.text}"
         for n in state.notes
