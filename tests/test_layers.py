@@ -35,12 +35,24 @@ def test_every_layer_imports_only_those_below():
     assert "0 broken" in result.stdout
 
 
-def test_a_lower_layer_reaching_up_breaks_the_contract(tmp_path):
+def planted(tmp_path: Path, module: str, line: str) -> subprocess.CompletedProcess:
+    """lint-imports on a copy of the package with `line` added to `module` (a path under agentrun/)."""
     shutil.copytree(ROOT / "agentrun", tmp_path / "agentrun", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "pyproject.toml", tmp_path)
+    path = tmp_path / "agentrun" / module
+    path.write_text(path.read_text() + f"\n{line}  # noqa\n")
+    return lint_imports(tmp_path)
+
+
+def test_a_lower_layer_reaching_up_breaks_the_contract(tmp_path):
     # The edge that closed the old cycle: the worker naming its caller through the launcher.
-    connection = tmp_path / "agentrun" / "worker" / "connection.py"
-    connection.write_text(connection.read_text() + "\nfrom agentrun import launcher  # noqa\n")
-    result = lint_imports(tmp_path)
+    result = planted(tmp_path, "worker/connection.py", "from agentrun import launcher")
     assert result.returncode != 0
     assert "agentrun.worker.connection -> agentrun.launcher" in result.stdout
+
+
+def test_a_command_reaching_past_the_engine_breaks_the_contract(tmp_path):
+    # What the commands did before: read a run's state with Temporal's client, beside the API.
+    result = planted(tmp_path, "cli/reading.py", "from agentrun.client.runs import fetch_state")
+    assert result.returncode != 0
+    assert "agentrun.cli.reading -> agentrun.client.runs" in result.stdout
