@@ -28,7 +28,7 @@ from agentrun.workflows.failures import TaskFailed
 from agentrun.workflows.map_summary import Tally
 
 if TYPE_CHECKING:
-    from agentrun.workflows.interpreter import Interpreter
+    from agentrun.workflows.runtime import Runtime
     from agentrun.workflows.scope import RunKey, Scope
 
 # Runs recorded before batches ran every element in the run's own history.
@@ -49,7 +49,7 @@ class Part:
 
 
 class Batched:
-    def __init__(self, engine: Interpreter, node: ir.Map, scope: Scope, items: list[Any]):
+    def __init__(self, engine: Runtime, node: ir.Map, scope: Scope, items: list[Any]):
         assert scope.key is not None
         self.engine, self.node, self.scope, self.items = engine, node, scope, items
         self.key: RunKey = scope.key

@@ -40,13 +40,13 @@ from agentrun.workflows.saga import compensations
 from agentrun.workflows.scope import RunKey
 
 if TYPE_CHECKING:
-    from agentrun.workflows.interpreter import Interpreter
+    from agentrun.workflows.runtime import Runtime
     from agentrun.workflows.scope import Scope
 
 KIND = ir.Subflow
 
 
-async def execute(engine: Interpreter, node: ir.Subflow, scope: Scope) -> dict[str, Any]:
+async def execute(engine: Runtime, node: ir.Subflow, scope: Scope) -> dict[str, Any]:
     key = str(scope.key)
     graph = engine.inp.plan.subgraphs.get(node.graph)
     if graph is None:
@@ -70,7 +70,7 @@ async def execute(engine: Interpreter, node: ir.Subflow, scope: Scope) -> dict[s
 
 
 @contextlib.asynccontextmanager
-async def _holding(engine: Interpreter) -> AsyncIterator[None]:
+async def _holding(engine: Runtime) -> AsyncIterator[None]:
     """Under a run budget, hold what is left of it for the child until its spending is counted."""
     reservations = engine.conversation.reservations
     if engine.state.budget is None or engine.conversation.rolling_back or not workflow.patched(SUBGRAPH_HOLDS):
@@ -84,7 +84,7 @@ async def _holding(engine: Interpreter) -> AsyncIterator[None]:
 
 
 async def _child(
-    engine: Interpreter,
+    engine: Runtime,
     node: ir.Subflow,
     graph: ir.Graph,
     key: str,
@@ -120,7 +120,7 @@ async def _child(
     return result
 
 
-def _child_input(engine: Interpreter, node: ir.Subflow, graph: ir.Graph) -> Any:
+def _child_input(engine: Runtime, node: ir.Subflow, graph: ir.Graph) -> Any:
     """The child's run: the subgraph as its plan, the mapped memory, the parent's goal and
     constraints, agents and settings, and what is left of the parent's run budget."""
     plan, memory = engine.inp.plan, engine.state.memory
@@ -147,7 +147,7 @@ def _child_input(engine: Interpreter, node: ir.Subflow, graph: ir.Graph) -> Any:
     )
 
 
-def _left(engine: Interpreter) -> ir.Budget | None:
+def _left(engine: Runtime) -> ir.Budget | None:
     budget, state = engine.state.budget, engine.state
     if budget is None:
         return None
@@ -160,7 +160,7 @@ def _left(engine: Interpreter) -> ir.Budget | None:
     )
 
 
-def _count(engine: Interpreter, scope: Scope, task: TaskState, child: RunState) -> None:
+def _count(engine: Runtime, scope: Scope, task: TaskState, child: RunState) -> None:
     """What the child spent, counted on the parent: its run, its models, the node and its budgets."""
     state = engine.state
     for model, spent in child.usage_by_model.items():
@@ -176,7 +176,7 @@ def _count(engine: Interpreter, scope: Scope, task: TaskState, child: RunState) 
     state.iteration_count += child.iteration_count
 
 
-def _adopt_undos(engine: Interpreter, node: ir.Subflow, graph: ir.Graph, child: RunState) -> None:
+def _adopt_undos(engine: Runtime, node: ir.Subflow, graph: ir.Graph, child: RunState) -> None:
     """The child's compensation stack, bottom first, onto the parent's."""
     undos = compensations(ir.walk(graph))
     for entry, (comp_id, elements, output) in zip(child.compensation_stack, child.compensation_undos):
@@ -184,7 +184,7 @@ def _adopt_undos(engine: Interpreter, node: ir.Subflow, graph: ir.Graph, child: 
         engine.saga.adopt(action, undos[comp_id], RunKey(comp_id, tuple(elements)), output)
 
 
-def _outputs(engine: Interpreter, node: ir.Subflow, child: RunState, child_id: str) -> dict[str, Any]:
+def _outputs(engine: Runtime, node: ir.Subflow, child: RunState, child_id: str) -> dict[str, Any]:
     """The child's memory keys that output_mapping brings back, under their parent names, each
     carrying the child's taint mark."""
     found = {}

@@ -18,13 +18,13 @@ from agentrun.workflows.failures import TaskFailed
 
 if TYPE_CHECKING:
     from agentrun.models.contract import TaskState
-    from agentrun.workflows.interpreter import Interpreter
+    from agentrun.workflows.runtime import Runtime
     from agentrun.workflows.scope import Scope
 
 
 class PlainProtocol:
     async def perform(
-        self, engine: Interpreter, node: ir.Task, scope: Scope, task: TaskState, retry_error: str | None
+        self, engine: Runtime, node: ir.Task, scope: Scope, task: TaskState, retry_error: str | None
     ) -> Any:
         """One prompt, a non-empty reply, then the output checks of its spec."""
         key = str(scope.key)
@@ -47,7 +47,7 @@ class PlainProtocol:
 PLAIN = PlainProtocol()
 
 
-async def _validate(engine: Interpreter, node: ir.Task, scope: Scope, reply: str) -> Any:
+async def _validate(engine: Runtime, node: ir.Task, scope: Scope, reply: str) -> Any:
     key = str(scope.key)
     arg = calls.ValidateCall(
         task_id=key, text=reply, format=node.output_format, json_schema=node.output_schema, rules=node.rules
@@ -65,7 +65,7 @@ async def _validate(engine: Interpreter, node: ir.Task, scope: Scope, reply: str
     return result.value
 
 
-async def _judge(engine: Interpreter, node: ir.Task, scope: Scope, rule: str, reply: str) -> list[str]:
+async def _judge(engine: Runtime, node: ir.Task, scope: Scope, rule: str, reply: str) -> list[str]:
     """A rule of no known form is judged by the agent's model; an agent with no model flags it."""
     if not engine.conversation.can_judge(node):
         engine.state.warnings.append(

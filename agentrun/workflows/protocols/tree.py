@@ -20,7 +20,7 @@ from agentrun.workflows.failures import TaskFailed
 
 if TYPE_CHECKING:
     from agentrun.models.contract import TaskState
-    from agentrun.workflows.interpreter import Interpreter
+    from agentrun.workflows.runtime import Runtime
     from agentrun.workflows.scope import Scope
 
 NOTE_CHARS = 2_000
@@ -29,7 +29,7 @@ DETAILS_CHARS = 1_500
 
 class TreeProtocol:
     async def perform(
-        self, engine: Interpreter, node: ir.Task, scope: Scope, task: TaskState, retry_error: str | None
+        self, engine: Runtime, node: ir.Task, scope: Scope, task: TaskState, retry_error: str | None
     ) -> Any:
         step = node.tree_step
         assert step is not None
@@ -41,7 +41,7 @@ class TreeProtocol:
         return settled(str(scope.key), answer)
 
 
-def details(engine: Interpreter, node: ir.Task) -> str:
+def details(engine: Runtime, node: ir.Task) -> str:
     """What Temporal Web shows while a step runs: where the tree is, and its blackboard."""
     step = node.tree_step
     assert step is not None
@@ -49,7 +49,7 @@ def details(engine: Interpreter, node: ir.Task) -> str:
     return f"**{step.action}**: {node.protocol} step {step.index + 1}\n\n$VAR: `{clip(board, DETAILS_CHARS)}`"
 
 
-async def _asked(engine: Interpreter, node: ir.Task, scope: Scope, task: TaskState) -> Verdict | Outcome:
+async def _asked(engine: Runtime, node: ir.Task, scope: Scope, task: TaskState) -> Verdict | Outcome:
     """The agent's answer to the step; an instruct answered `running` is asked again after a
     durable wait, the wait doubling up to the plan's limit, until it is finished or out of asks."""
     pace, key = engine.inp.plan.running, str(scope.key)
@@ -69,7 +69,7 @@ async def _asked(engine: Interpreter, node: ir.Task, scope: Scope, task: TaskSta
     raise TaskFailed(key, f"still running after {pace.max_asks} asks")
 
 
-async def _one_answer(engine: Interpreter, node: ir.Task, scope: Scope, ask: int) -> Verdict | Outcome:
+async def _one_answer(engine: Runtime, node: ir.Task, scope: Scope, ask: int) -> Verdict | Outcome:
     """One reading of the agent's reply; a reply that is not the step's JSON gets one reminder."""
     values = {**engine.state.memory}
     text = tree_text.step_prompt(node, values, engine.inp.plan.constants, ask)
@@ -133,7 +133,7 @@ def record(trace: list[TraceEntry], node: ir.Task, answer: Verdict | Outcome, ou
     trace.append(entry)
 
 
-def _write_vars(engine: Interpreter, key: str, writes: dict[str, Any]) -> str | None:
+def _write_vars(engine: Runtime, key: str, writes: dict[str, Any]) -> str | None:
     """Put an answer's $VAR writes on the blackboard, and in the record of the step `key` a fork
     takes over; why not, if one names a constant (then none of them is made)."""
     constants = engine.inp.plan.constants
