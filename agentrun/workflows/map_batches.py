@@ -77,7 +77,7 @@ class Batched:
             children=f"{state.run_id}/{self.key}" + (f".{run}" if run > 1 else ""),
             counts={"pending": len(items)},
         )
-        state.maps[summary.key] = summary
+        state.add_map(summary)
         self.tally = Tally(state, summary, self._row(summary))
         plan = engine.inp.plan.model_copy(update={"root": node.body, "warnings": [], "memory": {}})
         params = self.reads.pick_params(engine.inp.params)
@@ -97,7 +97,7 @@ class Batched:
         )
         state = self.engine.state
         state.expand(body.id, [row])
-        state.tasks[row.id] = row
+        state.add_row(row)
         return row
 
     async def run(self) -> tuple[list[Any], list[dict[str, Any]], str]:
@@ -263,7 +263,7 @@ class Batched:
     def _dropped_note(self) -> None:
         summary = self.tally.summary
         if summary.notes_dropped:
-            self.engine.state.warnings.append(
+            self.engine.state.warn(
                 f"{summary.key}: {summary.notes_dropped} more warning(s) and error(s) of its elements are kept in "
                 f"its batches (agentrun status {self.engine.state.run_id} --elements {summary.key})"
             )

@@ -34,7 +34,7 @@ async def execute(engine: Runtime, node: ir.Graph, scope: Scope) -> Any:
     memory = engine.state.memory
     for name in engine.inp.plan.params:
         if name not in RUN_PARAMS and name in engine.inp.params:
-            memory.setdefault(name, engine.inp.params[name])
+            engine.state.remember_default(name, engine.inp.params[name])
     current, runs = _resumed(engine, scope) or (node.start, 0)  # runs: node runs so far, in all executions
     value: Any = None
     while current is not None:
@@ -62,7 +62,7 @@ def _fresh_budget(engine: Runtime, child: ir.Node, scope: Scope) -> None:
     """A node's budget caps each run of it, as in the state-graph reference: a new run starts with nothing spent
     (unless it is the run that was under way when the run continued as new)."""
     if not engine.journal.resuming(scope.path_of(engine.key_of(child, scope))):
-        engine.state.step_usage.pop(child.id, None)
+        engine.state.reset_step_usage(child.id)
 
 
 def _within_budget(engine: Runtime, child: ir.Node, scope: Scope) -> None:
@@ -99,7 +99,7 @@ def final_output(engine: Runtime, graph: ir.Graph) -> None:
             break
     if keys:
         shown = memory[keys[0]] if len(keys) == 1 else {k: memory[k] for k in keys}
-        engine.state.final_output = to_text(shown)[:MAX_OUTPUT_CHARS]
+        engine.state.give_output(to_text(shown)[:MAX_OUTPUT_CHARS])
 
 
 def next_node(

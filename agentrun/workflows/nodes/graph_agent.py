@@ -28,7 +28,7 @@ def node_row(
 ) -> AbstractAsyncContextManager[TaskState]:
     """The node's row while its agent works, titled and typed as people should see it."""
     key = str(scope.key)
-    engine.state.tasks.setdefault(key, TaskState(id=key, title=node.label, kind=node.kind, agent=node.agent))
+    engine.state.add_row_if_new(TaskState(id=key, title=node.label, kind=node.kind, agent=node.agent))
     return Row(engine, key)
 
 

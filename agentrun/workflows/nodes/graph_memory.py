@@ -62,9 +62,8 @@ def write(engine: Runtime, graph: ir.Graph, node: ir.Node, value: Any, scope: Sc
         outside = sorted(set(value) - set(access.write_keys))
         if outside:
             message = f"wrote {', '.join(outside)}, outside its write_keys ({', '.join(access.write_keys)})"
-            task = engine.state.tasks.get(key)
-            if task is not None:
-                task.status, task.error = "failed", message
+            if key in engine.state.tasks:
+                engine.state.mark_row(key, "failed", message)
             raise TaskFailed(key, message)
         _put(engine, key, value)
         return
@@ -72,7 +71,7 @@ def write(engine: Runtime, graph: ir.Graph, node: ir.Node, value: Any, scope: Sc
         return
     _put(engine, key, {access.write_key: value})
     if isinstance(node, ir.Verifier) and isinstance(value, dict):
-        engine.state.memory[f"{access.write_key}_passed"] = value.get("passed") is True
+        engine.state.remember(f"{access.write_key}_passed", value.get("passed") is True)
 
 
 def _decision(engine: Runtime, key: GateId, value: Any) -> dict[str, Any]:
@@ -86,7 +85,7 @@ def _decision(engine: Runtime, key: GateId, value: Any) -> dict[str, Any]:
 def _put(engine: Runtime, key: str, values: dict[str, Any]) -> None:
     """Write each of `values` to memory; each carries the mark of the node run `key` made it."""
     for name, item in values.items():
-        engine.state.memory[name] = item
+        engine.state.remember(name, item)
         taint.copy_to(name, key, engine.state)
 
 

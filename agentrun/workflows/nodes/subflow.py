@@ -30,7 +30,7 @@ from temporalio.exceptions import ApplicationError, ChildWorkflowError
 
 from agentrun.lang import ir
 from agentrun.lang.render import to_text
-from agentrun.models.contract import WORKFLOW, ModelUsage, RunState, SubgraphRun, TaintMark, TaskState
+from agentrun.models.contract import WORKFLOW, RunState, SubgraphRun, TaintMark, TaskState
 from agentrun.workflows.budgets import SUBGRAPH_HOLDS
 from agentrun.workflows.failures import TaskFailed
 from agentrun.workflows.nodes import leaf
@@ -51,13 +51,11 @@ async def execute(engine: Runtime, node: ir.Subflow, scope: Scope) -> dict[str, 
     graph = engine.inp.plan.subgraphs.get(node.graph)
     if graph is None:
         raise TaskFailed(key, f"the plan has no subgraph '{node.graph}'")
-    row = engine.state.tasks.setdefault(
-        key, TaskState(id=key, title=node.label, kind="subgraph", agent=f"graph {node.graph}")
-    )
+    row = engine.state.add_row_if_new(TaskState(id=key, title=node.label, kind="subgraph", agent=f"graph {node.graph}"))
     child_id = f"{engine.state.run_id}--{key}-{engine.state.node_runs.get(key, 1)}"
     child_id += f".{row.retries + 1}" if row.retries else ""
     record = SubgraphRun(graph=node.graph, run_id=child_id)
-    engine.state.subgraph_runs.setdefault(key, []).append(record)
+    engine.state.add_subgraph_run(key, record)
     async with leaf.Row(engine, key) as task:
         task.agent = f"graph {node.graph}"
         async with _holding(engine):
@@ -162,18 +160,7 @@ def _left(engine: Runtime) -> ir.Budget | None:
 
 def _count(engine: Runtime, scope: Scope, task: TaskState, child: RunState) -> None:
     """What the child spent, counted on the parent: its run, its models, the node and its budgets."""
-    state = engine.state
-    for model, spent in child.usage_by_model.items():
-        state.usage_by_model.setdefault(model, ModelUsage()).add(spent)
-    for step in scope.budgets:
-        state.step_usage.setdefault(step, ModelUsage()).add(child.run_usage())
-    for usage in (state.usage, task.usage):
-        usage.input_tokens += child.usage.input_tokens
-        usage.output_tokens += child.usage.output_tokens
-    task.cost_usd += child.total_cost_usd
-    task.iterations += child.iteration_count
-    state.total_cost_usd += child.total_cost_usd
-    state.iteration_count += child.iteration_count
+    engine.state.add_child_spent(task, child, scope.budgets)
 
 
 def _adopt_undos(engine: Runtime, node: ir.Subflow, graph: ir.Graph, child: RunState) -> None:
@@ -194,7 +181,7 @@ def _outputs(engine: Runtime, node: ir.Subflow, child: RunState, child_id: str) 
         found[parent_key] = child.memory[child_key]
         mark = child.taint.get(child_key)
         if mark is not None:
-            engine.state.taint[parent_key] = TaintMark(source=mark.source, derived_from=[f"{child_id}:{child_key}"])
+            engine.state.mark(parent_key, TaintMark(source=mark.source, derived_from=[f"{child_id}:{child_key}"]))
     return found
 
 

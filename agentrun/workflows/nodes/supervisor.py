@@ -42,7 +42,7 @@ async def execute(engine: Runtime, node: ir.Supervisor, scope: Scope) -> Any:
         else:
             raise TaskFailed(key, f"chose '{choice}', which is not one of {', '.join(allowed)}")
     engine.state.finish(key, "completed", workflow.now(), output=f"{choice}: {reasoning}")
-    engine.state.supervisor_history.append(
+    engine.state.add_supervisor_choice(
         SupervisorChoice(
             supervisor_id=node.id,
             delegated_to=choice,

@@ -65,7 +65,7 @@ def _goal(engine: Runtime, node: ir.Task, scope: Scope, task: TaskState) -> Goal
     except (TemplateError, expressions.ExpressionError, TypeError) as exc:
         raise TaskFailed(key, f"cannot fill in its prompt: {exc}") from None
     at = given(at, node, value)
-    record = engine.state.supervision.setdefault(key, GoalSupervision(supervision=node.supervision))
+    record = engine.state.supervise(key, GoalSupervision(supervision=node.supervision))
     return Goal(engine, node, scope, task, at, record)
 
 

@@ -10,7 +10,6 @@ from temporalio import workflow
 
 from agentrun.lang import expressions, ir
 from agentrun.models import calls
-from agentrun.models.contract import MAX_OUTPUT_CHARS
 from agentrun.models.texts.plain_text import prompt
 from agentrun.workflows import activity_calls, metrics
 from agentrun.workflows.conversation import first_line
@@ -60,7 +59,7 @@ async def _validate(engine: Runtime, node: ir.Task, scope: Scope, reply: str) ->
         errors += await _judge(engine, node, scope, rule, reply)
     if errors:
         metrics.failed("validation")
-        engine.state.outputs[key] = reply[:MAX_OUTPUT_CHARS]  # the reply that failed, for the report
+        engine.state.keep_failed_output(key, reply)
         raise TaskFailed(key, "output failed validation: " + "; ".join(errors))
     return result.value
 
@@ -68,7 +67,7 @@ async def _validate(engine: Runtime, node: ir.Task, scope: Scope, reply: str) ->
 async def _judge(engine: Runtime, node: ir.Task, scope: Scope, rule: str, reply: str) -> list[str]:
     """A rule of no known form is judged by the agent's model; an agent with no model flags it."""
     if not engine.conversation.can_judge(node):
-        engine.state.warnings.append(
+        engine.state.warn(
             f"{scope.key}: rule not checked (no known form, and agent '{node.agent}' has no model to judge it): {rule}"
         )
         return []

@@ -60,7 +60,7 @@ class StatusProtocol:
             if not node.loop_until or _loop_ended(node, reply):
                 return _output(reply)
             if iteration >= limit:
-                engine.state.warnings.append(
+                engine.state.warn(
                     f"{scope.key}: stopped after {limit} iterations without status {node.loop_until.status}"
                 )
                 return _output(reply)

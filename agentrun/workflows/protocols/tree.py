@@ -57,7 +57,7 @@ async def _asked(engine: Runtime, node: ir.Task, scope: Scope, task: TaskState) 
         task.iterations = ask
         answer = await _one_answer(engine, node, scope, ask)
         refusal = _write_vars(engine, key, answer.var) if isinstance(answer, Outcome) else None
-        record(engine.state.trace, node, answer, "write_refused" if refusal else None)
+        engine.state.add_trace(record(node, answer, "write_refused" if refusal else None))
         if refusal:
             raise TaskFailed(key, f"write refused: {refusal}")
         if isinstance(answer, Verdict) or answer.status != "running":
@@ -112,8 +112,8 @@ def outcome_of(status: str, last: bool) -> str:
     return "action_complete" if last else "step_complete"
 
 
-def record(trace: list[TraceEntry], node: ir.Task, answer: Verdict | Outcome, outcome: str | None = None) -> None:
-    """Append the agent's answer to a step to the run's trace."""
+def record(node: ir.Task, answer: Verdict | Outcome, outcome: str | None = None) -> TraceEntry:
+    """The agent's answer to a step, as the run's trace keeps it."""
     step = node.tree_step
     assert step is not None
     if isinstance(answer, Verdict):
@@ -121,7 +121,7 @@ def record(trace: list[TraceEntry], node: ir.Task, answer: Verdict | Outcome, ou
         outcome = "evaluation_passed" if answer.result else "evaluation_failed"
     else:
         submitted, outcome = answer.status, outcome or outcome_of(answer.status, step.last)
-    entry = TraceEntry(
+    return TraceEntry(
         ts=workflow.now(),
         kind=node.protocol,
         cursor=step.cursor,
@@ -130,7 +130,6 @@ def record(trace: list[TraceEntry], node: ir.Task, answer: Verdict | Outcome, ou
         outcome=outcome,
         note=clip(answer.note, NOTE_CHARS),
     )
-    trace.append(entry)
 
 
 def _write_vars(engine: Runtime, key: str, writes: dict[str, Any]) -> str | None:
@@ -142,7 +141,7 @@ def _write_vars(engine: Runtime, key: str, writes: dict[str, Any]) -> str | None
         if refusal:
             return refusal
     for name, value in writes.items():
-        blackboard.write(engine.state.memory, blackboard.var_path(name), value)
+        engine.state.write_var(blackboard.var_path(name), value)
         engine.reuse.wrote(key, blackboard.var_path(name), value)
     return None
 
