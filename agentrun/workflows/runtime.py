@@ -5,7 +5,8 @@ agents, and leaves the rest (gates, retries, failure policies, continuing as new
 under which budget) to the interpreter around it. `Runtime` names the part of the interpreter a
 handler and the helpers it hands itself to may use, so that what a node kind can reach is read
 here and not in the whole of `Interpreter`, and a handler is checked against only that. The
-interpreter satisfies it as it is; nothing registers against it.
+interpreter satisfies it structurally, without naming it: the type checker holds the two together
+where the interpreter hands itself to a handler.
 """
 
 from __future__ import annotations
