@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field, PrivateAttr, computed_field, model_valida
 from temporalio.common import SearchAttributeKey
 
 from agentrun.ids import GateId, NodeId, RunId
-from agentrun.lang import ir
+from agentrun.lang import blackboard, ir
 from agentrun.lang.amounts import dollars as dollars
 from agentrun.lang.amounts import limits_text as limits_text
 from agentrun.lang.mcp_servers import McpServer
@@ -667,6 +667,240 @@ class RunState(BaseModel):
             else:
                 tasks[key] = task
         self.tasks = tasks
+
+    # What the workflow changes in a run's state, each change named for what it means: no workflow
+    # module writes a field itself (tests/test_state_writes.py).
+
+    def start(self, now: datetime) -> None:
+        self.move("running")
+        self.started_at = now
+
+    def ended(self, now: datetime) -> None:
+        self.ended_at = now
+
+    def wind_up(self, now: datetime) -> None:
+        """The run is over: nothing runs or waits any more, and a row still under way is cancelled."""
+        self.ended_at, self.current_task = now, None
+        self.waiting_for = self.waiting_since = self.waiting_timeout_at = None
+        for task in self.tasks.values():
+            if task.status in ("running", "waiting"):
+                task.status = "cancelled"
+
+    def forked_from(self, fork: Fork) -> None:
+        """A fork names its parent and goes on with the parent's notes, none of them delivered here yet."""
+        self.parent, self.forked_at, self.fork_changes = fork.parent, fork.at, fork.changes
+        self.notes = [
+            note.model_copy(update={"delivered_to": "", "delivered_turn": 0, "handed_to": ""}) for note in fork.notes
+        ]
+
+    def continued(self) -> None:
+        self.executions += 1
+
+    def warn(self, text: str) -> None:
+        self.warnings.append(text)
+
+    def record_error(self, text: str) -> None:
+        self.errors.append(text)
+
+    def failed_with(self, error: str) -> None:
+        """The error that failed the run, once among its errors, and as its last."""
+        if error not in self.errors:
+            self.errors.append(error)
+        self.last_error = error
+
+    def set_last_error(self, error: str) -> None:
+        self.last_error = error
+
+    def refuse(self, gate: GateId, message: str, now: datetime) -> None:
+        self.warnings.append(message)
+        self.queued_refusals.append(QueuedRefusal(gate=gate, message=message, at=now))
+
+    def give_output(self, text: str) -> None:
+        self.final_output = text
+
+    def keep_failed_output(self, task_id: str, text: str) -> None:
+        """The reply that failed its checks, for the report."""
+        self.outputs[task_id] = text[:MAX_OUTPUT_CHARS]
+
+    def remember(self, key: str, value: Any) -> None:
+        self.memory[key] = value
+
+    def remember_default(self, key: str, value: Any) -> None:
+        self.memory.setdefault(key, value)
+
+    def blank(self, names: Sequence[str]) -> None:
+        """Each of `names` in memory, its value dropped."""
+        self.memory.update(dict.fromkeys(names))
+
+    def write_var(self, path: str, value: Any) -> None:
+        """A behaviour tree's $VAR write, on the blackboard (the run's memory)."""
+        blackboard.write(self.memory, path, value)
+
+    def hear(self, name: str, value: str | None) -> None:
+        """The answer templates read as `human.<name>`."""
+        self.human[name] = value
+
+    def open_gate(self, gate: Gate) -> None:
+        self.gates[gate.id] = gate
+
+    def answer_gate(self, gate_id: str, answer: Answer) -> Answer:
+        gate = self.gates[gate_id]
+        gate.answer = answer
+        gate.status = "answered"
+        if gate.kind != "budget":
+            self.human[gate.name] = answer.value  # templates read the latest answer
+        return answer
+
+    def time_out_gate(self, gate_id: str, value: str | None, now: datetime) -> None:
+        gate = self.gates[gate_id]
+        gate.status, gate.answer = "timed_out", Answer(value=value, at=now, timed_out=True)
+
+    def raise_budget(self, step: str | None, budget: ir.Budget) -> None:
+        """New limits a person gave: a step's, or the run's when `step` is None."""
+        if step:
+            self.step_budgets[step] = budget
+        else:
+            self.budget = budget
+
+    def budget_step(self, step: str, budget: ir.Budget) -> None:
+        """A step's budget as its spec gives it, unless a person raised it already."""
+        self.step_budgets.setdefault(step, budget)
+
+    def reset_step_usage(self, step: str) -> None:
+        self.step_usage.pop(step, None)
+
+    def count_prompt(self) -> None:
+        self.iteration_count += 1
+
+    def count_retries(self, task_id: str, times: int) -> None:
+        task = self.tasks.get(task_id)
+        if task is not None:
+            task.retries += times
+        self.retry_count += times
+
+    def count_reused(self) -> None:
+        self.reused_runs += 1
+
+    def add_row(self, row: TaskState) -> None:
+        self.tasks[row.id] = row
+
+    def add_row_if_new(self, row: TaskState) -> TaskState:
+        """The row under `row.id`: the one there already, else `row`."""
+        return self.tasks.setdefault(row.id, row)
+
+    def mark_row(self, task_id: str, status: TaskStatus, error: str | None = None) -> None:
+        task = self.tasks[task_id]
+        if error is None:
+            task.status = status
+        else:
+            task.status, task.error = status, error
+
+    def running_again(self, task_id: str) -> None:
+        """A step runs itself: its row no longer shows a run taken over from a fork's parent."""
+        row = self.tasks.get(task_id)
+        if row is not None and row.reused_from:
+            row.reused_from = ""
+
+    def heard_from(self, task_id: str, worker: str, first_token_s: float | None) -> None:
+        """Which worker answered a task's prompt last, and how soon its first reply came."""
+        task = self.tasks.get(task_id)
+        if task is not None and worker and task.worker != worker:
+            task.worker = worker
+        if task is not None and task.first_token_s is None and first_token_s is not None:
+            task.first_token_s = first_token_s
+
+    def not_taken(self, since: int) -> None:
+        """The rows that failed since the run had `since` errors: not taken; their errors are no longer the run's."""
+        recorded = set(self.errors[since:])
+        for key, task in self.tasks.items():
+            if task.status == "failed" and f"{key}: {task.error}" in recorded:
+                task.status = "not_taken"
+        del self.errors[since:]
+
+    def mark(self, key: str, mark: TaintMark) -> None:
+        self.taint[key] = mark
+
+    def add_map(self, summary: MapSummary) -> None:
+        self.maps[summary.key] = summary
+
+    def add_spent(
+        self,
+        row: TaskState,
+        prompts: int,
+        retries: int,
+        cost_usd: float,
+        usage: Usage,
+        by_model: dict[str, ModelUsage],
+        by_step: dict[str, ModelUsage],
+    ) -> None:
+        """What a batch's elements spent, counted on the run and on the row that stands for them."""
+        self.iteration_count += prompts
+        self.retry_count += retries
+        self.total_cost_usd += cost_usd
+        for target in (self.usage, row.usage):
+            target.input_tokens += usage.input_tokens
+            target.output_tokens += usage.output_tokens
+        row.cost_usd += cost_usd
+        for model, used in by_model.items():
+            self.usage_by_model.setdefault(model, ModelUsage()).add(used)
+        for step, used in by_step.items():
+            self.step_usage.setdefault(step, ModelUsage()).add(used)
+
+    def add_child_spent(self, task: TaskState, child: RunState, steps: Sequence[str]) -> None:
+        """What a subgraph's run spent, counted on this run: its models, the node and its budgets."""
+        for model, spent in child.usage_by_model.items():
+            self.usage_by_model.setdefault(model, ModelUsage()).add(spent)
+        for step in steps:
+            self.step_usage.setdefault(step, ModelUsage()).add(child.run_usage())
+        for usage in (self.usage, task.usage):
+            usage.input_tokens += child.usage.input_tokens
+            usage.output_tokens += child.usage.output_tokens
+        task.cost_usd += child.total_cost_usd
+        task.iterations += child.iteration_count
+        self.total_cost_usd += child.total_cost_usd
+        self.iteration_count += child.iteration_count
+
+    def add_subgraph_run(self, key: str, run: SubgraphRun) -> None:
+        self.subgraph_runs.setdefault(key, []).append(run)
+
+    def hand_undos(self, undos: list[tuple[str, list[int], Any]]) -> None:
+        self.compensation_undos = undos
+
+    def push_undo(self, entry: CompensationEntry) -> None:
+        self.compensation_stack.append(entry)
+
+    def pop_undo(self) -> CompensationEntry:
+        return self.compensation_stack.pop()
+
+    def add_compensation(self, result: CompensationResult) -> None:
+        self.compensations.append(result)
+
+    def add_note(self, note: Note) -> None:
+        self.notes.append(note)
+
+    def add_trace(self, entry: TraceEntry) -> None:
+        self.trace.append(entry)
+
+    def start_drive(self) -> Drive:
+        """The driven run's phase machine: the one carried over, else a new one."""
+        self.drive = self.drive or Drive()
+        return self.drive
+
+    def supervise(self, key: str, record: GoalSupervision) -> GoalSupervision:
+        """A checkpoint goal's record: the one kept already, else `record`."""
+        return self.supervision.setdefault(key, record)
+
+    def add_spawned(self, key: str, agents: Sequence[SpawnedAgent]) -> None:
+        self.spawned.setdefault(key, []).extend(agents)
+
+    def record_tool_call(self, key: str, use: ToolUse) -> None:
+        self.tool_calls.setdefault(key, []).append(use)
+
+    def add_supervisor_choice(self, choice: SupervisorChoice) -> None:
+        self.supervisor_history.append(choice)
+
+    def log_step(self, record: StepRecord) -> None:
+        self.step_log.append(record)
 
 
 _Entry = TypeVar("_Entry", bound=BaseModel)

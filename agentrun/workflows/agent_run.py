@@ -25,7 +25,6 @@ from agentrun.models.contract import (
     EvalInput,
     Note,
     NoteInput,
-    QueuedRefusal,
     RunInput,
     RunState,
     RunStatus,
@@ -77,12 +76,7 @@ class AgentRun:
             parent_run=inp.parent_run,
         )
         if inp.fork is not None:
-            state, fork = self.run_state, inp.fork
-            state.parent, state.forked_at, state.fork_changes = fork.parent, fork.at, fork.changes
-            state.notes = [
-                note.model_copy(update={"delivered_to": "", "delivered_turn": 0, "handed_to": ""})
-                for note in fork.notes
-            ]
+            self.run_state.forked_from(inp.fork)
         if inp.carried is not None:  # the run continued as new: it goes on where it was
             self.run_state = inp.carried.state
         self.humans = Humans(self.run_state, self._changed)
@@ -101,8 +95,7 @@ class AgentRun:
     @workflow.run
     async def run(self, inp: RunInput) -> RunState:
         if inp.carried is None:
-            self.run_state.move("running")
-            self.run_state.started_at = workflow.now()
+            self.run_state.start(workflow.now())
         self._publish()
         reuse = Reuse(self.run_state, inp.fork, recording=workflow.patched(STEP_LOG))
         interpreter = Interpreter(
@@ -118,7 +111,7 @@ class AgentRun:
         except TaskFailed as exc:
             await self._failed(interpreter, exc)
         except TimeoutError:
-            self.run_state.errors.append(
+            self.run_state.record_error(
                 f"the run's timeout ({inp.plan.timeout_s:g}s) was reached; running agents were cancelled"
             )
             self._end("timeout")
@@ -136,7 +129,7 @@ class AgentRun:
             raise
         self._end("completed")
         if inp.parent_run:  # a subgraph's undos join its parent's stack (workflows.nodes.subflow)
-            self.run_state.compensation_undos = self.saga.carried()
+            self.run_state.hand_undos(self.saga.carried())
         await workflow.wait_condition(workflow.all_handlers_finished)
         return self.run_state.shown()
 
@@ -158,9 +151,7 @@ class AgentRun:
     async def _failed(self, interpreter: Interpreter, exc: TaskFailed) -> None:
         state = self.run_state
         error = f"{exc.task_id}: {exc.message}"
-        if error not in state.errors:
-            state.errors.append(error)
-        state.last_error = error
+        state.failed_with(error)
         state.move("failed")
         failed = await self._compensate_whole(interpreter)
         status = "compensated" if self.saga_ran and not failed else "failed"
@@ -186,7 +177,7 @@ class AgentRun:
             except asyncio.CancelledError:
                 if rollback.done():
                     raise
-                self.run_state.warnings.append("cancelled during the rollback: the compensations ran to the end")
+                self.run_state.warn("cancelled during the rollback: the compensations ran to the end")
 
     async def _compensate(self, interpreter: Interpreter) -> list[str]:
         """Undo what succeeded, last first; the ids of compensations that failed too."""
@@ -197,9 +188,9 @@ class AgentRun:
         self.conversation.rolling_back = True
         output = self.run_state.final_output  # what the run made, not what undoing it said
         failed = await self.saga.rollback(interpreter.run)
-        self.run_state.final_output = output
+        self.run_state.give_output(output)
         if failed:
-            self.run_state.errors.append(f"compensations failed: {', '.join(failed)}")
+            self.run_state.record_error(f"compensations failed: {', '.join(failed)}")
         return failed
 
     @workflow.query(name=contract.STATE)
@@ -269,8 +260,7 @@ class AgentRun:
 
     def _refused(self, gate: GateId, message: str) -> None:
         """A signal cannot be refused to its sender, who may be long gone: the run keeps the refusal."""
-        self.run_state.warnings.append(message)
-        self.run_state.queued_refusals.append(QueuedRefusal(gate=gate, message=message, at=workflow.now()))
+        self.run_state.refuse(gate, message, workflow.now())
 
     @workflow.update(name=contract.ROLLBACK)
     def rollback_on_cancel(self) -> int:
@@ -332,11 +322,7 @@ class AgentRun:
         state.move(status)
         if self.driven is not None:
             self.driven.finish(status)
-        state.ended_at, state.current_task = workflow.now(), None
-        state.waiting_for = state.waiting_since = state.waiting_timeout_at = None
-        for task in state.tasks.values():
-            if task.status in ("running", "waiting"):
-                task.status = "cancelled"
+        state.wind_up(workflow.now())
         workflow.set_current_details(f"Run **{'rolled back' if status == 'compensated' else status}**")
         # The step log grows with every step run; only a fork reads it, so it is kept apart and the
         # state people read stays small however long the run was.

@@ -87,8 +87,7 @@ class AgentRunBatch:
     @workflow.run
     async def run(self, inp: BatchInput) -> BatchResult:
         state = self.batch_state
-        state.move("running")
-        state.started_at = workflow.now()
+        state.start(workflow.now())
         budgets = Budgets(state, _reached)
         conversation = Conversation(inp.run, state, budgets)
         conversation.transcripts = {agent: list(turns) for agent, turns in inp.transcripts.items()}
@@ -114,10 +113,10 @@ class AgentRunBatch:
         state = self.batch_state
         result = _result(inp, state, outcome)
         if outcome.reached:
-            state.warnings.append(f"{len(outcome.deferred)} element(s) left for the run: {outcome.reached}")
+            state.warn(f"{len(outcome.deferred)} element(s) left for the run: {outcome.reached}")
         status = "cancelled" if outcome.cancelled else "failed" if outcome.failure else "completed"
         state.move(status)
-        state.ended_at = workflow.now()
+        state.ended(workflow.now())
         workflow.set_current_details(f"Batch **{status}**: {len(outcome.results)} of {len(inp.indexes)} elements done")
         workflow.upsert_memo({"state": state})
         if outcome.failure is not None:

@@ -93,10 +93,7 @@ class Budgets:
         assert old is not None  # a budget that paused the run exists
         given = {"tokens": tokens, "usd": usd, "iterations": iterations}
         new = old.model_copy(update={k: v for k, v in given.items() if v is not None})
-        if step:
-            self.state.step_budgets[step] = new
-        else:
-            self.state.budget = new
+        self.state.raise_budget(step, new)
         return new
 
 

@@ -43,7 +43,7 @@ class Continuing:
         await workflow.wait_condition(workflow.all_handlers_finished)
         if engine.busy != own:  # another branch started a step meanwhile: the next boundary will do
             return
-        engine.state.executions += 1
+        engine.state.continued()
         carried = Carried(
             state=engine.state,
             journal=engine.journal.entries,

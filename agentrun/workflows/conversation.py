@@ -116,7 +116,7 @@ class Conversation:
         usage, cost = None, 0.0
         try:
             await self._within_budget(key, scope)
-            self.state.iteration_count += 1
+            self.state.count_prompt()
             with tracing.agent_call(call) as traced:
                 reply = await activity_calls.perform(
                     call.task_id,
@@ -135,11 +135,7 @@ class Conversation:
             if reserving:
                 self.reservations.settle(steps, usage, cost)
         self._retried(key, node, reply.attempt)
-        task = self.state.tasks.get(key)
-        if task is not None and reply.worker and task.worker != reply.worker:
-            task.worker = reply.worker
-        if task is not None and task.first_token_s is None and reply.first_token_s is not None:
-            task.first_token_s = reply.first_token_s
+        self.state.heard_from(key, reply.worker, reply.first_token_s)
         return reply
 
     def _toolbox(self, node: ir.Task, scope: Scope, takes_tools: bool) -> tool_loop.Toolbox | None:
@@ -229,7 +225,7 @@ class Conversation:
         try:
             await activity_calls.call(calls.RELEASE_AGENT, call, bool, summary=summary, timeout_s=60)
         except ActivityError as exc:
-            self.state.warnings.append(f"{call.task_id}: could not stop its agent: {activity_calls.reason(exc)}")
+            self.state.warn(f"{call.task_id}: could not stop its agent: {activity_calls.reason(exc)}")
 
     async def _within_budget(self, key: str, scope: Scope) -> None:
         if self.rolling_back:
@@ -247,7 +243,7 @@ class Conversation:
         if cost is None and (reply.usage.input_tokens or reply.usage.output_tokens) and model not in self.unpriced:
             self.unpriced.add(model)
             if self.prices or self._usd_budget():
-                self.state.warnings.append(f"{key}: no price for model '{model}'; its cost is not counted")
+                self.state.warn(f"{key}: no price for model '{model}'; its cost is not counted")
         self.state.add_usage(key, reply.usage, model, cost or 0.0, list(scope.budgets))
         return cost or 0.0
 
@@ -257,13 +253,8 @@ class Conversation:
             return
         metrics.retried("transport", attempt - 1)
         metrics.failed("transport", attempt - 1)
-        self.state.retry_count += attempt - 1
-        task = self.state.tasks.get(key)
-        if task is not None:
-            task.retries += attempt - 1
-        self.state.warnings.append(
-            f"{key}: agent '{node.agent}' answered on attempt {attempt} (transport errors before)"
-        )
+        self.state.count_retries(key, attempt - 1)
+        self.state.warn(f"{key}: agent '{node.agent}' answered on attempt {attempt} (transport errors before)")
 
     def _usd_budget(self) -> bool:
         budgets = [self.state.budget, *self.state.step_budgets.values()]

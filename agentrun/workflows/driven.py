@@ -19,7 +19,7 @@ from temporalio import workflow
 from agentrun.lang import ir
 from agentrun.lang.blackboard import const_refusal, var_path, write
 from agentrun.lang.render import clip
-from agentrun.models.contract import Drive, EvalInput, RunState, SubmitInput, TraceEntry, open_gates
+from agentrun.models.contract import EvalInput, RunState, SubmitInput, TraceEntry, open_gates
 from agentrun.models.driven import EvaluateStep, Finished, InstructStep, NextStep, Recorded, Said, VarWritten
 from agentrun.models.texts.tree_text import Outcome, Verdict
 from agentrun.workflows.protocols.tree import NOTE_CHARS, outcome_of
@@ -59,8 +59,7 @@ class _Waiting:
 
 class Driven:
     def __init__(self, state: RunState, constants: dict[str, Any], changed: Callable[[], None]):
-        state.drive = state.drive or Drive()
-        self.state, self.drive, self.constants, self.changed = state, state.drive, constants, changed
+        self.state, self.drive, self.constants, self.changed = state, state.start_drive(), constants, changed
         self.waiting: dict[str, _Waiting] = {}  # run key -> the step the run waits on
 
     async def accepted(self) -> bool:
@@ -145,7 +144,7 @@ class Driven:
         return _said(outcome)
 
     def think(self, thought: str) -> Recorded:
-        self.state.trace.append(self._entry("think", self._name(), thought, "recorded", ""))
+        self.state.add_trace(self._entry("think", self._name(), thought, "recorded", ""))
         return Recorded()
 
     def var_refusal(self, path: str) -> str | None:
@@ -161,7 +160,7 @@ class Driven:
     def _protocol(self, given: SubmitInput) -> Said:
         outcome = {"success": "protocol_accepted", "failure": "protocol_rejected"}.get(given.status, "running")
         submitted = {"success": "accept", "failure": "reject"}.get(given.status, "running")
-        self.state.trace.append(self._entry("protocol", PROTOCOL_STEP, submitted, outcome, given.note))
+        self.state.add_trace(self._entry("protocol", PROTOCOL_STEP, submitted, outcome, given.note))
         if given.status != "running":
             self.drive.protocol_accepted = given.status == "success"
             self.drive.protocol_rejected = given.status == "failure"
@@ -185,7 +184,7 @@ class Driven:
     def _trace(self, node: ir.Task, kind: str, submitted: str, outcome: str, note: str) -> None:
         step = node.tree_step
         assert step is not None
-        self.state.trace.append(self._entry(kind, step.action, submitted, outcome, note))
+        self.state.add_trace(self._entry(kind, step.action, submitted, outcome, note))
 
     def _entry(self, kind: str, name: str, submitted: str, outcome: str, note: str) -> TraceEntry:
         return TraceEntry(

@@ -57,12 +57,7 @@ class Humans:
         return self.close(given.gate, given.value, given.comment, given.by)
 
     def close(self, gate_id: GateId, value: str, comment: str = "", by: str = "") -> Answer:
-        gate = self.state.gates[gate_id]
-        gate.answer = Answer(value=value, comment=comment, by=by, at=workflow.now())
-        gate.status = "answered"
-        if gate.kind != "budget":
-            self.state.human[gate.name] = value  # templates read the latest answer
-        return gate.answer
+        return self.state.answer_gate(gate_id, Answer(value=value, comment=comment, by=by, at=workflow.now()))
 
     def _open(
         self, gate_id: str, kind: GateKind, prompt: str, choices: list[str], guards: str, timeout_s: float | None
@@ -79,7 +74,7 @@ class Humans:
             opened_at=now,
             timeout_at=now + timedelta(seconds=timeout_s) if timeout_s else None,
         )
-        self.state.gates[key] = gate
+        self.state.open_gate(gate)
         workflow.set_current_details(f"Waiting for a person: **{key}** — {prompt.splitlines()[0] if prompt else ''}")
         self.changed()
         return gate
@@ -88,14 +83,12 @@ class Humans:
         waited = f"no answer to gate '{gate.id}' within {node.timeout_s:g}s"
         if node.on_timeout == "fail":
             metrics.failed("gate_timeout")
-            gate.status, gate.answer = "timed_out", Answer(value=None, at=workflow.now(), timed_out=True)
+            self.state.time_out_gate(gate.id, None, workflow.now())
             raise GateTimedOut(gate.id, waited)
         value = None if node.on_timeout == "continue" else node.on_timeout
-        gate.status, gate.answer = "timed_out", Answer(value=value, at=workflow.now(), timed_out=True)
-        self.state.human[node.id] = value
-        self.state.warnings.append(
-            f"{gate.id}: {waited}; " + ("going on without one" if value is None else f"taking '{value}'")
-        )
+        self.state.time_out_gate(gate.id, value, workflow.now())
+        self.state.hear(node.id, value)
+        self.state.warn(f"{gate.id}: {waited}; " + ("going on without one" if value is None else f"taking '{value}'"))
 
 
 def _fresh(state: RunState, gate_id: str) -> GateId:

@@ -136,7 +136,7 @@ class Interpreter:
         return {step: value["output"] for step, value in self.state.steps.items()}
 
     def warn(self, scope: Scope, text: str) -> None:
-        self.state.warnings.append(f"{scope.key}: {text}")
+        self.state.warn(f"{scope.key}: {text}")
 
     def _keep(self, node: ir.NodeBase, scope: Scope, value: Any, done: bool) -> None:
         """Where a node's value goes: steps and memory for later templates; its taint; its undo."""
@@ -164,21 +164,20 @@ class Interpreter:
         own = sizes.megabytes(sizes.payload_bytes(value))
         self.state.keep(node.id, f"({own} output dropped)", step=node.step, store_as=node.store_as)
         fields = node.outputs if isinstance(node, ir.Task) else []
-        self.state.memory.update(dict.fromkeys(fields))
+        self.state.blank(fields)
         message = (
             f"its output ({own}) makes the run's state {sizes.megabytes(size)}, "
             f"over the {sizes.megabytes(limit)} a run may keep"
         )
-        task = self.state.tasks.get(key)
-        if task is not None:
-            task.status, task.error = "failed", message
+        if key in self.state.tasks:
+            self.state.mark_row(key, "failed", message)
         raise TaskFailed(key, message)
 
     def _budgeted(self, node: ir.NodeBase, scope: Scope) -> Scope:
         """A node with a budget counts what everything under it spends."""
         if node.budget is None:
             return scope
-        self.state.step_budgets.setdefault(node.id, node.budget)
+        self.state.budget_step(node.id, node.budget)
         return scope.under_budget(node.id)
 
     def _asks(self, node: ir.NodeBase, scope: Scope) -> bool:
@@ -215,14 +214,14 @@ class Interpreter:
         try:
             return render(gate.prompt, self.values(scope), self.inp.plan.undefined)
         except (TemplateError, TypeError) as exc:
-            self.state.warnings.append(f"{gate.id}: its question could not be filled in ({exc}); asked as written")
+            self.state.warn(f"{gate.id}: its question could not be filled in ({exc}); asked as written")
             return gate.prompt
 
     async def _attempts(self, node: ir.NodeBase, scope: Scope) -> tuple[Any, bool]:
         """The node's value, and whether it did its work (False when it was skipped)."""
         key = str(scope.key)
         if HANDLERS[node.kind].work and key in self.skip:
-            self.state.tasks[key].status = "skipped"
+            self.state.mark_row(key, "skipped")
             return None, False
         before = routing.mark(self.state)
         for attempt in range(1, node.retry.attempts + 1):
@@ -256,11 +255,8 @@ class Interpreter:
     async def _backoff(self, node: ir.NodeBase, scope: Scope, attempt: int, exc: TaskFailed) -> None:
         # A failure taken over from a fork's parent was waited on there already.
         delay = 0.0 if isinstance(exc, Replayed) else backoff_s(node.retry, attempt + 1)
-        task = self.state.tasks.get(str(scope.key))
-        if task is not None:
-            task.retries += 1
-        self.state.retry_count += 1
-        self.state.last_error = f"{exc.task_id}: {exc.message}"
+        self.state.count_retries(str(scope.key), 1)
+        self.state.set_last_error(f"{exc.task_id}: {exc.message}")
         self.warn(scope, f"attempt {attempt} failed ({exc.message}); retrying in {delay:g}s")
         tracing.retrying(str(scope.key), attempt, delay, exc.message)
         if not delay:
@@ -291,9 +287,8 @@ class Interpreter:
     def skipped(self, node: ir.NodeBase, scope: Scope, why: str) -> None:
         """The skip policy: a warning, the row marked skipped, and a null output."""
         self.warn(scope, why)
-        task = self.state.tasks.get(str(scope.key))
-        if task is not None:
-            task.status = "skipped"
+        if str(scope.key) in self.state.tasks:
+            self.state.mark_row(str(scope.key), "skipped")
         return None
 
     async def _dispatch(self, node: ir.NodeBase, scope: Scope) -> Any:

@@ -28,7 +28,7 @@ from agentrun.workflows.failures import TaskFailed
 from agentrun.workflows.map_summary import Tally
 
 if TYPE_CHECKING:
-    from agentrun.workflows.interpreter import Interpreter
+    from agentrun.workflows.runtime import Runtime
     from agentrun.workflows.scope import RunKey, Scope
 
 # Runs recorded before batches ran every element in the run's own history.
@@ -49,7 +49,7 @@ class Part:
 
 
 class Batched:
-    def __init__(self, engine: Interpreter, node: ir.Map, scope: Scope, items: list[Any]):
+    def __init__(self, engine: Runtime, node: ir.Map, scope: Scope, items: list[Any]):
         assert scope.key is not None
         self.engine, self.node, self.scope, self.items = engine, node, scope, items
         self.key: RunKey = scope.key
@@ -77,7 +77,7 @@ class Batched:
             children=f"{state.run_id}/{self.key}" + (f".{run}" if run > 1 else ""),
             counts={"pending": len(items)},
         )
-        state.maps[summary.key] = summary
+        state.add_map(summary)
         self.tally = Tally(state, summary, self._row(summary))
         plan = engine.inp.plan.model_copy(update={"root": node.body, "warnings": [], "memory": {}})
         params = self.reads.pick_params(engine.inp.params)
@@ -97,7 +97,7 @@ class Batched:
         )
         state = self.engine.state
         state.expand(body.id, [row])
-        state.tasks[row.id] = row
+        state.add_row(row)
         return row
 
     async def run(self) -> tuple[list[Any], list[dict[str, Any]], str]:
@@ -263,7 +263,7 @@ class Batched:
     def _dropped_note(self) -> None:
         summary = self.tally.summary
         if summary.notes_dropped:
-            self.engine.state.warnings.append(
+            self.engine.state.warn(
                 f"{summary.key}: {summary.notes_dropped} more warning(s) and error(s) of its elements are kept in "
                 f"its batches (agentrun status {self.engine.state.run_id} --elements {summary.key})"
             )

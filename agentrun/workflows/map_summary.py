@@ -4,7 +4,7 @@ budgets. Its size does not grow with the list."""
 
 from __future__ import annotations
 
-from agentrun.models.contract import ElementNote, MapSummary, ModelUsage, RunState, TaintMark, TaskState
+from agentrun.models.contract import ElementNote, MapSummary, RunState, TaintMark, TaskState
 from agentrun.workflows.batching import BatchResult, Spent
 
 MAX_FAILURES = 20
@@ -54,28 +54,21 @@ class Tally:
             self.summary.slowest = slowest[:SLOWEST]
 
     def _spend(self, spent: Spent) -> None:
-        state, row = self.state, self.row
-        state.iteration_count += spent.prompts
-        state.retry_count += spent.retries
-        state.total_cost_usd += spent.cost_usd
-        for target in (state.usage, row.usage):
-            target.input_tokens += spent.usage.input_tokens
-            target.output_tokens += spent.usage.output_tokens
-        row.cost_usd += spent.cost_usd
-        for model, used in spent.by_model.items():
-            state.usage_by_model.setdefault(model, ModelUsage()).add(used)
-        for step, used in spent.by_step.items():
-            state.step_usage.setdefault(step, ModelUsage()).add(used)
+        self.state.add_spent(
+            self.row, spent.prompts, spent.retries, spent.cost_usd, spent.usage, spent.by_model, spent.by_step
+        )
 
     def _copy(self, result: BatchResult) -> None:
         """The elements' warnings and errors into the run's, up to MAX_COPIED for the map; the
         rest are counted, and kept in the batches' own states."""
-        lines = [(self.state.warnings, w) for w in result.warnings] + [(self.state.errors, e) for e in result.errors]
-        for target, line in lines:
-            if line in target:
+        state = self.state
+        lines = [(state.warnings, state.warn, w) for w in result.warnings]
+        lines += [(state.errors, state.record_error, e) for e in result.errors]
+        for said, say, line in lines:
+            if line in said:
                 continue  # said once for the run (an unpriced model)
             if self.copied < MAX_COPIED:
-                target.append(line)
+                say(line)
                 self.copied += 1
             else:
                 self.summary.notes_dropped += 1
@@ -84,4 +77,4 @@ class Tally:
     def mark_taint(self) -> None:
         """One mark for the elements whose output is marked, under the row that stands for them."""
         if self.taint_source:
-            self.state.taint[self.row.id] = TaintMark(source=self.taint_source, derived_from=self.taint_from)
+            self.state.mark(self.row.id, TaintMark(source=self.taint_source, derived_from=self.taint_from))

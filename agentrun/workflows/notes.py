@@ -45,7 +45,7 @@ def _no_step(state: RunState, step: str) -> str:
 
 def take(state: RunState, given: NoteInput) -> Note:
     note = Note(n=len(state.notes) + 1, text=given.text.strip(), step=given.step, by=given.by)
-    state.notes.append(note)
+    state.add_note(note)
     return note
 
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from temporalio import workflow
 
-from agentrun.lang import blackboard, ir
+from agentrun.lang import ir
 from agentrun.lang.render import to_text
 from agentrun.models.contract import MAX_OUTPUT_CHARS, Fork, RunState, StepRecord
 from agentrun.workflows import taint
@@ -71,21 +71,19 @@ class Reuse:
     def going_on(self, key: str) -> None:
         """A step runs: its row no longer shows a run taken over (a loop's earlier round); the
         fork's memory changes are made before the first step it runs itself."""
-        row = self.state.tasks.get(key)
-        if row is not None and row.reused_from:
-            row.reused_from = ""
+        self.state.running_again(key)
         if self.went_on or self.fork is None:
             return
         self.went_on = True
         for path, value in self.fork.memory.items():
-            blackboard.write(self.state.memory, path, value)
+            self.state.write_var(path, value)
 
     def ended(self, turn: Turn, status: str, value: Any = None, error: str = "") -> None:
         writes = self.writes.pop(turn.key, {})
         if not self.recording:
             return
         kept = _fits(value)
-        self.state.step_log.append(
+        self.state.log_step(
             StepRecord(
                 key=turn.key,
                 node=turn.node,
@@ -108,17 +106,17 @@ def take_over(reuse: Reuse, node: ir.Task | ir.Provider | ir.Human, scope: Scope
     now = workflow.now()
     task = state.begin(key, now)
     task.reused_from = reuse.fork.parent
-    state.reused_runs += 1
+    state.count_reused()
     task.agent = node.agent if isinstance(node, ir.Task) else task.agent
     for path, value in record.writes.items():
-        blackboard.write(state.memory, path, value)
+        state.write_var(path, value)
     reuse.writes[key] = dict(record.writes)  # kept in the fork's own log, for a fork of the fork
     reuse.ended(turn, record.status, record.value, record.error)
     if record.status == "failed":
         state.finish(key, "failed", now, error=record.error)
         raise Replayed(key, record.error)
     if isinstance(node, ir.Human):  # as the question's own step leaves it
-        state.human[node.id] = record.value
+        state.hear(node.id, record.value)
         state.finish(key, "completed", now, output=record.value or "")
         return record.value
     state.finish(key, "completed", now, output=to_text(record.value))

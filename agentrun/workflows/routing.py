@@ -33,8 +33,4 @@ def not_taken(state: RunState, since: Mark) -> None:
     """The rows that failed since `since`: not taken; their errors are no longer the run's."""
     if len(state.errors) <= since.errors or not workflow.patched(ROUTED_NOT_FAILED):
         return
-    recorded = set(state.errors[since.errors :])
-    for key, task in state.tasks.items():
-        if task.status == "failed" and f"{key}: {task.error}" in recorded:
-            task.status = "not_taken"
-    del state.errors[since.errors :]
+    state.not_taken(since.errors)

@@ -29,14 +29,12 @@ class Saga:
         comp = node.compensation
         assert comp is not None
         undo = (comp, RunKey(comp.id, key.elements), output)
-        self.state.compensation_stack.append(
-            CompensationEntry(action_id=str(key), compensation_action=_action(comp), undo=undo)
-        )
+        self.state.push_undo(CompensationEntry(action_id=str(key), compensation_action=_action(comp), undo=undo))
 
     def adopt(self, action_id: str, comp: ir.Node, key: RunKey, output: Any) -> None:
         """Push an undo that another run made: a subgraph's, once its child run completed."""
         entry = CompensationEntry(action_id=action_id, compensation_action=_action(comp), undo=(comp, key, output))
-        self.state.compensation_stack.append(entry)
+        self.state.push_undo(entry)
 
     def carried(self) -> list[tuple[str, list[int], Any]]:
         """What the stack's entries run, in a form that crosses a continue-as-new."""
@@ -55,22 +53,22 @@ class Saga:
         """Run every compensation, last pushed first, each with its own retries; the ids that failed."""
         failed = []
         while self.state.compensation_stack:
-            entry = self.state.compensation_stack.pop()
+            entry = self.state.pop_undo()
             comp, key, output = entry.undo
             agent = (
                 comp.agent if isinstance(comp, ir.Task) else comp.call.provider if isinstance(comp, ir.Provider) else ""
             )
-            self.state.tasks[str(key)] = TaskState(id=str(key), title=comp.label, kind="compensation", agent=agent)
+            self.state.add_row(TaskState(id=str(key), title=comp.label, kind="compensation", agent=agent))
             try:
                 with tracing.compensation(entry.action_id, key):
                     await run(comp, Scope().with_values(output=output), key)
             except TaskFailed as exc:
                 failed.append(str(key))
-                self.state.compensations.append(
+                self.state.add_compensation(
                     CompensationResult(action_id=entry.action_id, status="failed", error=exc.message)
                 )
                 continue
-            self.state.compensations.append(CompensationResult(action_id=entry.action_id, status="completed"))
+            self.state.add_compensation(CompensationResult(action_id=entry.action_id, status="completed"))
         return failed
 
 

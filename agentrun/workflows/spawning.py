@@ -32,10 +32,10 @@ async def answer(conv: Conversation, node: ir.Task, scope: Scope, ask: Ask, *, r
         return f"{calls.SPAWN_AGENTS} refused: this step already made {MAX_CALLS} requests; finish with what you have."
     if ask.error:
         return f"{calls.SPAWN_AGENTS} failed: {ask.error}"
-    siblings = conv.state.spawned.setdefault(str(scope.key), [])
-    numbered = list(enumerate(ask.agents, len(siblings) + 1))  # numbers go on across a step's requests
+    earlier = len(conv.state.spawned.get(str(scope.key), []))
+    numbered = list(enumerate(ask.agents, earlier + 1))  # numbers go on across a step's requests
     records = [_record(str(scope.key), n, r) for n, r in numbered]
-    siblings += records
+    conv.state.add_spawned(str(scope.key), records)
     outcomes = await asyncio.gather(*(_run(conv, node, scope, n, r, q) for (n, q), r in zip(numbered, records)))
     fence = untrusted if conv.inp.plan.security == "paranoid" else str
     return results([(r.role, fence(o)) for r, o in zip(records, outcomes)])

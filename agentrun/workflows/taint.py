@@ -61,20 +61,20 @@ def mark_leaf(node: ir.NodeBase, key: str, state: RunState, scope: Scope) -> Non
     derived = [read for read in reads(node, state, scope) if read in state.taint] if state.taint else []
     source = source_of(node) or _tools_called(key, state)
     if source or derived:
-        state.taint[key] = TaintMark(source=source or "derived", derived_from=derived)
+        state.mark(key, TaintMark(source=source or "derived", derived_from=derived))
 
 
 def mark_composite(key: str, ran: list[str], state: RunState) -> None:
     """Mark a node's output when any node it ran (its run keys in `ran`) produced marked data."""
     derived = [child for child in dict.fromkeys(ran) if child in state.taint]
     if derived:
-        state.taint[key] = TaintMark(source="derived", derived_from=derived)
+        state.mark(key, TaintMark(source="derived", derived_from=derived))
 
 
 def copy_to(name: str, key: str, state: RunState) -> None:
     """A value stored under another name (store_as) carries its mark along."""
     if key in state.taint:
-        state.taint[name] = TaintMark(source="derived", derived_from=[key])
+        state.mark(name, TaintMark(source="derived", derived_from=[key]))
 
 
 def origin(key: str, state: RunState) -> str:

@@ -111,7 +111,7 @@ class Toolbox:
             at=began,
             source=route.source if route else "builtin",
         )
-        self.conv.state.tool_calls.setdefault(self.key, []).append(use)
+        self.conv.state.record_tool_call(self.key, use)
         with tracing.tool_call(self.key, asked.name, asked.id, use.source) as ended:
             result = await self._run(asked, route)
             use.outcome = "ok" if result.ok else "refused" if result.refused else "error"

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from agentrun.lang import ir
 
 if TYPE_CHECKING:
-    from agentrun.workflows.interpreter import Interpreter
+    from agentrun.workflows.runtime import Runtime
     from agentrun.workflows.scope import Scope
 
 NodeT = TypeVar("NodeT", bound=ir.NodeBase)
@@ -21,7 +21,7 @@ class Handler(Generic[NodeT]):
     the two together, so a handler cannot be registered for a kind it was not written for)."""
 
     kind: type[NodeT]
-    execute: Callable[[Interpreter, NodeT, Scope], Awaitable[Any]]
+    execute: Callable[[Runtime, NodeT, Scope], Awaitable[Any]]
     # Does work a resumed run does not repeat (an agent prompt, a provider call): skipped before
     # --resume-from, and marked by what it reads itself; any other node's taint comes from the
     # nodes it ran.

@@ -10,13 +10,13 @@ from agentrun.workflows.failures import TaskFailed
 from agentrun.workflows.nodes.base import Handler
 
 if TYPE_CHECKING:
-    from agentrun.workflows.interpreter import Interpreter
+    from agentrun.workflows.runtime import Runtime
     from agentrun.workflows.scope import Scope
 
 KIND = ir.Evaluate
 
 
-async def execute(engine: Interpreter, node: ir.Evaluate, scope: Scope) -> bool:
+async def execute(engine: Runtime, node: ir.Evaluate, scope: Scope) -> bool:
     holds, warning = expressions.condition(node.condition, engine.values(scope))
     if warning:
         engine.warn(scope, warning)

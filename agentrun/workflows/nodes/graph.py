@@ -22,7 +22,7 @@ from agentrun.workflows.nodes.base import Handler
 from agentrun.workflows.nodes.graph_memory import RUN_PARAMS, visible, write
 
 if TYPE_CHECKING:
-    from agentrun.workflows.interpreter import Interpreter
+    from agentrun.workflows.runtime import Runtime
     from agentrun.workflows.scope import Scope
 
 KIND = ir.Graph
@@ -30,11 +30,11 @@ KIND = ir.Graph
 NODE_BUDGET_PER_RUN = "graph-node-budget-per-run"
 
 
-async def execute(engine: Interpreter, node: ir.Graph, scope: Scope) -> Any:
+async def execute(engine: Runtime, node: ir.Graph, scope: Scope) -> Any:
     memory = engine.state.memory
     for name in engine.inp.plan.params:
         if name not in RUN_PARAMS and name in engine.inp.params:
-            memory.setdefault(name, engine.inp.params[name])
+            engine.state.remember_default(name, engine.inp.params[name])
     current, runs = _resumed(engine, scope) or (node.start, 0)  # runs: node runs so far, in all executions
     value: Any = None
     while current is not None:
@@ -58,14 +58,14 @@ async def execute(engine: Interpreter, node: ir.Graph, scope: Scope) -> Any:
     return value
 
 
-def _fresh_budget(engine: Interpreter, child: ir.Node, scope: Scope) -> None:
+def _fresh_budget(engine: Runtime, child: ir.Node, scope: Scope) -> None:
     """A node's budget caps each run of it, as in the state-graph reference: a new run starts with nothing spent
     (unless it is the run that was under way when the run continued as new)."""
     if not engine.journal.resuming(scope.path_of(engine.key_of(child, scope))):
-        engine.state.step_usage.pop(child.id, None)
+        engine.state.reset_step_usage(child.id)
 
 
-def _within_budget(engine: Interpreter, child: ir.Node, scope: Scope) -> None:
+def _within_budget(engine: Runtime, child: ir.Node, scope: Scope) -> None:
     """After the node: what this run of it spent against its budget. Over it, the node fails and
     writes nothing (the engine already refuses a prompt past it within the run)."""
     assert child.budget is not None
@@ -75,19 +75,19 @@ def _within_budget(engine: Interpreter, child: ir.Node, scope: Scope) -> None:
         raise TaskFailed(key, f"budget exceeded in node {child.id}: {over}", retryable=False)
 
 
-def _resumed(engine: Interpreter, scope: Scope) -> tuple[str, int] | None:
+def _resumed(engine: Runtime, scope: Scope) -> tuple[str, int] | None:
     """The node a graph was about to run when the run continued as new, and its node runs then."""
     point = engine.journal.get(scope.path + "#graph")
     return (point["node"], point["runs"]) if point else None
 
 
-def _next_run_starts(engine: Interpreter, scope: Scope, current: str, runs: int) -> None:
+def _next_run_starts(engine: Runtime, scope: Scope, current: str, runs: int) -> None:
     """What a run that continues as new needs to go on at `current`: memory holds the rest."""
     engine.journal.forget_under(f"{scope.path}@{runs}")
     engine.journal.mark(scope.path + "#graph", {"node": current, "runs": runs})
 
 
-def final_output(engine: Interpreter, graph: ir.Graph) -> None:
+def final_output(engine: Runtime, graph: ir.Graph) -> None:
     """What the run's report gives as its output: the graph's declared outputs, else what the last
     node that wrote memory wrote (a supervisor's __done__ is no output)."""
     memory, keys = engine.state.memory, [k for k in graph.outputs if k in engine.state.memory]
@@ -99,11 +99,11 @@ def final_output(engine: Interpreter, graph: ir.Graph) -> None:
             break
     if keys:
         shown = memory[keys[0]] if len(keys) == 1 else {k: memory[k] for k in keys}
-        engine.state.final_output = to_text(shown)[:MAX_OUTPUT_CHARS]
+        engine.state.give_output(to_text(shown)[:MAX_OUTPUT_CHARS])
 
 
 def next_node(
-    engine: Interpreter, graph: ir.Graph, node: ir.Node, access: ir.Access, value: Any, scope: Scope
+    engine: Runtime, graph: ir.Graph, node: ir.Node, access: ir.Access, value: Any, scope: Scope
 ) -> str | None:
     """Where the run goes after `node`; None when the graph is done. TaskFailed when a node that
     does not end the graph has nowhere to go."""
@@ -123,7 +123,7 @@ def next_node(
     raise TaskFailed(str(scope.key), f"no route out of node '{node.id}': {why}, and it is not an end node")
 
 
-def holds(engine: Interpreter, graph: ir.Graph, edge: ir.Edge, scope: Scope) -> bool:
+def holds(engine: Runtime, graph: ir.Graph, edge: ir.Edge, scope: Scope) -> bool:
     """Whether an edge's condition holds over memory; under strict taint a condition reading a
     key that came from outside is false, with a warning naming the key."""
     if edge.when is None:

@@ -15,7 +15,7 @@ from agentrun.workflows.nodes.leaf import Row
 if TYPE_CHECKING:
     from contextlib import AbstractAsyncContextManager
 
-    from agentrun.workflows.interpreter import Interpreter
+    from agentrun.workflows.runtime import Runtime
     from agentrun.workflows.scope import Scope
 
 
@@ -24,15 +24,15 @@ def as_task(node: ir.Supervisor | ir.Verifier) -> ir.Task:
 
 
 def node_row(
-    engine: Interpreter, node: ir.Supervisor | ir.Verifier, scope: Scope
+    engine: Runtime, node: ir.Supervisor | ir.Verifier, scope: Scope
 ) -> AbstractAsyncContextManager[TaskState]:
     """The node's row while its agent works, titled and typed as people should see it."""
     key = str(scope.key)
-    engine.state.tasks.setdefault(key, TaskState(id=key, title=node.label, kind=node.kind, agent=node.agent))
+    engine.state.add_row_if_new(TaskState(id=key, title=node.label, kind=node.kind, agent=node.agent))
     return Row(engine, key)
 
 
-def context(engine: Interpreter, system: str | None, scope: Scope) -> str:
+def context(engine: Runtime, system: str | None, scope: Scope) -> str:
     """The opening of a graph agent's prompt: its system text, the goal and the memory it reads."""
     params = engine.inp.params
     parts = [system] if system else []

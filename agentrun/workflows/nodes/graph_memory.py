@@ -23,7 +23,7 @@ from agentrun.workflows.nodes.loop import as_data
 RUN_PARAMS = frozenset({"goal", "constraints"})
 
 if TYPE_CHECKING:
-    from agentrun.workflows.interpreter import Interpreter
+    from agentrun.workflows.runtime import Runtime
     from agentrun.workflows.scope import Scope
 
 
@@ -34,7 +34,7 @@ def visible(memory: dict[str, Any], access: ir.Access) -> dict[str, Any]:
     return {k: memory[k] for k in access.read_keys if k in memory}
 
 
-def write(engine: Interpreter, graph: ir.Graph, node: ir.Node, value: Any, scope: Scope) -> None:
+def write(engine: Runtime, graph: ir.Graph, node: ir.Node, value: Any, scope: Scope) -> None:
     """Put a node's value in memory: a JSON object from a node with several write keys key by
     key (a key outside them fails the node), anything else under its write key."""
     key = str(engine.key_of(node, scope))
@@ -62,9 +62,8 @@ def write(engine: Interpreter, graph: ir.Graph, node: ir.Node, value: Any, scope
         outside = sorted(set(value) - set(access.write_keys))
         if outside:
             message = f"wrote {', '.join(outside)}, outside its write_keys ({', '.join(access.write_keys)})"
-            task = engine.state.tasks.get(key)
-            if task is not None:
-                task.status, task.error = "failed", message
+            if key in engine.state.tasks:
+                engine.state.mark_row(key, "failed", message)
             raise TaskFailed(key, message)
         _put(engine, key, value)
         return
@@ -72,10 +71,10 @@ def write(engine: Interpreter, graph: ir.Graph, node: ir.Node, value: Any, scope
         return
     _put(engine, key, {access.write_key: value})
     if isinstance(node, ir.Verifier) and isinstance(value, dict):
-        engine.state.memory[f"{access.write_key}_passed"] = value.get("passed") is True
+        engine.state.remember(f"{access.write_key}_passed", value.get("passed") is True)
 
 
-def _decision(engine: Interpreter, key: GateId, value: Any) -> dict[str, Any]:
+def _decision(engine: Runtime, key: GateId, value: Any) -> dict[str, Any]:
     """What cycgraph's resume writes: the decision, and what the person said with it if anything."""
     decided = {"human_decision": "rejected" if value == ir.REJECT else "approved"}
     gate = engine.state.gates.get(key)
@@ -83,10 +82,10 @@ def _decision(engine: Interpreter, key: GateId, value: Any) -> dict[str, Any]:
     return {**decided, "human_response": said} if said else decided
 
 
-def _put(engine: Interpreter, key: str, values: dict[str, Any]) -> None:
+def _put(engine: Runtime, key: str, values: dict[str, Any]) -> None:
     """Write each of `values` to memory; each carries the mark of the node run `key` made it."""
     for name, item in values.items():
-        engine.state.memory[name] = item
+        engine.state.remember(name, item)
         taint.copy_to(name, key, engine.state)
 
 

@@ -14,13 +14,13 @@ from agentrun.workflows.nodes import leaf
 from agentrun.workflows.nodes.base import Handler
 
 if TYPE_CHECKING:
-    from agentrun.workflows.interpreter import Interpreter
+    from agentrun.workflows.runtime import Runtime
     from agentrun.workflows.scope import Scope
 
 KIND = ir.Human
 
 
-async def execute(engine: Interpreter, node: ir.Human, scope: Scope) -> Any:
+async def execute(engine: Runtime, node: ir.Human, scope: Scope) -> Any:
     key = str(scope.key)
     async with leaf.Row(engine, key) as task:
         task.status, task.agent = "waiting", "human"

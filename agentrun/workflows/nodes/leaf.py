@@ -17,12 +17,12 @@ from agentrun.workflows import activity_calls, metrics, taint
 from agentrun.workflows.failures import TaskFailed, unexpected
 
 if TYPE_CHECKING:
-    from agentrun.workflows.interpreter import Interpreter
+    from agentrun.workflows.runtime import Runtime
     from agentrun.workflows.scope import Scope
 
 
 async def perform(
-    engine: Interpreter, node: ir.Task | ir.Provider, scope: Scope, work: Callable[[TaskState], Awaitable[Any]]
+    engine: Runtime, node: ir.Task | ir.Provider, scope: Scope, work: Callable[[TaskState], Awaitable[Any]]
 ) -> Any:
     """Run `work` as the node's row: running, then completed with its output, failed or cancelled."""
     key = str(scope.key)
@@ -41,7 +41,7 @@ class Row(contextlib.AbstractAsyncContextManager[TaskState]):
     so; the caller finishes it as completed, with the output it shows. A class, not a generator:
     every step enters one."""
 
-    def __init__(self, engine: Interpreter, key: str) -> None:
+    def __init__(self, engine: Runtime, key: str) -> None:
         self.state, self.key = engine.state, key
 
     async def __aenter__(self) -> TaskState:
@@ -60,7 +60,7 @@ class Row(contextlib.AbstractAsyncContextManager[TaskState]):
 
 
 async def checked(
-    engine: Interpreter,
+    engine: Runtime,
     node: ir.Task | ir.Provider,
     scope: Scope,
     task: TaskState,
@@ -85,9 +85,7 @@ async def checked(
     raise TaskFailed(str(scope.key), f"success criteria failed after {retries + 1} attempt(s): {error}")
 
 
-async def _criteria(
-    engine: Interpreter, node: ir.Task | ir.Provider, crit: ir.Criteria, scope: Scope
-) -> calls.CheckResult:
+async def _criteria(engine: Runtime, node: ir.Task | ir.Provider, crit: ir.Criteria, scope: Scope) -> calls.CheckResult:
     key = str(scope.key)
     arg = calls.CriteriaCall(
         task_id=key,
@@ -109,7 +107,7 @@ async def _criteria(
     )
 
 
-async def check_preconditions(engine: Interpreter, node: ir.NodeBase, scope: Scope) -> None:
+async def check_preconditions(engine: Runtime, node: ir.NodeBase, scope: Scope) -> None:
     """Copy the node's sync targets in and check the files it needs; TaskFailed if they are not there."""
     pre = node.preconditions
     assert pre is not None

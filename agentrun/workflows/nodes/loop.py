@@ -11,13 +11,13 @@ from agentrun.workflows import tracing
 from agentrun.workflows.nodes.base import Handler
 
 if TYPE_CHECKING:
-    from agentrun.workflows.interpreter import Interpreter
+    from agentrun.workflows.runtime import Runtime
     from agentrun.workflows.scope import Scope
 
 KIND = ir.Loop
 
 
-async def execute(engine: Interpreter, node: ir.Loop, scope: Scope) -> Any:
+async def execute(engine: Runtime, node: ir.Loop, scope: Scope) -> Any:
     first, feedback, output = _resumed(engine, scope) or (1, scope.values.get("feedback"), None)
     for iteration in range(first, node.max_iterations + 1):
         if iteration > first:
@@ -32,19 +32,19 @@ async def execute(engine: Interpreter, node: ir.Loop, scope: Scope) -> Any:
     return output
 
 
-def _resumed(engine: Interpreter, scope: Scope) -> tuple[int, Any, Any] | None:
+def _resumed(engine: Runtime, scope: Scope) -> tuple[int, Any, Any] | None:
     """The round a loop was in when the run continued as new, with the feedback and output it had."""
     point = engine.journal.get(scope.path + "#round")
     return (point["iteration"], point["feedback"], point["output"]) if point else None
 
 
-def _round_starts(engine: Interpreter, scope: Scope, iteration: int, feedback: Any, output: Any) -> None:
+def _round_starts(engine: Runtime, scope: Scope, iteration: int, feedback: Any, output: Any) -> None:
     """What a run that continues as new needs to start this round again: not the rounds before it."""
     engine.journal.forget_under(f"{scope.path}@{iteration - 1}")
     engine.journal.mark(scope.path + "#round", {"iteration": iteration, "feedback": feedback, "output": output})
 
 
-async def _judge(engine: Interpreter, node: ir.Loop, scope: Scope, output: Any) -> tuple[bool, Any]:
+async def _judge(engine: Runtime, node: ir.Loop, scope: Scope, output: Any) -> tuple[bool, Any]:
     """Did this round pass, and what feedback goes to the next one?"""
     if node.validator is None:
         if node.until is None:
@@ -59,7 +59,7 @@ async def _judge(engine: Interpreter, node: ir.Loop, scope: Scope, output: Any) 
     return passed, None if passed else _feedback(engine, node, scope, verdict)
 
 
-def _feedback(engine: Interpreter, node: ir.Loop, scope: Scope, verdict: Any) -> Any:
+def _feedback(engine: Runtime, node: ir.Loop, scope: Scope, verdict: Any) -> Any:
     if not node.feedback:
         return verdict.get("feedback", verdict) if isinstance(verdict, dict) else verdict
     # While the loop runs, steps.<loop id>.output is the validator's latest verdict.

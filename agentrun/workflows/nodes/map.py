@@ -21,13 +21,13 @@ from agentrun.workflows.nodes.json_path import MISSING, JsonPathError, read_path
 from agentrun.workflows.nodes.loop import as_data
 
 if TYPE_CHECKING:
-    from agentrun.workflows.interpreter import Interpreter
+    from agentrun.workflows.runtime import Runtime
     from agentrun.workflows.scope import Scope
 
 KIND = ir.Map
 
 
-async def execute(engine: Interpreter, node: ir.Map, scope: Scope) -> Any:
+async def execute(engine: Runtime, node: ir.Map, scope: Scope) -> Any:
     assert scope.key is not None
     items = _items(engine, node, scope)
     if node.max_items is not None and len(items) > node.max_items:
@@ -50,7 +50,7 @@ async def execute(engine: Interpreter, node: ir.Map, scope: Scope) -> Any:
     return await engine.run(node.reduce, scope.with_values(input=results).derived(derived))
 
 
-def _items(engine: Interpreter, node: ir.Map, scope: Scope) -> list[Any]:
+def _items(engine: Runtime, node: ir.Map, scope: Scope) -> list[Any]:
     if node.items is not None:
         return list(node.items)
     if node.items_path:
@@ -65,7 +65,7 @@ def _items(engine: Interpreter, node: ir.Map, scope: Scope) -> list[Any]:
     return items
 
 
-def _items_at_path(engine: Interpreter, node: ir.Map, scope: Scope) -> list[Any]:
+def _items_at_path(engine: Runtime, node: ir.Map, scope: Scope) -> list[Any]:
     """The list a JSON path finds in the map's view: the memory it reads, the goal, the constraints."""
     params = engine.inp.params
     view = {
@@ -88,7 +88,7 @@ def _items_at_path(engine: Interpreter, node: ir.Map, scope: Scope) -> list[Any]
 
 
 async def _run_elements(
-    engine: Interpreter, node: ir.Map, scope: Scope, items: list[Any]
+    engine: Runtime, node: ir.Map, scope: Scope, items: list[Any]
 ) -> tuple[list[Any], list[dict[str, Any]]]:
     """One run of the body per element, at most `concurrency` in flight; results in the elements'
     order, and the elements that failed under best_effort."""

@@ -14,13 +14,13 @@ from agentrun.workflows.failures import TaskFailed
 from agentrun.workflows.nodes.base import Handler
 
 if TYPE_CHECKING:
-    from agentrun.workflows.interpreter import Interpreter
+    from agentrun.workflows.runtime import Runtime
     from agentrun.workflows.scope import Scope
 
 KIND = ir.Parallel
 
 
-async def execute(engine: Interpreter, node: ir.Parallel, scope: Scope) -> Any:
+async def execute(engine: Runtime, node: ir.Parallel, scope: Scope) -> Any:
     branches = {asyncio.ensure_future(engine.run(child, scope)): child for child in node.children}
     need = len(branches) if node.wait == "all" else 1 if node.wait == "any" else node.wait
     results: dict[str, Any] = {}
@@ -47,7 +47,7 @@ async def execute(engine: Interpreter, node: ir.Parallel, scope: Scope) -> Any:
     return _joined(node, results)
 
 
-async def _stop(engine: Interpreter, scope: Scope, pending: Collection[asyncio.Future], why: str) -> None:
+async def _stop(engine: Runtime, scope: Scope, pending: Collection[asyncio.Future], why: str) -> None:
     for fut in pending:
         fut.cancel()
     if pending:
@@ -66,7 +66,7 @@ def _why_stopped(node: ir.Parallel, timed_out: bool, met: bool, failures: list[B
 
 
 def _timed_out(
-    engine: Interpreter,
+    engine: Runtime,
     node: ir.Parallel,
     scope: Scope,
     children: list[ir.NodeBase],

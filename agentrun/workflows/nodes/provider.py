@@ -14,20 +14,20 @@ from agentrun.workflows.nodes import leaf
 from agentrun.workflows.nodes.base import Handler
 
 if TYPE_CHECKING:
-    from agentrun.workflows.interpreter import Interpreter
+    from agentrun.workflows.runtime import Runtime
     from agentrun.workflows.scope import Scope
 
 KIND = ir.Provider
 DEFAULT_TIMEOUT_S = 600
 
 
-async def execute(engine: Interpreter, node: ir.Provider, scope: Scope) -> str:
+async def execute(engine: Runtime, node: ir.Provider, scope: Scope) -> str:
     return await leaf.perform(
         engine, node, scope, lambda task: leaf.checked(engine, node, scope, task, lambda _: _call(engine, node, scope))
     )
 
 
-async def _call(engine: Interpreter, node: ir.Provider, scope: Scope) -> str:
+async def _call(engine: Runtime, node: ir.Provider, scope: Scope) -> str:
     key = str(scope.key)
     values = engine.values(scope)
     output_file = node.call.output_file

@@ -10,13 +10,13 @@ from agentrun.workflows.failures import TaskFailed
 from agentrun.workflows.nodes.base import Handler
 
 if TYPE_CHECKING:
-    from agentrun.workflows.interpreter import Interpreter
+    from agentrun.workflows.runtime import Runtime
     from agentrun.workflows.scope import Scope
 
 KIND = ir.Selector
 
 
-async def execute(engine: Interpreter, node: ir.Selector, scope: Scope) -> Any:
+async def execute(engine: Runtime, node: ir.Selector, scope: Scope) -> Any:
     errors = []
     for position, child in enumerate(node.children, 1):
         before = routing.mark(engine.state)

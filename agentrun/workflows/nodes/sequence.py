@@ -8,13 +8,13 @@ from agentrun.lang import ir
 from agentrun.workflows.nodes.base import Handler
 
 if TYPE_CHECKING:
-    from agentrun.workflows.interpreter import Interpreter
+    from agentrun.workflows.runtime import Runtime
     from agentrun.workflows.scope import Scope
 
 KIND = ir.Sequence
 
 
-async def execute(engine: Interpreter, node: ir.Sequence, scope: Scope) -> Any:
+async def execute(engine: Runtime, node: ir.Sequence, scope: Scope) -> Any:
     output = None
     for child in node.children:
         output = await engine.run(child, scope)

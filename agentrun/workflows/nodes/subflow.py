@@ -30,7 +30,7 @@ from temporalio.exceptions import ApplicationError, ChildWorkflowError
 
 from agentrun.lang import ir
 from agentrun.lang.render import to_text
-from agentrun.models.contract import WORKFLOW, ModelUsage, RunState, SubgraphRun, TaintMark, TaskState
+from agentrun.models.contract import WORKFLOW, RunState, SubgraphRun, TaintMark, TaskState
 from agentrun.workflows.budgets import SUBGRAPH_HOLDS
 from agentrun.workflows.failures import TaskFailed
 from agentrun.workflows.nodes import leaf
@@ -40,24 +40,22 @@ from agentrun.workflows.saga import compensations
 from agentrun.workflows.scope import RunKey
 
 if TYPE_CHECKING:
-    from agentrun.workflows.interpreter import Interpreter
+    from agentrun.workflows.runtime import Runtime
     from agentrun.workflows.scope import Scope
 
 KIND = ir.Subflow
 
 
-async def execute(engine: Interpreter, node: ir.Subflow, scope: Scope) -> dict[str, Any]:
+async def execute(engine: Runtime, node: ir.Subflow, scope: Scope) -> dict[str, Any]:
     key = str(scope.key)
     graph = engine.inp.plan.subgraphs.get(node.graph)
     if graph is None:
         raise TaskFailed(key, f"the plan has no subgraph '{node.graph}'")
-    row = engine.state.tasks.setdefault(
-        key, TaskState(id=key, title=node.label, kind="subgraph", agent=f"graph {node.graph}")
-    )
+    row = engine.state.add_row_if_new(TaskState(id=key, title=node.label, kind="subgraph", agent=f"graph {node.graph}"))
     child_id = f"{engine.state.run_id}--{key}-{engine.state.node_runs.get(key, 1)}"
     child_id += f".{row.retries + 1}" if row.retries else ""
     record = SubgraphRun(graph=node.graph, run_id=child_id)
-    engine.state.subgraph_runs.setdefault(key, []).append(record)
+    engine.state.add_subgraph_run(key, record)
     async with leaf.Row(engine, key) as task:
         task.agent = f"graph {node.graph}"
         async with _holding(engine):
@@ -70,7 +68,7 @@ async def execute(engine: Interpreter, node: ir.Subflow, scope: Scope) -> dict[s
 
 
 @contextlib.asynccontextmanager
-async def _holding(engine: Interpreter) -> AsyncIterator[None]:
+async def _holding(engine: Runtime) -> AsyncIterator[None]:
     """Under a run budget, hold what is left of it for the child until its spending is counted."""
     reservations = engine.conversation.reservations
     if engine.state.budget is None or engine.conversation.rolling_back or not workflow.patched(SUBGRAPH_HOLDS):
@@ -84,7 +82,7 @@ async def _holding(engine: Interpreter) -> AsyncIterator[None]:
 
 
 async def _child(
-    engine: Interpreter,
+    engine: Runtime,
     node: ir.Subflow,
     graph: ir.Graph,
     key: str,
@@ -120,7 +118,7 @@ async def _child(
     return result
 
 
-def _child_input(engine: Interpreter, node: ir.Subflow, graph: ir.Graph) -> Any:
+def _child_input(engine: Runtime, node: ir.Subflow, graph: ir.Graph) -> Any:
     """The child's run: the subgraph as its plan, the mapped memory, the parent's goal and
     constraints, agents and settings, and what is left of the parent's run budget."""
     plan, memory = engine.inp.plan, engine.state.memory
@@ -147,7 +145,7 @@ def _child_input(engine: Interpreter, node: ir.Subflow, graph: ir.Graph) -> Any:
     )
 
 
-def _left(engine: Interpreter) -> ir.Budget | None:
+def _left(engine: Runtime) -> ir.Budget | None:
     budget, state = engine.state.budget, engine.state
     if budget is None:
         return None
@@ -160,23 +158,12 @@ def _left(engine: Interpreter) -> ir.Budget | None:
     )
 
 
-def _count(engine: Interpreter, scope: Scope, task: TaskState, child: RunState) -> None:
+def _count(engine: Runtime, scope: Scope, task: TaskState, child: RunState) -> None:
     """What the child spent, counted on the parent: its run, its models, the node and its budgets."""
-    state = engine.state
-    for model, spent in child.usage_by_model.items():
-        state.usage_by_model.setdefault(model, ModelUsage()).add(spent)
-    for step in scope.budgets:
-        state.step_usage.setdefault(step, ModelUsage()).add(child.run_usage())
-    for usage in (state.usage, task.usage):
-        usage.input_tokens += child.usage.input_tokens
-        usage.output_tokens += child.usage.output_tokens
-    task.cost_usd += child.total_cost_usd
-    task.iterations += child.iteration_count
-    state.total_cost_usd += child.total_cost_usd
-    state.iteration_count += child.iteration_count
+    engine.state.add_child_spent(task, child, scope.budgets)
 
 
-def _adopt_undos(engine: Interpreter, node: ir.Subflow, graph: ir.Graph, child: RunState) -> None:
+def _adopt_undos(engine: Runtime, node: ir.Subflow, graph: ir.Graph, child: RunState) -> None:
     """The child's compensation stack, bottom first, onto the parent's."""
     undos = compensations(ir.walk(graph))
     for entry, (comp_id, elements, output) in zip(child.compensation_stack, child.compensation_undos):
@@ -184,7 +171,7 @@ def _adopt_undos(engine: Interpreter, node: ir.Subflow, graph: ir.Graph, child: 
         engine.saga.adopt(action, undos[comp_id], RunKey(comp_id, tuple(elements)), output)
 
 
-def _outputs(engine: Interpreter, node: ir.Subflow, child: RunState, child_id: str) -> dict[str, Any]:
+def _outputs(engine: Runtime, node: ir.Subflow, child: RunState, child_id: str) -> dict[str, Any]:
     """The child's memory keys that output_mapping brings back, under their parent names, each
     carrying the child's taint mark."""
     found = {}
@@ -194,7 +181,7 @@ def _outputs(engine: Interpreter, node: ir.Subflow, child: RunState, child_id: s
         found[parent_key] = child.memory[child_key]
         mark = child.taint.get(child_key)
         if mark is not None:
-            engine.state.taint[parent_key] = TaintMark(source=mark.source, derived_from=[f"{child_id}:{child_key}"])
+            engine.state.mark(parent_key, TaintMark(source=mark.source, derived_from=[f"{child_id}:{child_key}"]))
     return found
 
 

@@ -15,14 +15,14 @@ from agentrun.workflows.nodes.base import Handler
 from agentrun.workflows.nodes.graph_agent import as_task, context, node_row, reply_object
 
 if TYPE_CHECKING:
-    from agentrun.workflows.interpreter import Interpreter
+    from agentrun.workflows.runtime import Runtime
     from agentrun.workflows.scope import Scope
 
 KIND = ir.Supervisor
 ASKS = 2  # the first answer, then one more after a reminder
 
 
-async def execute(engine: Interpreter, node: ir.Supervisor, scope: Scope) -> Any:
+async def execute(engine: Runtime, node: ir.Supervisor, scope: Scope) -> Any:
     key = str(scope.key)
     made = sum(1 for c in engine.state.supervisor_history if c.supervisor_id == node.id)
     if made >= node.max_iterations:
@@ -42,7 +42,7 @@ async def execute(engine: Interpreter, node: ir.Supervisor, scope: Scope) -> Any
         else:
             raise TaskFailed(key, f"chose '{choice}', which is not one of {', '.join(allowed)}")
     engine.state.finish(key, "completed", workflow.now(), output=f"{choice}: {reasoning}")
-    engine.state.supervisor_history.append(
+    engine.state.add_supervisor_choice(
         SupervisorChoice(
             supervisor_id=node.id,
             delegated_to=choice,
@@ -54,7 +54,7 @@ async def execute(engine: Interpreter, node: ir.Supervisor, scope: Scope) -> Any
     return choice
 
 
-def _prompt(engine: Interpreter, node: ir.Supervisor, scope: Scope) -> str:
+def _prompt(engine: Runtime, node: ir.Supervisor, scope: Scope) -> str:
     done = [f"- {c.delegated_to}: {c.reasoning}" for c in engine.state.supervisor_history if c.supervisor_id == node.id]
     parts = [context(engine, node.system, scope)]
     if node.prompt:

@@ -8,13 +8,13 @@ from agentrun.lang import expressions, ir
 from agentrun.workflows.nodes.base import Handler
 
 if TYPE_CHECKING:
-    from agentrun.workflows.interpreter import Interpreter
+    from agentrun.workflows.runtime import Runtime
     from agentrun.workflows.scope import Scope
 
 KIND = ir.Switch
 
 
-async def execute(engine: Interpreter, node: ir.Switch, scope: Scope) -> Any:
+async def execute(engine: Runtime, node: ir.Switch, scope: Scope) -> Any:
     values = engine.values(scope)
     for case in node.cases:
         taken, warning = expressions.condition(case.when, values)

@@ -12,13 +12,13 @@ from agentrun.workflows.nodes.base import Handler
 from agentrun.workflows.protocols.registry import PROTOCOLS
 
 if TYPE_CHECKING:
-    from agentrun.workflows.interpreter import Interpreter
+    from agentrun.workflows.runtime import Runtime
     from agentrun.workflows.scope import Scope
 
 KIND = ir.Task
 
 
-async def execute(engine: Interpreter, node: ir.Task, scope: Scope) -> Any:
+async def execute(engine: Runtime, node: ir.Task, scope: Scope) -> Any:
     cancelled = False
     try:
         return await leaf.perform(engine, node, scope, lambda task: _attempts(engine, node, scope, task))
@@ -30,7 +30,7 @@ async def execute(engine: Interpreter, node: ir.Task, scope: Scope) -> Any:
             await engine.conversation.release(node, scope)
 
 
-async def _attempts(engine: Interpreter, node: ir.Task, scope: Scope, task: TaskState) -> Any:
+async def _attempts(engine: Runtime, node: ir.Task, scope: Scope, task: TaskState) -> Any:
     """The protocol's reply, sent again with the check's error while the success criteria fail."""
     if task.agent != node.agent:  # its row names the agent from the start; a pydantic write costs
         task.agent = node.agent

@@ -18,13 +18,13 @@ from agentrun.workflows.nodes.graph_agent import as_task, context, node_row, rep
 from agentrun.workflows.nodes.json_path import MISSING, JsonPathError, read_path
 
 if TYPE_CHECKING:
-    from agentrun.workflows.interpreter import Interpreter
+    from agentrun.workflows.runtime import Runtime
     from agentrun.workflows.scope import Scope
 
 KIND = ir.Verifier
 
 
-async def execute(engine: Interpreter, node: ir.Verifier, scope: Scope) -> dict[str, Any]:
+async def execute(engine: Runtime, node: ir.Verifier, scope: Scope) -> dict[str, Any]:
     if node.mode == "llm_judge":
         if node.target_key:  # the judge is shown the one key it judges
             scope = scope.with_values(input={node.target_key: engine.state.memory.get(node.target_key)})
@@ -43,7 +43,7 @@ async def execute(engine: Interpreter, node: ir.Verifier, scope: Scope) -> dict[
     return verdict
 
 
-async def _judge(engine: Interpreter, node: ir.Verifier, scope: Scope) -> dict[str, Any]:
+async def _judge(engine: Runtime, node: ir.Verifier, scope: Scope) -> dict[str, Any]:
     key = str(scope.key)
     text = "\n\n".join(
         [

@@ -17,13 +17,13 @@ from agentrun.workflows.nodes.base import Handler
 from agentrun.workflows.nodes.graph_agent import reply_object
 
 if TYPE_CHECKING:
-    from agentrun.workflows.interpreter import Interpreter
+    from agentrun.workflows.runtime import Runtime
     from agentrun.workflows.scope import Scope
 
 KIND = ir.Voting
 
 
-async def execute(engine: Interpreter, node: ir.Voting, scope: Scope) -> dict[str, Any]:
+async def execute(engine: Runtime, node: ir.Voting, scope: Scope) -> dict[str, Any]:
     key = str(scope.key)
     replies = await _ballots(engine, node, scope)
     votes, missing = [], []
@@ -47,7 +47,7 @@ async def execute(engine: Interpreter, node: ir.Voting, scope: Scope) -> dict[st
     return {"winner": winner, "tally": tally, "votes": votes, "strategy": node.strategy}
 
 
-async def _ballots(engine: Interpreter, node: ir.Voting, scope: Scope) -> list[tuple[str, str | None]]:
+async def _ballots(engine: Runtime, node: ir.Voting, scope: Scope) -> list[tuple[str, str | None]]:
     """Each voter's reply, or why it gave none; all voters at once."""
     running = [asyncio.ensure_future(engine.run(voter, scope)) for voter in node.voters]
     try:
@@ -90,7 +90,7 @@ def _tally(votes: list[dict[str, Any]], weights: dict[str, float]) -> dict[str, 
     return {text: int(n) if float(n).is_integer() else n for text, n in tally.items()}
 
 
-async def _judged(engine: Interpreter, node: ir.Voting, scope: Scope, votes: list[dict[str, Any]]) -> dict[str, Any]:
+async def _judged(engine: Runtime, node: ir.Voting, scope: Scope, votes: list[dict[str, Any]]) -> dict[str, Any]:
     assert node.judge is not None
     key = str(scope.key)
     reply = await engine.run(node.judge, scope.with_values(input={"votes": votes}))

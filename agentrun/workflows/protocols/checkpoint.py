@@ -24,7 +24,7 @@ from agentrun.workflows.protocols.supervise import MAX_REORIENTS, Goal, decide
 from agentrun.workflows.taint import untrusted
 
 if TYPE_CHECKING:
-    from agentrun.workflows.interpreter import Interpreter
+    from agentrun.workflows.runtime import Runtime
     from agentrun.workflows.scope import Scope
 
 T = TypeVar("T")
@@ -33,7 +33,7 @@ _KEPT_OUTPUT = 4000  # characters of a post-checkpoint's output the run state ke
 
 class CheckpointProtocol:
     async def perform(
-        self, engine: Interpreter, node: ir.Task, scope: Scope, task: TaskState, retry_error: str | None
+        self, engine: Runtime, node: ir.Task, scope: Scope, task: TaskState, retry_error: str | None
     ) -> Any:
         """COMMIT once, then EXECUTE until an attempt is accepted; its output is the goal's value."""
         goal = _goal(engine, node, scope, task)
@@ -53,7 +53,7 @@ class CheckpointProtocol:
 CHECKPOINT = CheckpointProtocol()
 
 
-def _goal(engine: Interpreter, node: ir.Task, scope: Scope, task: TaskState) -> Goal:
+def _goal(engine: Runtime, node: ir.Task, scope: Scope, task: TaskState) -> Goal:
     key = str(scope.key)
     values = engine.values(scope)
     if engine.inp.plan.security == "paranoid":
@@ -65,7 +65,7 @@ def _goal(engine: Interpreter, node: ir.Task, scope: Scope, task: TaskState) -> 
     except (TemplateError, expressions.ExpressionError, TypeError) as exc:
         raise TaskFailed(key, f"cannot fill in its prompt: {exc}") from None
     at = given(at, node, value)
-    record = engine.state.supervision.setdefault(key, GoalSupervision(supervision=node.supervision))
+    record = engine.state.supervise(key, GoalSupervision(supervision=node.supervision))
     return Goal(engine, node, scope, task, at, record)
 
 

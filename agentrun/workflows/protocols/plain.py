@@ -10,7 +10,6 @@ from temporalio import workflow
 
 from agentrun.lang import expressions, ir
 from agentrun.models import calls
-from agentrun.models.contract import MAX_OUTPUT_CHARS
 from agentrun.models.texts.plain_text import prompt
 from agentrun.workflows import activity_calls, metrics
 from agentrun.workflows.conversation import first_line
@@ -18,13 +17,13 @@ from agentrun.workflows.failures import TaskFailed
 
 if TYPE_CHECKING:
     from agentrun.models.contract import TaskState
-    from agentrun.workflows.interpreter import Interpreter
+    from agentrun.workflows.runtime import Runtime
     from agentrun.workflows.scope import Scope
 
 
 class PlainProtocol:
     async def perform(
-        self, engine: Interpreter, node: ir.Task, scope: Scope, task: TaskState, retry_error: str | None
+        self, engine: Runtime, node: ir.Task, scope: Scope, task: TaskState, retry_error: str | None
     ) -> Any:
         """One prompt, a non-empty reply, then the output checks of its spec."""
         key = str(scope.key)
@@ -47,7 +46,7 @@ class PlainProtocol:
 PLAIN = PlainProtocol()
 
 
-async def _validate(engine: Interpreter, node: ir.Task, scope: Scope, reply: str) -> Any:
+async def _validate(engine: Runtime, node: ir.Task, scope: Scope, reply: str) -> Any:
     key = str(scope.key)
     arg = calls.ValidateCall(
         task_id=key, text=reply, format=node.output_format, json_schema=node.output_schema, rules=node.rules
@@ -60,15 +59,15 @@ async def _validate(engine: Interpreter, node: ir.Task, scope: Scope, reply: str
         errors += await _judge(engine, node, scope, rule, reply)
     if errors:
         metrics.failed("validation")
-        engine.state.outputs[key] = reply[:MAX_OUTPUT_CHARS]  # the reply that failed, for the report
+        engine.state.keep_failed_output(key, reply)
         raise TaskFailed(key, "output failed validation: " + "; ".join(errors))
     return result.value
 
 
-async def _judge(engine: Interpreter, node: ir.Task, scope: Scope, rule: str, reply: str) -> list[str]:
+async def _judge(engine: Runtime, node: ir.Task, scope: Scope, rule: str, reply: str) -> list[str]:
     """A rule of no known form is judged by the agent's model; an agent with no model flags it."""
     if not engine.conversation.can_judge(node):
-        engine.state.warnings.append(
+        engine.state.warn(
             f"{scope.key}: rule not checked (no known form, and agent '{node.agent}' has no model to judge it): {rule}"
         )
         return []

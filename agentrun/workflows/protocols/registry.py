@@ -13,13 +13,13 @@ from agentrun.workflows.protocols import checkpoint, plain, status, tree
 
 if TYPE_CHECKING:
     from agentrun.models.contract import TaskState
-    from agentrun.workflows.interpreter import Interpreter
+    from agentrun.workflows.runtime import Runtime
     from agentrun.workflows.scope import Scope
 
 
 class ReplyProtocol(Protocol):
     async def perform(
-        self, engine: Interpreter, node: ir.Task, scope: Scope, task: TaskState, retry_error: str | None
+        self, engine: Runtime, node: ir.Task, scope: Scope, task: TaskState, retry_error: str | None
     ) -> Any:
         """Prompt the agent until its replies give the task's value; TaskFailed if they cannot.
         `retry_error` says why the previous attempt failed its success check."""

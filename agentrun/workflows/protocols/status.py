@@ -18,7 +18,7 @@ from agentrun.workflows.failures import TaskFailed
 
 if TYPE_CHECKING:
     from agentrun.models.contract import TaskState
-    from agentrun.workflows.interpreter import Interpreter
+    from agentrun.workflows.runtime import Runtime
     from agentrun.workflows.scope import Scope
 
 WORD_BESIDE_STATUS = "loop-word-beside-status"
@@ -36,7 +36,7 @@ _STATUS_TAIL = re.compile(r"[ \t]*[*_`]*COMPLETION_STATUS:[^\n]*")  # at the end
 
 class StatusProtocol:
     async def perform(
-        self, engine: Interpreter, node: ir.Task, scope: Scope, task: TaskState, retry_error: str | None
+        self, engine: Runtime, node: ir.Task, scope: Scope, task: TaskState, retry_error: str | None
     ) -> str:
         """Prompt, and prompt again while a loop waits for its status; the last reply."""
         limit = (
@@ -60,7 +60,7 @@ class StatusProtocol:
             if not node.loop_until or _loop_ended(node, reply):
                 return _output(reply)
             if iteration >= limit:
-                engine.state.warnings.append(
+                engine.state.warn(
                     f"{scope.key}: stopped after {limit} iterations without status {node.loop_until.status}"
                 )
                 return _output(reply)
@@ -86,7 +86,7 @@ def _older_retry(node: ir.Task, retry_error: str | None) -> bool:
     return without_message and not workflow.patched(RETRY_AS_IS)
 
 
-async def _reply_with_status(engine: Interpreter, node: ir.Task, scope: Scope, text: str) -> str:
+async def _reply_with_status(engine: Runtime, node: ir.Task, scope: Scope, text: str) -> str:
     """Send a prompt; an ERROR status fails the task; no status gets one nudge (strict mode)."""
     reply = await engine.conversation.ask(node, scope, text)
     status = status_of(reply)

@@ -16,7 +16,7 @@ from agentrun.workflows.humans import rejected
 from agentrun.workflows.protocols.checkpoint_read import read_verdict
 
 if TYPE_CHECKING:
-    from agentrun.workflows.interpreter import Interpreter
+    from agentrun.workflows.runtime import Runtime
     from agentrun.workflows.scope import Scope
 
 MAX_REORIENTS = 3  # re-executions after a REORIENT; one more and the goal fails
@@ -27,7 +27,7 @@ _SHOWN_TO_PEOPLE = 600  # characters of the output a gate's question quotes
 class Goal:
     """One checkpoint goal being run: where, with what prompts, and its record in the run state."""
 
-    engine: Interpreter
+    engine: Runtime
     node: ir.Task
     scope: Scope
     task: TaskState

@@ -20,7 +20,7 @@ from agentrun.workflows.failures import TaskFailed
 
 if TYPE_CHECKING:
     from agentrun.models.contract import TaskState
-    from agentrun.workflows.interpreter import Interpreter
+    from agentrun.workflows.runtime import Runtime
     from agentrun.workflows.scope import Scope
 
 NOTE_CHARS = 2_000
@@ -29,7 +29,7 @@ DETAILS_CHARS = 1_500
 
 class TreeProtocol:
     async def perform(
-        self, engine: Interpreter, node: ir.Task, scope: Scope, task: TaskState, retry_error: str | None
+        self, engine: Runtime, node: ir.Task, scope: Scope, task: TaskState, retry_error: str | None
     ) -> Any:
         step = node.tree_step
         assert step is not None
@@ -41,7 +41,7 @@ class TreeProtocol:
         return settled(str(scope.key), answer)
 
 
-def details(engine: Interpreter, node: ir.Task) -> str:
+def details(engine: Runtime, node: ir.Task) -> str:
     """What Temporal Web shows while a step runs: where the tree is, and its blackboard."""
     step = node.tree_step
     assert step is not None
@@ -49,7 +49,7 @@ def details(engine: Interpreter, node: ir.Task) -> str:
     return f"**{step.action}**: {node.protocol} step {step.index + 1}\n\n$VAR: `{clip(board, DETAILS_CHARS)}`"
 
 
-async def _asked(engine: Interpreter, node: ir.Task, scope: Scope, task: TaskState) -> Verdict | Outcome:
+async def _asked(engine: Runtime, node: ir.Task, scope: Scope, task: TaskState) -> Verdict | Outcome:
     """The agent's answer to the step; an instruct answered `running` is asked again after a
     durable wait, the wait doubling up to the plan's limit, until it is finished or out of asks."""
     pace, key = engine.inp.plan.running, str(scope.key)
@@ -57,7 +57,7 @@ async def _asked(engine: Interpreter, node: ir.Task, scope: Scope, task: TaskSta
         task.iterations = ask
         answer = await _one_answer(engine, node, scope, ask)
         refusal = _write_vars(engine, key, answer.var) if isinstance(answer, Outcome) else None
-        record(engine.state.trace, node, answer, "write_refused" if refusal else None)
+        engine.state.add_trace(record(node, answer, "write_refused" if refusal else None))
         if refusal:
             raise TaskFailed(key, f"write refused: {refusal}")
         if isinstance(answer, Verdict) or answer.status != "running":
@@ -69,7 +69,7 @@ async def _asked(engine: Interpreter, node: ir.Task, scope: Scope, task: TaskSta
     raise TaskFailed(key, f"still running after {pace.max_asks} asks")
 
 
-async def _one_answer(engine: Interpreter, node: ir.Task, scope: Scope, ask: int) -> Verdict | Outcome:
+async def _one_answer(engine: Runtime, node: ir.Task, scope: Scope, ask: int) -> Verdict | Outcome:
     """One reading of the agent's reply; a reply that is not the step's JSON gets one reminder."""
     values = {**engine.state.memory}
     text = tree_text.step_prompt(node, values, engine.inp.plan.constants, ask)
@@ -112,8 +112,8 @@ def outcome_of(status: str, last: bool) -> str:
     return "action_complete" if last else "step_complete"
 
 
-def record(trace: list[TraceEntry], node: ir.Task, answer: Verdict | Outcome, outcome: str | None = None) -> None:
-    """Append the agent's answer to a step to the run's trace."""
+def record(node: ir.Task, answer: Verdict | Outcome, outcome: str | None = None) -> TraceEntry:
+    """The agent's answer to a step, as the run's trace keeps it."""
     step = node.tree_step
     assert step is not None
     if isinstance(answer, Verdict):
@@ -121,7 +121,7 @@ def record(trace: list[TraceEntry], node: ir.Task, answer: Verdict | Outcome, ou
         outcome = "evaluation_passed" if answer.result else "evaluation_failed"
     else:
         submitted, outcome = answer.status, outcome or outcome_of(answer.status, step.last)
-    entry = TraceEntry(
+    return TraceEntry(
         ts=workflow.now(),
         kind=node.protocol,
         cursor=step.cursor,
@@ -130,10 +130,9 @@ def record(trace: list[TraceEntry], node: ir.Task, answer: Verdict | Outcome, ou
         outcome=outcome,
         note=clip(answer.note, NOTE_CHARS),
     )
-    trace.append(entry)
 
 
-def _write_vars(engine: Interpreter, key: str, writes: dict[str, Any]) -> str | None:
+def _write_vars(engine: Runtime, key: str, writes: dict[str, Any]) -> str | None:
     """Put an answer's $VAR writes on the blackboard, and in the record of the step `key` a fork
     takes over; why not, if one names a constant (then none of them is made)."""
     constants = engine.inp.plan.constants
@@ -142,7 +141,7 @@ def _write_vars(engine: Interpreter, key: str, writes: dict[str, Any]) -> str | 
         if refusal:
             return refusal
     for name, value in writes.items():
-        blackboard.write(engine.state.memory, blackboard.var_path(name), value)
+        engine.state.write_var(blackboard.var_path(name), value)
         engine.reuse.wrote(key, blackboard.var_path(name), value)
     return None
 

@@ -1,0 +1,59 @@
+"""What a node handler sees of the run it works in.
+
+A handler runs one node: it reads the run's input and state, runs its children, asks people and
+agents, and leaves the rest (gates, retries, failure policies, continuing as new, which node runs
+under which budget) to the interpreter around it. `Runtime` names the part of the interpreter a
+handler and the helpers it hands itself to may use, so that what a node kind can reach is read
+here and not in the whole of `Interpreter`, and a handler is checked against only that. The
+interpreter satisfies it structurally, without naming it: the type checker holds the two together
+where the interpreter hands itself to a handler.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from agentrun.lang import ir
+    from agentrun.models.contract import Answer, RunInput, RunState
+    from agentrun.workflows.budgets import Budgets
+    from agentrun.workflows.conversation import Conversation
+    from agentrun.workflows.driven import Driven
+    from agentrun.workflows.journal import Journal
+    from agentrun.workflows.reuse import Reuse
+    from agentrun.workflows.saga import Saga
+    from agentrun.workflows.scope import RunKey, Scope
+
+
+class Runtime(Protocol):
+    """The run as a node handler sees it. Its parts are read-only here: a handler uses them, it
+    never puts another in place."""
+
+    @property
+    def inp(self) -> RunInput: ...
+    @property
+    def state(self) -> RunState: ...
+    @property
+    def journal(self) -> Journal: ...
+    @property
+    def conversation(self) -> Conversation: ...
+    @property
+    def saga(self) -> Saga: ...
+    @property
+    def budgets(self) -> Budgets: ...
+    @property
+    def reuse(self) -> Reuse: ...
+    @property
+    def driven(self) -> Driven | None: ...
+    @property
+    def ran(self) -> dict[str, list[str]]: ...
+
+    async def run(self, node: ir.NodeBase, scope: Scope | None = None, key: RunKey | None = None) -> Any: ...
+    async def between_rounds(self) -> None: ...
+    async def ask(self, gate: ir.Human, scope: Scope, text: str | None = None) -> Answer: ...
+    def key_of(self, node: ir.NodeBase, scope: Scope) -> RunKey: ...
+    def values(self, scope: Scope | None = None, **more: Any) -> dict[str, Any]: ...
+    def trusted_values(self) -> dict[str, Any]: ...
+    def all_prior(self) -> dict[str, Any]: ...
+    def warn(self, scope: Scope, text: str) -> None: ...
+    def skipped(self, node: ir.NodeBase, scope: Scope, why: str) -> None: ...
