@@ -10,8 +10,8 @@ import json
 from rich.console import Console
 
 from agentrun.cli.follow import _Printer
-from agentrun.explain.gates import how_to_answer
 from agentrun.explain import report
+from agentrun.explain.gates import how_to_answer
 from agentrun.ids import GateId
 from agentrun.models.contract import CompensationEntry, Gate, RunState, TaskState
 from tests.conftest import SHELL_AGENT, run_id, write_spec

@@ -19,8 +19,8 @@ from temporalio.client import Client, WorkflowUpdateRPCTimeoutOrCancelledError
 from temporalio.service import RPCError
 
 from agentrun import spelling
-from agentrun.explain.waiting import worker_command
 from agentrun.client.runs import QUERY_S, NoWorker, RunHandle, UsageError, ask_held, ask_state, running
+from agentrun.explain.waiting import worker_command
 from agentrun.models import limits
 from agentrun.models.contract import RunState
 
