@@ -31,10 +31,25 @@ _EXPORTS = {
     "QuestionAnswered": "agentrun.client.models",
     "NoteDelivered": "agentrun.client.models",
     "RunEnded": "agentrun.client.models",
+    "Answered": "agentrun.client.models",
+    "Raised": "agentrun.client.models",
+    "Pending": "agentrun.client.models",
+    "Question": "agentrun.client.models",
+    "Progress": "agentrun.client.models",
+    "RunInfo": "agentrun.client.models",
+    "Look": "agentrun.client.models",
+    "UnderWay": "agentrun.client.models",
+    "Retry": "agentrun.client.models",
+    "Said": "agentrun.client.models",
+    "ForkPlan": "agentrun.client.models",
     "RunState": "agentrun.models.contract",
     "Answer": "agentrun.models.contract",
     "Note": "agentrun.models.contract",
     "UserError": "agentrun.errors",
+    "NoSuchRun": "agentrun.errors",
+    "NoWorker": "agentrun.errors",
+    "Refused": "agentrun.errors",
+    "Unavailable": "agentrun.errors",
     "SpecError": "agentrun.lang.errors",
 }
 __all__ = [
@@ -52,10 +67,25 @@ __all__ = [
     "QuestionAnswered",
     "NoteDelivered",
     "RunEnded",
+    "Answered",
+    "Raised",
+    "Pending",
+    "Question",
+    "Progress",
+    "RunInfo",
+    "Look",
+    "UnderWay",
+    "Retry",
+    "Said",
+    "ForkPlan",
     "RunState",
     "Answer",
     "Note",
     "UserError",
+    "NoSuchRun",
+    "NoWorker",
+    "Refused",
+    "Unavailable",
     "SpecError",
     "__version__",
 ]
@@ -63,20 +93,31 @@ __all__ = [
 if TYPE_CHECKING:  # what pyright and editors see of the names __getattr__ loads
     from agentrun.client.engine import Engine, connect
     from agentrun.client.models import (
+        Answered,
+        ForkPlan,
+        Look,
         NoteDelivered,
         PartialOutput,
+        Pending,
+        Progress,
+        Question,
         QuestionAnswered,
         QuestionOpened,
+        Raised,
+        Retry,
         RunEnded,
         RunEvent,
+        RunInfo,
         RunResult,
         RunSummary,
+        Said,
         StepFinished,
         StepStarted,
+        UnderWay,
     )
     from agentrun.client.program import run
     from agentrun.client.run import Run
-    from agentrun.errors import UserError
+    from agentrun.errors import NoSuchRun, NoWorker, Refused, Unavailable, UserError
     from agentrun.lang.errors import SpecError
     from agentrun.models.contract import Answer, Note, RunState
 

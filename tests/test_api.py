@@ -104,3 +104,32 @@ def test_the_python_example_runs_as_written(address, tmp_path):
     assert "  ? One line for the release notes of 1.0.0? -> First stable release" in lines
     assert "  publish: completed" in lines
     assert lines[-1].endswith(" completed")
+
+
+async def test_what_the_commands_use_pending_an_unnamed_gate_a_queued_answer_and_the_conversation(client, release):
+    """The calls the command line is made of, from a program: the open question across runs, an
+    answer with no gate named (the one open), an approval queued in the run's history, the prompts
+    and replies read back."""
+    engine = Engine(client, task_queue=QUEUE)
+    run = await engine.start(release, params={"version": "3.0.0"}, agents=SHELL_AGENT, run_id=run_id("api-cli"))
+    async with engine.worker():
+        async for event in run.events(partial=False):
+            if not isinstance(event, agentrun.QuestionOpened):
+                continue
+            asked = [q for q in (await engine.pending()).questions if q.run_id == run.id]
+            assert [(q.gate, q.kind) for q in asked] == [(event.gate, event.gate_kind)]
+            if event.gate == "notes":
+                answered = await run.answer("Third", by="ana")
+                assert (answered.gate, answered.value, answered.by) == ("notes", "Third", "ana")
+            else:
+                queued = await run.queue_answer("approve", by="ana")
+                assert queued.gate == "publish"
+        result = await run.result()
+    assert result.status == "completed", result.errors
+    assert (release.parent / "release-work" / "PUBLISHED-3.0.0").read_text() == "3.0.0: Third\n"
+    assert not (await run.info()).running
+    said = [(s.task, s.kind) async for s in run.conversation()]
+    assert said.index(("tag", "prompt")) < said.index(("tag", "reply")) < said.index(("publish", "prompt"))
+    assert await engine.count_runs(spec="release") >= 1
+    with pytest.raises(agentrun.NoSuchRun):
+        await engine.run("no-such-run").info()

@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
-from rich.table import Table
 
 from agentrun import spelling
-from agentrun.caller import user
 from agentrun.cli.args import EXIT_OK, command, delivery, on_temporal, positive, seconds, when, whole
 
 if TYPE_CHECKING:
@@ -53,6 +50,10 @@ def add_commands(sub: Any) -> None:
 
 
 async def _pending(engine: Engine, args: argparse.Namespace, console: Console) -> int:
+    import json
+
+    from rich.table import Table
+
     from agentrun.explain.waiting import NO_WORKER
 
     found = await engine.pending()
@@ -123,6 +124,8 @@ async def _say(engine: Engine, args: argparse.Namespace, console: Console) -> in
 
 
 def _who(args: argparse.Namespace) -> str:
+    from agentrun.caller import user
+
     return user() if args.by is None else args.by
 
 
