@@ -1,5 +1,6 @@
 """A run no worker runs: every command says so plainly and how to start one, `status` and `report`
-still show its spec and steps (from its start input), and `watch --worker` runs it to its end."""
+still show its spec and steps (from its start input), and `watch --worker` runs it to its end;
+once it has ended, `watch` shows its report without asking for a worker."""
 
 from __future__ import annotations
 
@@ -38,6 +39,11 @@ def test_a_run_no_worker_polls_for_says_so_and_watch_worker_runs_it(cli, cli_pro
     out, err = running.communicate(timeout=60)
     assert running.returncode == 0, out + err
     assert "✓ ship done in" in out and "- Status: COMPLETE" in out
+
+    # Ended, it needs no worker: watching it again shows its report and no hint.
+    again = cli("watch", rid)
+    assert again.code == 0 and "- Status: COMPLETE" in again.out
+    assert "no worker" not in again.out + again.err
 
 
 def test_a_detached_run_waits_for_a_worker_started_afterwards(cli, address, tmp_path):

@@ -37,7 +37,7 @@ async def follow(
     """Print the run's events until it ends. With a prompter, each open question is put to it once;
     `log` is where the worker in this process writes the detail of failures; an agent that writes
     nothing for `stall_s` is said to, once."""
-    queue = (await run.info()).task_queue
+    info = await run.info()
     ended = asyncio.ensure_future(run.ended())
     printer = _Printer(console, run.id, log)
     asked: set[str] = set()
@@ -45,13 +45,13 @@ async def follow(
     tails = Tails(stall_s)
     spinner = Spinner("dots", "starting…")
     with Live(Group(spinner, tails), console=console, transient=True, refresh_per_second=8) as status:
-        while not ended.done():
+        while info.running and not ended.done():  # an ended run needs no worker to be shown
             look = await run.look()
             state = look.state
             if state is None:
                 # A worker that has just restarted takes the run within seconds: only say so when none polls.
                 if not look.polled:
-                    printer.once(f"  ! {hint(run.id, queue)}")
+                    printer.once(f"  ! {hint(run.id, info.task_queue)}")
                 spinner.update(text=f"waiting for a worker · {time.monotonic() - started:.0f}s")
                 await asyncio.wait([ended], timeout=poll_s)
                 continue
