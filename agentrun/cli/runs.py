@@ -157,11 +157,10 @@ async def _forked(engine: Engine, args: argparse.Namespace, console: Console) ->
     """`fork RUN --at STEP`: a new run of RUN's plan that takes over, from RUN's record, every step
     before STEP (no agent is asked, nothing is spent), makes the changes given and goes on from STEP."""
     from agentrun.cli.starting import start
-    from agentrun.explain.changes import Wanted
+    from agentrun.explain.changes import from_options
 
-    planned = await engine.run(args.run_id).prepare_fork(
-        args.at, Wanted(args.param, args.set, args.prompt), args.task_queue
-    )
+    wanted = from_options(args.param, args.set, args.prompt)
+    planned = await engine.run(args.run_id).prepare_fork(args.at, wanted, args.task_queue)
     for note in planned.notes:
         print(f"note: {note}", file=sys.stderr)
     for warning in planned.warnings:

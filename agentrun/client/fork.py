@@ -44,17 +44,17 @@ async def forked_input(
         input=started.model_copy(update={"plan": changed.plan, "params": changed.params, "fork": fork}),
         task_queue=queue,
         notes=chosen.notes,
-        warnings=_unsent_prompts(changed.plan, chosen, wanted.prompt),
+        warnings=changed.warnings + _unsent_prompts(changed.plan, chosen, list(wanted.prompts)),
     )
 
 
-def _unsent_prompts(plan: ir.Plan, chosen: cut.Cut, prompts: list[str]) -> list[str]:
+def _unsent_prompts(plan: ir.Plan, chosen: cut.Cut, steps: list[str]) -> list[str]:
     """A new prompt for a step every run of which the fork takes over is only sent if the fork
     runs the step again: say so."""
     taken = {r.node for r in chosen.reuse}
     warnings = []
-    for item in prompts:
-        node = cut.step_id(plan, item.partition("=")[0], "--prompt")
+    for step in steps:
+        node = cut.step_id(plan, step, "--prompt")
         if node in taken:
             warnings.append(
                 f"--prompt {node}: warning: the fork takes over this step's runs before {chosen.at}; "

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
@@ -227,11 +226,7 @@ class Run:
     ) -> Run:
         """A new run of this run's plan that takes over every step before `at` and goes on from
         there with the changes given; it waits on its queue for a worker."""
-        wanted = Wanted(
-            param=[f"{k}={json.dumps(v)}" for k, v in (params or {}).items()],
-            set=[f"memory.{k}={json.dumps(v)}" for k, v in (memory or {}).items()],
-            prompt=[f"{k}={v}" for k, v in (prompts or {}).items()],
-        )
+        wanted = Wanted(dict(params or {}), dict(memory or {}), dict(prompts or {}))
         planned = await self.prepare_fork(at, wanted, task_queue)
         new_id = run_id or new_run_id(planned.input.plan.name)
         planned.input.search_attributes = await launch.ensure_search_attributes(self._client)
@@ -239,6 +234,6 @@ class Run:
         return Run(self._client, new_id)
 
     async def prepare_fork(self, at: str, changes: Wanted, task_queue: str | None = None) -> ForkPlan:
-        """What `fork()` starts, not started yet: the input, the queue, and notes for the person.
-        `changes` as the command line gives them (`KEY=VALUE`, `memory.KEY=VALUE`, `STEP=TEXT`)."""
+        """What `fork()` starts, not started yet: the input, the queue, and notes for the person
+        (`explain.changes.from_options` makes `changes` from the command line's options)."""
         return await fork.forked_input(self._client, self.id, at, changes, task_queue)

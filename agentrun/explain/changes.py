@@ -3,7 +3,6 @@ step prompts (--prompt STEP=TEXT), each checked against the plan before anything
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, NoReturn
 
@@ -24,36 +23,53 @@ class Changes(NamedTuple):
     params: dict[str, Any]
     memory: dict[str, Any]  # dotted paths
     said: list[str]  # each change in words, for the report
+    warnings: list[str]  # a param the spec does not read
 
 
 @dataclass(frozen=True)
 class Wanted:
-    """What a fork changes, as `fork`'s options give it: `KEY=VALUE` params, `memory.KEY=VALUE`
-    memory values and `STEP=TEXT` prompts."""
+    """What a fork changes: params by name, memory (blackboard) values by dotted path, new prompt
+    templates by step."""
 
-    param: list[str] = field(default_factory=list)
-    set: list[str] = field(default_factory=list)
-    prompt: list[str] = field(default_factory=list)
+    params: dict[str, Any] = field(default_factory=dict[str, Any])
+    memory: dict[str, Any] = field(default_factory=dict[str, Any])
+    prompts: dict[str, str] = field(default_factory=dict[str, str])
 
 
-def apply(plan: ir.Plan, given: dict[str, Any], args: Wanted) -> Changes:
-    """The fork's plan, params and memory values from `--param`, `--set` and `--prompt`. Raises SpecError."""
+def from_options(param: list[str], set_: list[str], prompt: list[str]) -> Wanted:
+    """`fork`'s options as what they change: `KEY=VALUE` params (a YAML scalar, or KEY=@FILE),
+    `memory.KEY=VALUE` values (YAML) and `STEP=TEXT` prompts. Raises SpecError."""
+    memory: dict[str, Any] = {}
+    for item in set_:
+        target, sep, raw = item.partition("=")
+        if not sep or not target.startswith(MEMORY) or target == MEMORY:
+            _refuse(f"--set {item}", f"cannot set '{target}'", "write --set memory.KEY=VALUE (KEY may be dotted: a.b)")
+        memory[target.removeprefix(MEMORY)] = _value(raw)
+    prompts: dict[str, str] = {}
+    for item in prompt:
+        name, sep, text = item.partition("=")
+        if not sep or not name:
+            _refuse(f"--prompt {item}", "expected STEP=TEXT", "write --prompt STEP=TEXT")
+        prompts[name] = text
+    return Wanted(dict(cli_params(param)), memory, prompts)
+
+
+def apply(plan: ir.Plan, given: dict[str, Any], wanted: Wanted) -> Changes:
+    """The fork's plan, params and memory values with what is `wanted`, each checked against the
+    plan. Raises SpecError."""
     plan = plan.model_copy(deep=True)
     said: list[str] = []
-    values, changed = dict(given), cli_params(args.param)
-    for name, value in changed:
+    values = dict(given)
+    for name, value in wanted.params.items():
         values[name] = _param(plan, name, value)
         said.append(f"param {name} = {values[name]!r}")
-    for warning in mistakes.unknown_params(plan, [name for name, _ in changed]):
-        print(warning, file=sys.stderr)
-    memory = {}
-    for item in args.set:
-        path, value = _memory(plan, item)
-        memory[path] = value
+    warnings = [str(problem) for problem in mistakes.unknown_params(plan, list(wanted.params))]
+    for path, value in wanted.memory.items():
+        _check_memory(plan, path)
         said.append(f"memory.{path} = {value!r}")
-    for item in args.prompt:
-        said.append(_prompt(plan, item))
-    return Changes(plan, values, memory, said)
+    for name, text in wanted.prompts.items():
+        said.append(_prompt(plan, name, text))
+    return Changes(plan, values, dict(wanted.memory), said, warnings)
 
 
 def _param(plan: ir.Plan, name: str, value: Any) -> Any:
@@ -66,30 +82,25 @@ def _param(plan: ir.Plan, name: str, value: Any) -> Any:
         raise SpecError([Problem(f"-p {name}", 0, 0, f"param '{name}': {exc}", f"pass a {param.type} value")]) from None
 
 
-def _memory(plan: ir.Plan, item: str) -> tuple[str, Any]:
-    """`memory.KEY=VALUE` (KEY may be dotted, VALUE is YAML) as its path and value."""
-    target, sep, raw = item.partition("=")
-    if not sep or not target.startswith(MEMORY) or target == MEMORY:
-        _refuse(f"--set {item}", f"cannot set '{target}'", "write --set memory.KEY=VALUE (KEY may be dotted: a.b)")
-    path = target.removeprefix(MEMORY)
-    root = path.split(".")[0]
+def _check_memory(plan: ir.Plan, path: str) -> None:
+    """Refuse a memory path the run cannot take: a constant, or a key none of its steps keeps."""
+    flag, root = f"--set memory.{path}", path.split(".")[0]
     if plan.traits.blackboard:
         refusal = blackboard.const_refusal(path, plan.constants)
         if refusal:
-            _refuse(f"--set {item}", refusal, "set a $VAR value")
-    else:
-        names = memory_names(plan)
-        if not names:
-            where = plan.traits.stores_with
-            _refuse(
-                f"--set {item}",
-                f"a {plan.dialect} run of '{plan.name}' keeps no memory: none of its steps stores a value",
-                f"memory values come from {where}; change a step's input with --prompt or a param with -p",
-            )
-        if root not in names:
-            hint = did_you_mean(root, names) or "its memory keys: " + ", ".join(sorted(names))
-            _refuse(f"--set {item}", f"no memory key '{root}' in {plan.name}", hint)
-    return path, _value(raw)
+            _refuse(flag, refusal, "set a $VAR value")
+        return
+    names = memory_names(plan)
+    if not names:
+        where = plan.traits.stores_with
+        _refuse(
+            flag,
+            f"a {plan.dialect} run of '{plan.name}' keeps no memory: none of its steps stores a value",
+            f"memory values come from {where}; change a step's input with --prompt or a param with -p",
+        )
+    if root not in names:
+        hint = did_you_mean(root, names) or "its memory keys: " + ", ".join(sorted(names))
+        _refuse(flag, f"no memory key '{root}' in {plan.name}", hint)
 
 
 def memory_names(plan: ir.Plan) -> set[str]:
@@ -111,11 +122,8 @@ def _value(raw: str) -> Any:
         return raw
 
 
-def _prompt(plan: ir.Plan, item: str) -> str:
+def _prompt(plan: ir.Plan, name: str, text: str) -> str:
     """Replace a step's prompt in the plan; the change in words."""
-    name, sep, text = item.partition("=")
-    if not sep or not name:
-        _refuse(f"--prompt {item}", "expected STEP=TEXT", "write --prompt STEP=TEXT")
     node = next(n for n in plan.leaves() if n.id == step_id(plan, name, f"--prompt {name}"))
     if not isinstance(node, ir.Task):
         _refuse(
