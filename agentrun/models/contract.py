@@ -113,6 +113,22 @@ class Note(BaseModel):
     def sender(self) -> str:
         return self.by or "a person"
 
+    def deliver(self, key: str, turn: int) -> None:
+        """The prompt `turn` of run key `key` carries it."""
+        self.delivered_to, self.delivered_turn = key, turn
+
+    def hand_to(self, batch: str) -> None:
+        self.handed_to = batch
+
+    def came_back(self, said: Note) -> None:
+        """What the batch it was handed to did with it (`said`, that batch's copy): delivered there
+        is delivered here, and no batch holds it any more."""
+        self.delivered_to, self.delivered_turn, self.handed_to = said.delivered_to, said.delivered_turn, ""
+
+    def wait_again(self) -> None:
+        """The batch it was handed to never gave it back: the next prompt may carry it."""
+        self.handed_to = ""
+
 
 class Fork(BaseModel):
     """What a forked run takes from the run it was forked from, and what it changes."""
@@ -212,6 +228,26 @@ class Drive(BaseModel):
     current: str | None = None
     cursor: str = "null"
     finished: Literal["done", "failure"] | None = None
+
+    def offer_protocol(self) -> None:
+        self.phase, self.cursor = "protocol", "null"
+
+    def settle_protocol(self, status: str) -> None:
+        """The agent's answer to the protocol: success accepts it, failure rejects it."""
+        self.protocol_accepted = status == "success"
+        self.protocol_rejected = status == "failure"
+
+    def hand_out(self, key: str, cursor: str, phase: Phase) -> None:
+        """The step run as `key`, at `cursor`, is the agent's to answer."""
+        self.current, self.cursor = key, cursor
+        self.phase = phase
+
+    def idle(self) -> None:
+        self.phase, self.current, self.cursor = "idle", None, "null"
+
+    def finish(self, outcome: str) -> None:
+        """The tree ended with the run's `outcome`: next_step answers done, or failure for any other."""
+        self.finished = "done" if outcome == "completed" else "failure"
 
 
 class BudgetInput(BaseModel):
