@@ -409,6 +409,10 @@ class CompensationEntry(BaseModel):
     compensation_action: dict[str, Any]  # {type: agent | provider, payload: {...}}
     undo: Any = Field(default=None, exclude=True, repr=False)
 
+    def restore(self, undo: Any) -> None:
+        """What the entry runs, given back after a continue-as-new, which does not carry it."""
+        self.undo = undo
+
 
 class CompensationResult(BaseModel):
     action_id: str
@@ -469,6 +473,12 @@ class SpawnedAgent(BaseModel):
     output: str = ""  # its reply (cut like a post-checkpoint's), or why it failed or was refused
     usage: Usage = Field(default_factory=Usage)
 
+    def end(self, status: Literal["completed", "failed", "refused"], output: str, usage: Usage | None = None) -> None:
+        """How it ended and what it said; `usage`, what its reply spent, when it replied at all."""
+        if usage is not None:
+            self.usage = usage
+        self.status, self.output = status, output
+
 
 class ToolUse(BaseModel):
     """One tool call a step's model made, as people see it: the tool, its arguments cut short, how
@@ -483,6 +493,11 @@ class ToolUse(BaseModel):
     duration_s: float = 0.0
     at: datetime | None = None  # when the call was made (workflow time)
     source: str = "builtin"  # builtin, mcp or local (answered by the workflow)
+
+    def end(self, outcome: Literal["ok", "error", "refused"], reason: str, duration_s: float) -> None:
+        self.outcome = outcome
+        self.reason = reason
+        self.duration_s = duration_s
 
 
 ARGUMENTS_SHOWN = 120  # characters of a tool call's arguments the run state keeps
