@@ -113,6 +113,22 @@ class Note(BaseModel):
     def sender(self) -> str:
         return self.by or "a person"
 
+    def deliver(self, key: str, turn: int) -> None:
+        """The prompt `turn` of run key `key` carries it."""
+        self.delivered_to, self.delivered_turn = key, turn
+
+    def hand_to(self, batch: str) -> None:
+        self.handed_to = batch
+
+    def came_back(self, said: Note) -> None:
+        """What the batch it was handed to did with it (`said`, that batch's copy): delivered there
+        is delivered here, and no batch holds it any more."""
+        self.delivered_to, self.delivered_turn, self.handed_to = said.delivered_to, said.delivered_turn, ""
+
+    def wait_again(self) -> None:
+        """The batch it was handed to never gave it back: the next prompt may carry it."""
+        self.handed_to = ""
+
 
 class Fork(BaseModel):
     """What a forked run takes from the run it was forked from, and what it changes."""
@@ -213,6 +229,26 @@ class Drive(BaseModel):
     cursor: str = "null"
     finished: Literal["done", "failure"] | None = None
 
+    def offer_protocol(self) -> None:
+        self.phase, self.cursor = "protocol", "null"
+
+    def settle_protocol(self, status: str) -> None:
+        """The agent's answer to the protocol: success accepts it, failure rejects it."""
+        self.protocol_accepted = status == "success"
+        self.protocol_rejected = status == "failure"
+
+    def hand_out(self, key: str, cursor: str, phase: Phase) -> None:
+        """The step run as `key`, at `cursor`, is the agent's to answer."""
+        self.current, self.cursor = key, cursor
+        self.phase = phase
+
+    def idle(self) -> None:
+        self.phase, self.current, self.cursor = "idle", None, "null"
+
+    def finish(self, outcome: str) -> None:
+        """The tree ended with the run's `outcome`: next_step answers done, or failure for any other."""
+        self.finished = "done" if outcome == "completed" else "failure"
+
 
 class BudgetInput(BaseModel):
     gate: GateId = GateId(RUN_BUDGET_GATE)
@@ -266,6 +302,46 @@ class TaskState(BaseModel):
     reused_from: str = ""  # the run whose recorded output a fork took over: nothing was spent here
     worker: str = ""  # the identity (pid@host) of the worker whose agent call answered last
     first_token_s: float | None = None  # from its first prompt to the first piece of the reply
+
+    def run_by(self, agent: str) -> None:
+        self.agent = agent
+
+    def wait_for(self, agent: str) -> None:
+        """The step waits on `agent` (people, for a question) rather than running."""
+        self.status, self.agent = "waiting", agent
+
+    def take_over(self, parent: str, agent: str) -> None:
+        """The row stands for `parent`'s recorded run of the step, by `agent`: nothing ran here."""
+        self.reused_from = parent
+        self.agent = agent
+
+    def start_attempt(self, attempt: int) -> None:
+        """The step's `attempt`-th try at its success criteria, from 1."""
+        self.attempts = attempt
+
+    def count_iteration(self) -> None:
+        self.iterations += 1
+
+    def asked(self, times: int) -> None:
+        """A behaviour tree's step asked of its agent `times` times: each ask is an iteration."""
+        self.iterations = times
+
+    def mark(self, status: TaskStatus, error: str | None = None) -> None:
+        """A new status, and a new error when one is given; None leaves the error as it was."""
+        if error is None:
+            self.status = status
+        else:
+            self.status, self.error = status, error
+
+    def end_at(self, now: datetime) -> None:
+        """The row ended at `now`, having run since it started."""
+        self.ended_at = now
+        self.duration_s = (self.ended_at - self.started_at).total_seconds() if self.started_at else 0.0
+
+    def add_element(self, retries: int, output_size: int) -> None:
+        """An element of a batched map, counted on the row that stands for them all."""
+        self.retries += retries
+        self.output_size += output_size
 
 
 class Answer(BaseModel):
@@ -333,6 +409,10 @@ class CompensationEntry(BaseModel):
     compensation_action: dict[str, Any]  # {type: agent | provider, payload: {...}}
     undo: Any = Field(default=None, exclude=True, repr=False)
 
+    def restore(self, undo: Any) -> None:
+        """What the entry runs, given back after a continue-as-new, which does not carry it."""
+        self.undo = undo
+
 
 class CompensationResult(BaseModel):
     action_id: str
@@ -364,6 +444,9 @@ class SupervisedAttempt(BaseModel):
     flags: list[str] = []
     verdicts: list[Verdict] = []
 
+    def judged(self, verdict: Verdict) -> None:
+        self.verdicts.append(verdict)
+
 
 class GoalSupervision(BaseModel):
     """What a checkpoint goal committed to and how each attempt at it was judged."""
@@ -371,6 +454,13 @@ class GoalSupervision(BaseModel):
     supervision: ir.Supervision = "none"
     pre: dict[str, Any] = {}
     attempts: list[SupervisedAttempt] = []
+
+    def commit(self, pre: dict[str, Any]) -> None:
+        """The pre-checkpoint the goal committed to, which every attempt is reconciled with."""
+        self.pre = pre
+
+    def add_attempt(self, attempt: SupervisedAttempt) -> None:
+        self.attempts.append(attempt)
 
 
 class SpawnedAgent(BaseModel):
@@ -382,6 +472,12 @@ class SpawnedAgent(BaseModel):
     status: Literal["running", "completed", "failed", "refused"] = "running"
     output: str = ""  # its reply (cut like a post-checkpoint's), or why it failed or was refused
     usage: Usage = Field(default_factory=Usage)
+
+    def end(self, status: Literal["completed", "failed", "refused"], output: str, usage: Usage | None = None) -> None:
+        """How it ended and what it said; `usage`, what its reply spent, when it replied at all."""
+        if usage is not None:
+            self.usage = usage
+        self.status, self.output = status, output
 
 
 class ToolUse(BaseModel):
@@ -397,6 +493,11 @@ class ToolUse(BaseModel):
     duration_s: float = 0.0
     at: datetime | None = None  # when the call was made (workflow time)
     source: str = "builtin"  # builtin, mcp or local (answered by the workflow)
+
+    def end(self, outcome: Literal["ok", "error", "refused"], reason: str, duration_s: float) -> None:
+        self.outcome = outcome
+        self.reason = reason
+        self.duration_s = duration_s
 
 
 ARGUMENTS_SHOWN = 120  # characters of a tool call's arguments the run state keeps
@@ -459,6 +560,34 @@ class MapSummary(BaseModel):
     slowest: list[ElementNote] = []  # the SLOWEST slowest, slowest first
     notes_dropped: int = 0  # warnings and errors of its elements not copied into the run's
 
+    def count(self, note: ElementNote, max_failures: int, slowest: int) -> None:
+        """An element that ran, no longer pending: counted by its status, kept among the first
+        `max_failures` failures if it failed with an error, among the `slowest` if it completed."""
+        counts = self.counts
+        counts[note.status] = counts.get(note.status, 0) + 1
+        counts["pending"] = counts.get("pending", 0) - 1
+        if not counts["pending"]:
+            del counts["pending"]
+        if note.error and note.status in ("failed", "skipped"):
+            if len(self.failures) < max_failures:
+                self.failures.append(note)
+            else:
+                self.more_failures += 1
+        if note.status == "completed":
+            kept = sorted([*self.slowest, note], key=lambda n: -n.duration_s)
+            self.slowest = kept[:slowest]
+
+    def batch_done(self) -> None:
+        self.batches_done += 1
+
+    def split(self, batch: int, part: int) -> None:
+        """A paused budget stopped `batch`: it goes on in child workflow `part`."""
+        self.parts[batch] = part
+
+    def drop_notes(self, count: int) -> None:
+        """Warnings and errors of its elements the run does not copy: counted here only."""
+        self.notes_dropped += count
+
 
 class SupervisorChoice(BaseModel):
     """One decision of a graph's supervisor: which managed node it handed the work to, and why."""
@@ -477,6 +606,12 @@ class SubgraphRun(BaseModel):
     run_id: str
     status: str = "running"  # the child's run status once it ended
     error: str = ""
+
+    def end(self, status: str, error: str | None = None) -> None:
+        """The child's run status once it ended, and the error it failed with, when given."""
+        self.status = status
+        if error is not None:
+            self.error = error
 
 
 class InvalidTransition(RuntimeError):
@@ -789,11 +924,7 @@ class RunState(BaseModel):
         return self.tasks.setdefault(row.id, row)
 
     def mark_row(self, task_id: str, status: TaskStatus, error: str | None = None) -> None:
-        task = self.tasks[task_id]
-        if error is None:
-            task.status = status
-        else:
-            task.status, task.error = status, error
+        self.tasks[task_id].mark(status, error)
 
     def running_again(self, task_id: str) -> None:
         """A step runs itself: its row no longer shows a run taken over from a fork's parent."""

@@ -264,7 +264,7 @@ def _note(state: RunState, key: str, position: int, outcome: Outcome) -> Element
         status, error = "failed", outcome.errors[position]
     elif position in outcome.deferred:
         status, error = "pending", ""
-        row.status = "pending"
+        row.mark("pending")
     elif status in ("running", "waiting"):
         status = "cancelled"
     return ElementNote(

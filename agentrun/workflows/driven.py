@@ -17,7 +17,7 @@ from typing import Any
 from temporalio import workflow
 
 from agentrun.lang import ir
-from agentrun.lang.blackboard import const_refusal, var_path, write
+from agentrun.lang.blackboard import const_refusal, var_path
 from agentrun.lang.render import clip
 from agentrun.models.contract import EvalInput, RunState, SubmitInput, TraceEntry, open_gates
 from agentrun.models.driven import EvaluateStep, Finished, InstructStep, NextStep, Recorded, Said, VarWritten
@@ -80,7 +80,7 @@ class Driven:
                 self._idle()
 
     def finish(self, outcome: str) -> None:
-        self.drive.finished = "done" if outcome == "completed" else "failure"
+        self.drive.finish(outcome)
 
     # ------------------------------------------------------------------ the agent's calls
 
@@ -91,7 +91,7 @@ class Driven:
         if not drive.protocol_accepted:
             if drive.protocol_rejected:
                 return Finished(status="failure")
-            drive.phase, drive.cursor = "protocol", "null"
+            drive.offer_protocol()
             return InstructStep(name=PROTOCOL_STEP, instruction=PROTOCOL_TEXT)
         if drive.current is not None:
             return request(self.waiting[drive.current].node)  # asked again before an answer
@@ -106,8 +106,7 @@ class Driven:
         node = self.waiting[key].node
         step = node.tree_step
         assert step is not None
-        drive.current, drive.cursor = key, step.cursor
-        drive.phase = "evaluating" if node.protocol == "evaluate" else "performing"
+        drive.hand_out(key, step.cursor, "evaluating" if node.protocol == "evaluate" else "performing")
         workflow.set_current_details(f"The agent works on **{node.label}**")
         self.changed()
         return request(node)
@@ -151,7 +150,7 @@ class Driven:
         return const_refusal(path, self.constants)
 
     def var_write(self, path: str, value: Any) -> VarWritten:
-        write(self.state.memory, var_path(path), value)
+        self.state.write_var(var_path(path), value)
         self.changed()
         return VarWritten(path=var_path(path), value=value)
 
@@ -162,8 +161,7 @@ class Driven:
         submitted = {"success": "accept", "failure": "reject"}.get(given.status, "running")
         self.state.add_trace(self._entry("protocol", PROTOCOL_STEP, submitted, outcome, given.note))
         if given.status != "running":
-            self.drive.protocol_accepted = given.status == "success"
-            self.drive.protocol_rejected = given.status == "failure"
+            self.drive.settle_protocol(given.status)
             self._idle()
         return _said(outcome)
 
@@ -172,7 +170,7 @@ class Driven:
         return self.waiting[self.drive.current]
 
     def _idle(self) -> None:
-        self.drive.phase, self.drive.current, self.drive.cursor = "idle", None, "null"
+        self.drive.idle()
         self.changed()
 
     def _name(self) -> str:

@@ -107,18 +107,17 @@ class Batched:
         try:
             await self._batches()
         except TaskFailed as exc:
-            row.status, row.error = "failed", exc.message
+            row.mark("failed", exc.message)
             raise
         except asyncio.CancelledError:
-            row.status = "cancelled"
+            row.mark("cancelled")
             raise
         finally:
-            row.ended_at = workflow.now()
-            row.duration_s = (row.ended_at - row.started_at).total_seconds() if row.started_at else 0.0
+            row.end_at(workflow.now())
             self.tally.mark_taint()
             self._dropped_note()
             notes.release(self.engine.state, f"{self.tally.summary.children}/")
-        row.status = "completed"
+        row.mark("completed")
         self.engine.ran.setdefault(str(self.key), []).append(row.id)
         return self.results, sorted(self.errors, key=lambda e: e["index"]), row.id
 
@@ -162,7 +161,7 @@ class Batched:
             raise TaskFailed(result.failed.key, result.failed.error)
         if result.deferred:
             later = Part(part.batch, part.part + 1, result.deferred)
-            summary.parts[part.batch] = later.part
+            summary.split(part.batch, later.part)
             return later
         return None
 

@@ -32,26 +32,13 @@ class Tally:
             self.taint_source = self.taint_source or result.taint_source
             self.taint_from = list(dict.fromkeys([*self.taint_from, *result.taint_from]))[:MAX_TAINT_SOURCES]
         if not result.deferred and not result.failed and not result.cancelled:
-            self.summary.batches_done += 1
+            self.summary.batch_done()
 
     def _note(self, note: ElementNote) -> None:
         if note.status == "pending":
             return  # not run: a later part of its batch reports it
-        counts = self.summary.counts
-        counts[note.status] = counts.get(note.status, 0) + 1
-        counts["pending"] = counts.get("pending", 0) - 1
-        if not counts["pending"]:
-            del counts["pending"]
-        self.row.retries += note.retries
-        self.row.output_size += note.output_size
-        if note.error and note.status in ("failed", "skipped"):
-            if len(self.summary.failures) < MAX_FAILURES:
-                self.summary.failures.append(note)
-            else:
-                self.summary.more_failures += 1
-        if note.status == "completed":
-            slowest = sorted([*self.summary.slowest, note], key=lambda n: -n.duration_s)
-            self.summary.slowest = slowest[:SLOWEST]
+        self.summary.count(note, MAX_FAILURES, SLOWEST)
+        self.row.add_element(note.retries, note.output_size)
 
     def _spend(self, spent: Spent) -> None:
         self.state.add_spent(
@@ -71,8 +58,8 @@ class Tally:
                 say(line)
                 self.copied += 1
             else:
-                self.summary.notes_dropped += 1
-        self.summary.notes_dropped += result.dropped
+                self.summary.drop_notes(1)
+        self.summary.drop_notes(result.dropped)
 
     def mark_taint(self) -> None:
         """One mark for the elements whose output is marked, under the row that stands for them."""

@@ -55,7 +55,7 @@ def deliver(state: RunState, key: str, turn: int, text: str) -> str:
     if not text or not waiting:
         return text
     for note in waiting:
-        note.delivered_to, note.delivered_turn = key, turn
+        note.deliver(key, turn)
     said = "\n".join(f"- from {n.sender}: {n.text}" for n in waiting)
     return f"{text}\n\nNotes from a person watching this run (not from the workflow), sent while it ran:\n{said}"
 
@@ -65,7 +65,7 @@ def hand(state: RunState, batch: str, steps: set[str]) -> list[Note]:
     handed to `batch`: its elements' prompts may carry them, no other prompt does."""
     handed = _waiting_for(state, steps)
     for note in handed:
-        note.handed_to = batch
+        note.hand_to(batch)
     return handed
 
 
@@ -75,7 +75,7 @@ def take_back(state: RunState, said: list[Note]) -> None:
     ours = {note.n: note for note in state.notes}
     for note in said:
         if mine := ours.get(note.n):
-            mine.delivered_to, mine.delivered_turn, mine.handed_to = note.delivered_to, note.delivered_turn, ""
+            mine.came_back(note)
 
 
 def release(state: RunState, batches: str) -> None:
@@ -83,7 +83,7 @@ def release(state: RunState, batches: str) -> None:
     batch having failed or been cancelled, wait again."""
     for note in state.notes:
         if note.handed_to.startswith(batches) and not note.delivered_to:
-            note.handed_to = ""
+            note.wait_again()
 
 
 def _waiting_for(state: RunState, keys: Iterable[str]) -> list[Note]:

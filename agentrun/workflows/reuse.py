@@ -105,9 +105,8 @@ def take_over(reuse: Reuse, node: ir.Task | ir.Provider | ir.Human, scope: Scope
     assert record is not None and reuse.fork is not None
     now = workflow.now()
     task = state.begin(key, now)
-    task.reused_from = reuse.fork.parent
+    task.take_over(reuse.fork.parent, node.agent if isinstance(node, ir.Task) else task.agent)
     state.count_reused()
-    task.agent = node.agent if isinstance(node, ir.Task) else task.agent
     for path, value in record.writes.items():
         state.write_var(path, value)
     reuse.writes[key] = dict(record.writes)  # kept in the fork's own log, for a fork of the fork

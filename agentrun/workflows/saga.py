@@ -47,7 +47,7 @@ class Saga:
         """Give the carried stack's entries back what they run."""
         nodes = compensations(plan.walk_all())
         for entry, (comp_id, elements, output) in zip(self.state.compensation_stack, undos):
-            entry.undo = (nodes[comp_id], RunKey(comp_id, tuple(elements)), output)
+            entry.restore((nodes[comp_id], RunKey(comp_id, tuple(elements)), output))
 
     async def rollback(self, run: Runner) -> list[str]:
         """Run every compensation, last pushed first, each with its own retries; the ids that failed."""

@@ -84,15 +84,14 @@ async def _run(conv: Conversation, node: ir.Task, scope: Scope, n: int, record: 
     try:
         reply = await conv.send(node, scope, call, f"{node.label}: sub-agent {n} ({record.role})", f"sub-agent {n}")
     except TaskFailed as exc:
-        record.status, record.output = "failed", exc.message
+        record.end("failed", exc.message)
         return f"error: {exc.message}"
     finally:
         if driver.restarts:
             await conv.release_call(call, f"{node.label}: stop sub-agent {n}")
-    record.usage = reply.usage
     if wants_to_spawn(reply):
-        record.status, record.output = "refused", DEPTH
+        record.end("refused", DEPTH, reply.usage)
         return f"error: {DEPTH}"
     text = reply.text
-    record.status, record.output = "completed", clip(text, _KEPT_OUTPUT)
+    record.end("completed", clip(text, _KEPT_OUTPUT), reply.usage)
     return text

@@ -114,9 +114,11 @@ class Toolbox:
         self.conv.state.record_tool_call(self.key, use)
         with tracing.tool_call(self.key, asked.name, asked.id, use.source) as ended:
             result = await self._run(asked, route)
-            use.outcome = "ok" if result.ok else "refused" if result.refused else "error"
-            use.reason = (result.error or "")[:REASON_SHOWN]
-            use.duration_s = round((workflow.now() - began).total_seconds(), 3)
+            use.end(
+                "ok" if result.ok else "refused" if result.refused else "error",
+                (result.error or "")[:REASON_SHOWN],
+                round((workflow.now() - began).total_seconds(), 3),
+            )
             ended(use.outcome, use.reason)
         return result
 

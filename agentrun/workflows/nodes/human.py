@@ -23,7 +23,7 @@ KIND = ir.Human
 async def execute(engine: Runtime, node: ir.Human, scope: Scope) -> Any:
     key = str(scope.key)
     async with leaf.Row(engine, key) as task:
-        task.status, task.agent = "waiting", "human"
+        task.wait_for("human")
         answer = await engine.ask(node, scope)
         if node.approval and answer.value == ir.REJECT and node.on_reject == "fail":
             raise TaskFailed(key, rejected(node.id, answer))

@@ -72,7 +72,7 @@ async def checked(
     retries = crit.max_retries if crit else 0
     error: str | None = None
     for attempt in range(1, retries + 2):
-        task.attempts = attempt
+        task.start_attempt(attempt)
         value = await work(error)
         if crit is None:
             return value

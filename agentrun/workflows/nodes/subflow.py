@@ -57,7 +57,7 @@ async def execute(engine: Runtime, node: ir.Subflow, scope: Scope) -> dict[str, 
     record = SubgraphRun(graph=node.graph, run_id=child_id)
     engine.state.add_subgraph_run(key, record)
     async with leaf.Row(engine, key) as task:
-        task.agent = f"graph {node.graph}"
+        task.run_by(f"graph {node.graph}")
         async with _holding(engine):
             result = await _child(engine, node, graph, key, record, lambda child: _count(engine, scope, task, child))
             _count(engine, scope, task, result)
@@ -106,15 +106,17 @@ async def _child(
         if ended and workflow.patched(SUBGRAPH_HOLDS):
             with contextlib.suppress(ValidationError):  # a child that ended before its run began
                 spent(RunState.model_validate(ended))
-        record.status = str(ended.get("status") or "failed")
-        record.error = cause.message if isinstance(cause, ApplicationError) else str(cause or exc)
+        record.end(
+            str(ended.get("status") or "failed"),
+            cause.message if isinstance(cause, ApplicationError) else str(cause or exc),
+        )
         raise TaskFailed(
             key, f"subgraph '{node.graph}' (run {record.run_id}) ended {record.status}: {record.error}"
         ) from None
     except asyncio.CancelledError:
-        record.status = "cancelled"
+        record.end("cancelled")
         raise
-    record.status = result.status
+    record.end(result.status)
     return result
 
 

@@ -33,7 +33,7 @@ async def execute(engine: Runtime, node: ir.Supervisor, scope: Scope) -> Any:
     choice, reasoning = "", ""  # ASKS is at least one: the loop sets both
     async with node_row(engine, node, scope) as task:
         for _ in range(ASKS):
-            task.iterations += 1
+            task.count_iteration()
             reply = await engine.conversation.ask(as_task(node), scope, text + reminder, phase="choose")
             choice, reasoning = _choice(reply)
             if choice in allowed:

@@ -33,7 +33,7 @@ async def execute(engine: Runtime, node: ir.Task, scope: Scope) -> Any:
 async def _attempts(engine: Runtime, node: ir.Task, scope: Scope, task: TaskState) -> Any:
     """The protocol's reply, sent again with the check's error while the success criteria fail."""
     if task.agent != node.agent:  # its row names the agent from the start; a pydantic write costs
-        task.agent = node.agent
+        task.run_by(node.agent)
     protocol = PROTOCOLS[node.protocol]
     return await leaf.checked(
         engine, node, scope, task, lambda error: protocol.perform(engine, node, scope, task, error)

@@ -53,7 +53,7 @@ async def _judge(engine: Runtime, node: ir.Verifier, scope: Scope) -> dict[str, 
         ]
     )
     async with node_row(engine, node, scope) as task:
-        task.iterations += 1
+        task.count_iteration()
         reply = await engine.conversation.ask(as_task(node), scope, text, phase="judge")
         data = reply_object(reply) or {}
         score = data.get("score")

@@ -38,12 +38,12 @@ class CheckpointProtocol:
         """COMMIT once, then EXECUTE until an attempt is accepted; its output is the goal's value."""
         goal = _goal(engine, node, scope, task)
         _, pre = await _ask_read(goal, commit_prompt(goal.at), "COMMIT", read_pre)
-        goal.record.pre = pre
+        goal.record.commit(pre)
         correction = f"The last attempt failed its success check: {retry_error}" if retry_error else None
         for _ in range(MAX_REORIENTS + 1):
             post = await _execute(goal, pre, correction)
             attempt = SupervisedAttempt(post=_kept(post), flags=reconcile.flags(pre, post))
-            goal.record.attempts.append(attempt)
+            goal.record.add_attempt(attempt)
             correction = await decide(goal, pre, post, attempt)
             if correction is None:
                 return output_value(post, node.outputs)
@@ -76,7 +76,7 @@ async def _execute(goal: Goal, pre: dict[str, Any], correction: str | None) -> d
     last: Any = None
     post: dict[str, Any] = {}
     for round_ in range(1, limit + 1):
-        goal.task.iterations += 1
+        goal.task.count_iteration()
         text = execute_prompt(goal.at, node, pre, correction, last, goal.engine.conversation.spawn_offer(node))
         phase = f"EXECUTE round {round_}" if loop else "EXECUTE"
         reply, post = await _ask_read(goal, text, phase, lambda r: read_post(r, node.outputs), spawn=True)

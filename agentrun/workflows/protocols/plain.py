@@ -27,7 +27,7 @@ class PlainProtocol:
     ) -> Any:
         """One prompt, a non-empty reply, then the output checks of its spec."""
         key = str(scope.key)
-        task.iterations += 1
+        task.count_iteration()
         try:
             values = engine.values(scope)
             values["input"] = expressions.step_input(node.input, values, engine.all_prior())

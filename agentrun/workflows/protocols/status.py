@@ -51,7 +51,7 @@ class StatusProtocol:
             if iteration > first:
                 engine.journal.mark(scope.path + "#iteration", iteration)  # where to start again
                 await engine.between_rounds()
-            task.iterations += 1
+            task.count_iteration()
             workflow.set_current_details(f"Running **{node.label}**: attempt {task.attempts}, iteration {iteration}")
             retry = retry_error if iteration == first else None
             values = engine.values(scope, iteration=iteration) if retry is not None or templated(node) else {}

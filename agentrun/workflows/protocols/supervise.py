@@ -47,14 +47,14 @@ async def decide(goal: Goal, pre: dict[str, Any], post: dict[str, Any], attempt:
     if mode == "none" or (mode == "supervised" and not attempt.flags):
         return None
     verdict = await _supervisor(goal, pre, post, attempt.flags)
-    attempt.verdicts.append(verdict)
+    attempt.judged(verdict)
     if verdict.verdict == "REORIENT":
         return verdict.correction
     # A human-supervised goal is shown to a person whenever its supervisor would accept it.
     if verdict.verdict != "PAUSE" and mode != "human":
         return None
     person = await _person(goal, verdict, post)
-    attempt.verdicts.append(person)
+    attempt.judged(person)
     if person.verdict == "REJECT":
         raise TaskFailed(goal.key, person.reason)
     return person.correction if person.verdict == "REORIENT" else None

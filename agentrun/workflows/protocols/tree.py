@@ -54,7 +54,7 @@ async def _asked(engine: Runtime, node: ir.Task, scope: Scope, task: TaskState) 
     durable wait, the wait doubling up to the plan's limit, until it is finished or out of asks."""
     pace, key = engine.inp.plan.running, str(scope.key)
     for ask in range(1, pace.max_asks + 1):
-        task.iterations = ask
+        task.asked(ask)
         answer = await _one_answer(engine, node, scope, ask)
         refusal = _write_vars(engine, key, answer.var) if isinstance(answer, Outcome) else None
         engine.state.add_trace(record(node, answer, "write_refused" if refusal else None))
