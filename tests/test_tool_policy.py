@@ -93,6 +93,7 @@ def test_paths_match_as_the_real_system_matches_them():
     assert match_path("/w/**", "/w/a/b/c.txt")
     assert match_path("/w/**/*.go", "/w/cmd/app/main.go") and not match_path("/w/**/*.go", "/w/main.py")
     assert match_path("/w/*.txt", "/w/a.txt") and not match_path("/w/*.txt", "/w/sub/a.txt")
+    assert match_path("/w/[]]x", "/w/]x") and match_path("/w/[!]]x", "/w/ax") and not match_path("/w/[\\w]", "/w/a")
 
 
 def test_allow_domains_takes_a_host_or_its_subdomains():

@@ -21,6 +21,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from agentrun.activities.tools.globs import glob_regex
 from agentrun.lang.errors import Problem, SpecError, did_you_mean
 from agentrun.models.tools import PROTECTED_FILES, McpPolicy, ToolLimits, ToolPolicy, ToolRule
 
@@ -257,30 +258,7 @@ def match_path(pattern: str, path: str) -> bool:
 
 def _glob_match(pattern: str, path: str) -> bool:
     """Go's filepath.Match: `*` and `?` never match `/`."""
-    return _segment_regex(pattern).fullmatch(path) is not None
-
-
-def _segment_regex(pattern: str) -> re.Pattern[str]:
-    out, i = [], 0
-    while i < len(pattern):
-        c = pattern[i]
-        if c == "*":
-            out.append("[^/]*")
-        elif c == "?":
-            out.append("[^/]")
-        elif c == "[":
-            end = pattern.find("]", i + 1)
-            if end == -1:
-                out.append(re.escape(c))
-            else:
-                body = pattern[i + 1 : end]
-                body = "^" + body[1:] if body.startswith("^") or body.startswith("!") else body
-                out.append(f"[{body}]")
-                i = end
-        else:
-            out.append(re.escape(c))
-        i += 1
-    return re.compile("".join(out))
+    return re.fullmatch(glob_regex(pattern), path) is not None
 
 
 def check_domain(policy: ToolPolicy, tool: str, host: str) -> str | None:
