@@ -8,8 +8,10 @@ import json
 import pytest
 
 from agentrun.activities.tools import commands
-from agentrun.activities.tools.policy import check_domain, check_mcp_tool, expand, load_policy, match_path, parse_policy
+from agentrun.activities.tools.policy import check_domain, check_mcp_tool, expand, match_path
 from agentrun.lang.errors import SpecError
+from agentrun.lang.grants import read_policy
+from agentrun.models.tool_policy import parse
 from agentrun.models.tools import ToolPolicy
 from tests.tool_calls import call
 
@@ -43,7 +45,7 @@ enabled = true
 
 
 def test_a_policy_in_the_real_systems_shape_reads_as_it_does():
-    policy = parse_policy(REAL_SHAPE, "policy.toml")
+    policy = parse(REAL_SHAPE, "policy.toml")
     assert not policy.default_deny
     assert policy.rule("bash").denylist == ["rm -rf *", "sudo *", "chmod 777 *"]
     assert policy.rule("web_fetch").enabled and policy.rule("memory_read").enabled
@@ -53,7 +55,7 @@ def test_a_policy_in_the_real_systems_shape_reads_as_it_does():
 
 
 def test_no_policy_allows_every_tool_and_mcp_tool_with_a_warning():
-    policy = parse_policy("")
+    policy = parse("")
     assert all(policy.rule(tool).enabled for tool in ("read", "write", "bash", "web_fetch"))
     allowed, warning = check_mcp_tool(policy, "evil", "backdoor")
     assert allowed is None and "no [mcp] table" in warning
@@ -61,7 +63,7 @@ def test_no_policy_allows_every_tool_and_mcp_tool_with_a_warning():
 
 async def test_default_deny_turns_off_tools_without_a_table_and_paths_without_an_allow(tmp_path):
     (tmp_path / "a.txt").write_text("A")
-    policy = parse_policy("default_deny = true\n[read]\n[ls]\nallow = ['$WORKSPACE/**']\n")
+    policy = parse("default_deny = true\n[read]\n[ls]\nallow = ['$WORKSPACE/**']\n")
     assert not policy.rule("write").enabled and policy.rule("read").enabled
     write = await call(tmp_path, "write", policy, path="b.txt", content="B")
     assert write.refused and "disabled" in write.content and not (tmp_path / "b.txt").exists()
@@ -76,14 +78,12 @@ async def test_deny_wins_over_allow_with_workspace_expanded(tmp_path):
     (tmp_path / "secrets").mkdir()
     (tmp_path / "secrets" / "token.txt").write_text("T")
     (tmp_path / "src.py").write_text("S")
-    policy = parse_policy("[read]\nallow = ['$WORKSPACE/**']\ndeny = ['$WORKSPACE/secrets/**']\n")
+    policy = parse("[read]\nallow = ['$WORKSPACE/**']\ndeny = ['$WORKSPACE/secrets/**']\n")
     assert (await call(tmp_path, "read", policy, path="src.py")).content == "S"
     denied = await call(tmp_path, "read", policy, path="secrets/token.txt")
     assert denied.refused and "deny pattern $WORKSPACE/secrets/**" in denied.content
     # grep leaves the denied folder out rather than failing.
-    found = await call(
-        tmp_path, "grep", parse_policy("[grep]\ndeny = ['$WORKSPACE/secrets/**']\n"), pattern=".", path="."
-    )
+    found = await call(tmp_path, "grep", parse("[grep]\ndeny = ['$WORKSPACE/secrets/**']\n"), pattern=".", path=".")
     assert [m["file"] for m in json.loads(found.content)] == ["src.py"]
 
 
@@ -93,15 +93,16 @@ def test_paths_match_as_the_real_system_matches_them():
     assert match_path("/w/**", "/w/a/b/c.txt")
     assert match_path("/w/**/*.go", "/w/cmd/app/main.go") and not match_path("/w/**/*.go", "/w/main.py")
     assert match_path("/w/*.txt", "/w/a.txt") and not match_path("/w/*.txt", "/w/sub/a.txt")
+    assert match_path("/w/[]]x", "/w/]x") and match_path("/w/[!]]x", "/w/ax") and not match_path("/w/[\\w]", "/w/a")
 
 
 def test_allow_domains_takes_a_host_or_its_subdomains():
-    policy = parse_policy("[web_fetch]\nallow_domains = ['*.example.com', 'pkg.go.dev']\n")
+    policy = parse("[web_fetch]\nallow_domains = ['*.example.com', 'pkg.go.dev']\n")
     assert check_domain(policy, "web_fetch", "docs.example.com") is None
     assert check_domain(policy, "web_fetch", "example.com") is None
     assert check_domain(policy, "web_fetch", "pkg.go.dev") is None
     assert "not in the policy's allow_domains" in (check_domain(policy, "web_fetch", "evil-example.com") or "")
-    assert check_domain(parse_policy(""), "web_fetch", "anything.org") is None
+    assert check_domain(parse(""), "web_fetch", "anything.org") is None
 
 
 @pytest.mark.parametrize(
@@ -116,7 +117,7 @@ def test_allow_domains_takes_a_host_or_its_subdomains():
     ],
 )
 def test_bash_allowlist_first_words_and_a_final_star(command, allowed, tmp_path):
-    policy = parse_policy("[bash]\nallowlist = ['go test *', 'ls']\n")
+    policy = parse("[bash]\nallowlist = ['go test *', 'ls']\n")
     assert (commands.refusal(command, policy, str(tmp_path)) is None) is allowed
 
 
@@ -142,9 +143,7 @@ def test_bash_always_refuses_the_real_systems_banned_commands(tmp_path):
 
 
 def test_mcp_default_deny_allows_only_the_listed_tools():
-    policy = parse_policy(
-        "[mcp]\ndefault_deny = true\nallowed_tools = ['filesystem:read_file', 'memory:*', '*:search']\n"
-    )
+    policy = parse("[mcp]\ndefault_deny = true\nallowed_tools = ['filesystem:read_file', 'memory:*', '*:search']\n")
     assert check_mcp_tool(policy, "filesystem", "read_file")[0] is None
     assert check_mcp_tool(policy, "memory", "anything")[0] is None
     assert check_mcp_tool(policy, "web", "search")[0] is None
@@ -153,7 +152,7 @@ def test_mcp_default_deny_allows_only_the_listed_tools():
 
 
 def test_our_own_keys_set_the_limits():
-    policy = parse_policy(
+    policy = parse(
         "protected_files = ['*.pem']\nmax_output = 5000\n"
         "[bash]\ntimeout = 5\nmax_processes = 10\nmax_memory_mb = 100\nmax_file_mb = 2\n"
         "[web_fetch]\nallow_private = true\n"
@@ -169,34 +168,48 @@ def test_our_own_keys_set_the_limits():
     ("text", "line", "said"),
     [
         ("default_deny = true\n[read\n", 2, "not valid TOML"),
-        ('[write]\nenabled = "yes"\n', 2, "`enabled` must be true or false"),
+        ('[write]\nenabled = "yes"\n', 2, "[write] enabled must be true or false"),
         ("\n[read]\nalow = ['$WORKSPACE/**']\n", 3, "unknown key 'alow' in [read]"),
-        ("[bash]\ndenylist = 'rm'\n", 2, "`denylist` must be a list of strings"),
-        ("default_deny = 1\n", 1, "`default_deny` must be true or false"),
+        ("[bash]\ndenylist = 'rm'\n", 2, "[bash] denylist must be a list of strings"),
+        ("default_deny = 1\n", 1, "default_deny must be true or false"),
         ("[mcp]\ndefault_deny = true\nallowed = ['a:b']\n", 3, "unknown key 'allowed' in [mcp]"),
-        ("[bash]\ntimeout = -3\n", 2, "`timeout` must be a whole number above 0"),
+        ("[bash]\ntimeout = -3\n", 2, "[bash] timeout must be a whole number above 0"),
+        ("max_output = 10\ndefault_dney = true\n", 2, "unknown key 'default_dney' at the top level"),
+        ("[security]\nextra_pattern = []\n", 2, "unknown key 'extra_pattern' in [security]"),
+        ("[bash]\nmax_output = 10\n", 2, "unknown key 'max_output' in [bash]"),  # a top-level key
+        ("mcp = true\n", 1, "mcp must be a table: [mcp]"),
     ],
 )
 def test_a_bad_policy_is_one_clear_error_with_file_and_line(tmp_path, text, line, said):
     path = tmp_path / "policy.toml"
     path.write_text(text)
+    tables, why, _ = read_policy(str(path))
+    assert tables is None and why.startswith(f"{path}:{line}:") and said in why
+    assert "Traceback" not in why
     with pytest.raises(SpecError) as caught:
-        load_policy(path)
-    message = str(caught.value)
-    assert message.startswith(f"{path}:{line}:") and said in message
-    assert "Traceback" not in message
+        parse(text, str(path))
+    assert str(caught.value).startswith(f"{path}:{line}:") and said in str(caught.value)
 
 
 def test_an_unknown_key_gets_the_nearest_known_one_as_a_hint():
     with pytest.raises(SpecError) as caught:
-        parse_policy("[read]\nalow = []\n", "p.toml")
+        parse("[read]\nalow = []\n", "p.toml")
     assert "hint: did you mean 'allow'?" in str(caught.value)
+    with pytest.raises(SpecError) as caught:
+        parse("[bash]\nzzz = 1\n", "p.toml")
+    assert "hint: the keys are enabled, allow, deny" in str(caught.value)
+
+
+def test_keys_the_real_system_knows_and_tables_of_its_other_tools_are_read():
+    policy = parse(
+        "allowed_dirs = ['/srv']\n[bash]\nsandbox = true\nrate_limit = 5\nallowed_dirs = ['/srv']\n"
+        "[code_search]\nenabled = false\n"  # a tool we do not have: its table is the real system's
+    )
+    assert policy.rule("bash").enabled and not policy.rule("code_search").enabled
 
 
 def test_a_missing_policy_file_says_so(tmp_path):
-    with pytest.raises(SpecError) as caught:
-        load_policy(tmp_path / "nope.toml")
-    assert "cannot read the policy" in str(caught.value)
+    assert read_policy(str(tmp_path / "nope.toml")) == (None, f"no policy file {tmp_path / 'nope.toml'}", "")
 
 
 @pytest.mark.parametrize(
@@ -211,7 +224,7 @@ def test_a_missing_policy_file_says_so(tmp_path):
     ],
 )
 def test_bash_denylist_names_a_program_or_the_first_words(command, refused, tmp_path):
-    policy = parse_policy("[bash]\ndenylist = ['git', 'rm -rf *']\n")
+    policy = parse("[bash]\ndenylist = ['git', 'rm -rf *']\n")
     assert (commands.refusal(command, policy, str(tmp_path)) is not None) is refused
 
 
@@ -219,7 +232,7 @@ async def test_glob_and_grep_answer_to_reads_globs_too(tmp_path):
     (tmp_path / "private").mkdir()
     (tmp_path / "private" / "plan.md").write_text("secret plan")
     (tmp_path / "public.md").write_text("public plan")
-    policy = parse_policy("[read]\ndeny = ['$WORKSPACE/private/**']\n")
+    policy = parse("[read]\ndeny = ['$WORKSPACE/private/**']\n")
     assert json.loads((await call(tmp_path, "glob", policy, pattern="**/*.md")).content) == ["public.md"]
     found = await call(tmp_path, "grep", policy, pattern="plan", path=".")
     assert [m["file"] for m in json.loads(found.content)] == ["public.md"]

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import uuid
 
 import pytest
 
 from agentrun.activities.tools import grep
+from agentrun.activities.tools.globs import glob_regex
 from agentrun.models.tools import (
     BUILTIN_TOOLS,
     ToolLimits,
@@ -88,6 +90,25 @@ async def test_glob_matches_one_level_or_any_depth_relative_to_the_work_director
     assert data(await call(wd, "glob", pattern="cmd/**/*.go")) == ["cmd/app/main.go"]
     assert data(await call(wd, "glob", pattern="*.{go,md}")) == ["README.md", "main.go", "util.go"]
     assert data(await call(wd, "glob", pattern="nowhere/*.go")) == []
+
+
+@pytest.mark.parametrize(
+    ("pattern", "braces", "matches", "misses"),
+    [
+        ("*.{go,md}", True, ["a.go", "b.md"], ["a.py", "a.{go,md}"]),
+        ("*.{go,md}", False, ["a.{go,md}"], ["a.go"]),  # a policy glob: Go's filepath.Match has no braces
+        ("[!a]?", False, ["bx"], ["ax", "b/"]),
+        ("[]]", False, ["]"], ["a"]),  # a `]` first is in the class; policy globs raised re.error
+        ("[!]]", True, ["a"], ["]"]),  # both raised re.error
+        ("[\\w]", False, ["w", "\\"], ["a"]),  # a backslash is itself; policy globs took \w as any word character
+        ("[]", False, ["[]"], ["a"]),  # no character in it: not a class
+        ("a[b", True, ["a[b"], ["ab"]),
+    ],
+)
+def test_a_glob_reads_the_same_for_the_glob_tool_and_the_policy(pattern, braces, matches, misses):
+    regex = re.compile(glob_regex(pattern, braces))
+    assert [m for m in matches if regex.fullmatch(m)] == matches
+    assert [m for m in misses if regex.fullmatch(m)] == []
 
 
 async def test_grep_searches_a_folder_or_a_file_and_says_where(wd):

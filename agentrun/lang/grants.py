@@ -6,15 +6,18 @@ are answered by the workflow itself (cycgraph's `save_to_memory`)."""
 
 from __future__ import annotations
 
+import re
 import tomllib
 from typing import Any
 
 from agentrun.lang import ir
+from agentrun.lang.errors import Problem, did_you_mean
 from agentrun.lang.tool_names import BUILTIN_TOOLS, nearest_tool_name
 
 SAVE_TO_MEMORY = "save_to_memory"
 LOCAL = (SAVE_TO_MEMORY,)  # answered in the workflow, not by an activity
 DEFAULT_MAX_CALLS = 50  # tool calls one step may make; one more fails it
+Tables = dict[str, Any]  # a policy.toml as TOML reads it
 
 
 def unknown(name: str, known: list[str] | tuple[str, ...] = ()) -> tuple[str, str]:
@@ -24,26 +27,64 @@ def unknown(name: str, known: list[str] | tuple[str, ...] = ()) -> tuple[str, st
     return f"unknown tool '{name}'", hint
 
 
-def read_policy(path: str) -> tuple[dict[str, Any] | None, str]:
-    """The tables of the policy.toml at `path` as TOML reads them, or None and why not: TOML's own
-    message, or the first value of the wrong type, each with its line. What each table means is
-    the tools' business; a value of the wrong type would silently keep a default there."""
+def read_policy(path: str) -> tuple[Tables | None, str, str]:
+    """The tables of the policy.toml at `path`, or None, why not (with its line) and a hint ("" for
+    none), as `check_policy_text` finds it."""
     try:
         with open(path, "rb") as f:
             text = f.read().decode("utf-8", "replace")
-        tables = tomllib.loads(text)
     except FileNotFoundError:
-        return None, f"no policy file {path}"
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        return None, f"{path}: {exc}"
-    wrong = _wrong_value(tables)
+        return None, f"no policy file {path}", ""
+    except OSError as exc:
+        return None, f"{path}: {exc}", ""
+    tables, wrong = check_policy_text(text, path)
     if wrong is None:
-        return tables, ""
-    table, key, want = wrong
-    where = f"[{table}] " if table else ""
-    return None, f"{path}:{_line_of(text, table, key)}: {where}{key} must be {want}"
+        return tables, "", ""
+    where = f"{path}:{wrong.line}" if wrong.line else path
+    return None, f"{where}: {wrong.message}", wrong.hint
 
 
+def check_policy_text(text: str, path: str) -> tuple[Tables | None, Problem | None]:
+    """The tables of a policy.toml's `text` as TOML reads them, or None and the first mistake at its
+    line: TOML's own, a key the Agentfile's real system does not know and neither do we, or a value
+    of the wrong type. What each table means is the tools' business (`models.tool_policy`), which
+    would silently ignore a misspelled key and keep a default for a value of the wrong type: in a
+    security policy the worst outcome, so both are refused here, before any run."""
+    try:
+        tables = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        found = re.search(r"\s*\(at line (\d+), column (\d+)\)", str(exc))
+        line, column = (int(found.group(1)), int(found.group(2))) if found else (0, 0)
+        message = str(exc).replace(found.group(0), "") if found else str(exc)
+        return None, Problem(path, line, column, f"not valid TOML: {message}")
+    mistake = _mistake(tables)
+    if mistake is None:
+        return tables, None
+    table, key, message, hint = mistake
+    return None, Problem(path, _line_of(text, table, key), 1, message, hint)
+
+
+# The keys the real system's policy.toml knows, with ours among them (protected_files, max_output,
+# bash's max_processes / max_memory_mb / max_file_mb, web_fetch's allow_private). Any table other
+# than [mcp] and [security] is a tool's: the real system has tools we do not.
+_TOP_KEYS = ("default_deny", "protected_files", "max_output", "allowed_dirs")
+_TOOL_KEYS = (
+    "enabled",
+    "allow",
+    "deny",
+    "allowlist",
+    "denylist",
+    "allow_domains",
+    "allowed_dirs",
+    "rate_limit",
+    "sandbox",
+    "timeout",
+    "max_processes",
+    "max_memory_mb",
+    "max_file_mb",
+    "allow_private",
+)
+_SECTION_KEYS = {"mcp": ("default_deny", "allowed_tools"), "security": ("extra_patterns", "extra_keywords")}
 _WANTS = {
     **dict.fromkeys(("enabled", "default_deny", "allow_private"), "true or false"),
     **dict.fromkeys(
@@ -56,14 +97,23 @@ _WANTS = {
 }
 
 
-def _wrong_value(tables: dict[str, Any]) -> tuple[str, str, str] | None:
-    """(table, key, what it must be) of the first value of a known key with the wrong type."""
-    places = [("", tables), *((name, t) for name, t in tables.items() if isinstance(t, dict))]
-    for table, values in places:
+def _mistake(tables: Tables) -> tuple[str, str, str, str] | None:
+    """(table, key, message, hint) of the first unknown key or value of the wrong type, in the
+    order of the file: the top level's keys come before its tables."""
+    top = {key: value for key, value in tables.items() if not isinstance(value, dict)}
+    places = [("", top, _TOP_KEYS)]
+    places += [(name, t, _SECTION_KEYS.get(name, _TOOL_KEYS)) for name, t in tables.items() if isinstance(t, dict)]
+    for table, values, known in places:
         for key, value in values.items():
+            if not table and key in _SECTION_KEYS:
+                return table, key, f"{key} must be a table: [{key}]", ""
+            if key not in known:
+                where = f"in [{table}]" if table else "at the top level"
+                hint = did_you_mean(key, known) or "the keys are " + ", ".join(known)
+                return table, key, f"unknown key '{key}' {where}", hint
             want = _WANTS.get(key)
             if want is not None and not _is(want, value):
-                return table, key, want
+                return table, key, f"{f'[{table}] ' if table else ''}{key} must be {want}", ""
     return None
 
 
@@ -103,10 +153,10 @@ def grant(
     return None if found.empty else found
 
 
-def enabled(tables: dict[str, Any] | None, names: tuple[str, ...] = BUILTIN_TOOLS) -> list[str]:
+def enabled(tables: Tables | None, names: tuple[str, ...] = BUILTIN_TOOLS) -> list[str]:
     """The tools of `names` a policy leaves on, as the Agentfile's real system decides: a tool with a
     table is on unless it says `enabled = false`; one without a table is on unless `default_deny`
-    (as the worker's reader, activities.tools.policy, decides what a call may do)."""
+    (as the ToolPolicy the workflow builds from the same tables, models.tool_policy, decides)."""
     tables = tables or {}
     deny = tables.get("default_deny") is True
 

@@ -1,12 +1,14 @@
-"""A policy.toml's tables (as a spec's compiler read and checked them) as the ToolPolicy every tool
-call carries, with the keys and meanings of agentrun/activities/tools/policy.py. Pure: the workflow
-builds it once a run from the plan it was given, so it never fails on a value: one of the wrong
-type (which validate refuses before any run) keeps the safe default."""
+"""A policy.toml's tables (as a spec's compiler read and checked them, lang.grants.read_policy) as
+the ToolPolicy every tool call carries; activities/tools/policy.py makes the checks against it.
+Pure: the workflow builds it once a run from the plan it was given, so it never fails on a value:
+one of the wrong type (which validate refuses before any run) keeps the safe default."""
 
 from __future__ import annotations
 
 from typing import Any, cast
 
+from agentrun.lang.errors import SpecError
+from agentrun.lang.grants import Tables, check_policy_text
 from agentrun.models.tools import McpPolicy, ToolLimits, ToolPolicy, ToolRule
 
 _LISTS = ("allow", "deny", "allowlist", "denylist", "allow_domains")
@@ -20,7 +22,16 @@ _BASH_LIMITS: dict[str, tuple[str, int]] = {
 Table = dict[str, Any]
 
 
-def from_tables(tables: Table | None, source: str = "") -> ToolPolicy:
+def parse(text: str, source: str = "policy.toml") -> ToolPolicy:
+    """The policy a policy.toml's `text` says, read as a spec's compiler reads the file it names; a
+    mistake in it is a SpecError at `source`'s line, with a hint when there is one."""
+    tables, wrong = check_policy_text(text, source)
+    if wrong is not None:
+        raise SpecError([wrong])
+    return from_tables(tables, source)
+
+
+def from_tables(tables: Tables | None, source: str = "") -> ToolPolicy:
     """The policy the tables say; none: the defaults."""
     if not tables:
         return ToolPolicy(source=source)

@@ -10,6 +10,7 @@ from typing import Any
 
 from agentrun.activities.tools.base import Refused, ToolContext, ToolFailed, as_json, text_arg
 from agentrun.activities.tools.confine import Changed, NotFound, OutsideWorkdir
+from agentrun.activities.tools.globs import glob_regex
 from agentrun.activities.tools.paths import locate, path_refusal
 from agentrun.activities.tools.policy import is_protected
 from agentrun.activities.tools.walk import Walk
@@ -100,29 +101,5 @@ def _regex(parts: list[str]) -> str:
         if part == "**":
             pieces.append(".*" if last else "(?:[^/]+/)*")
             continue
-        pieces.append(_component(part) + ("" if last else "/"))
+        pieces.append(glob_regex(part, braces=True) + ("" if last else "/"))
     return "".join(pieces)
-
-
-def _component(part: str) -> str:
-    """One path component's glob as a regex that never crosses a `/`; `{a,b}` is either."""
-    out, i = [], 0
-    while i < len(part):
-        c = part[i]
-        if c == "*":
-            out.append("[^/]*")
-        elif c == "?":
-            out.append("[^/]")
-        elif c == "[" and (end := part.find("]", i + 2)) != -1:
-            body = part[i + 1 : end]
-            if body[0] in "!^":
-                body = "^" + body[1:]
-            out.append("[" + body.replace("\\", "\\\\") + "]")
-            i = end
-        elif c == "{" and (end := part.find("}", i)) != -1:
-            out.append("(?:" + "|".join(_component(alt) for alt in part[i + 1 : end].split(",")) + ")")
-            i = end
-        else:
-            out.append(re.escape(c))
-        i += 1
-    return "".join(out)

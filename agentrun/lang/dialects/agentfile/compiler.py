@@ -75,9 +75,11 @@ class _Compiler:
         (`enabled = false`, `default_deny`) and confines the rest."""
         if not os.path.exists(self._policy_path()):
             return None
-        tables, why = grants.read_policy(self._policy_path())
+        tables, why, hint = grants.read_policy(self._policy_path())
         if tables is None:
-            self.problem(1, 1, f"the policy beside it cannot be read: {why}", "fix the TOML, or move policy.toml away")
+            self.problem(
+                1, 1, f"the policy beside it cannot be read: {why}", hint or "fix the TOML, or move policy.toml away"
+            )
         return tables
 
     def grant(self) -> ir.ToolGrant | None:

@@ -332,12 +332,12 @@ def _policy(build: Builder, path: str, data: PosDict) -> dict[str, Any]:
     if not name:
         return {}
     found = os.path.join(os.path.dirname(os.path.abspath(path)), os.path.expanduser(str(name)))
-    tables, why = grants.read_policy(found)
+    tables, why, hint = grants.read_policy(found)
     if tables is None:
         build.problem(
             ("policy",),
             f"policy: {why}",
-            "policy: names a policy.toml (relative to the spec) in the Agentfile's format",
+            hint or "policy: names a policy.toml (relative to the spec) in the Agentfile's format",
         )
         return {}
     return {"tool_policy": tables, "policy_file": found}

@@ -275,12 +275,12 @@ class _Builder(Builder):
         if not self.raw.policy:
             return {}
         path = os.path.join(os.path.dirname(spec), os.path.expanduser(self.raw.policy))
-        data, why = grants.read_policy(path)
+        data, why, hint = grants.read_policy(path)
         if data is None:
             self.problem(
                 ("workflow", "policy"),
                 f"policy: {why}",
-                "policy: names a policy.toml (relative to the spec) in the Agentfile's format",
+                hint or "policy: names a policy.toml (relative to the spec) in the Agentfile's format",
             )
             return {}
         return {"tool_policy": data, "policy_file": os.path.abspath(path)}
