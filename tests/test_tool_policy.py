@@ -178,6 +178,7 @@ def test_our_own_keys_set_the_limits():
         ("[security]\nextra_pattern = []\n", 2, "unknown key 'extra_pattern' in [security]"),
         ("[bash]\nmax_output = 10\n", 2, "unknown key 'max_output' in [bash]"),  # a top-level key
         ("mcp = true\n", 1, "mcp must be a table: [mcp]"),
+        ("default_deny = false\n\n[bsh]\ndenylist = ['rm']\n", 3, "[bsh] is no tool's table"),  # bash's rules
     ],
 )
 def test_a_bad_policy_is_one_clear_error_with_file_and_line(tmp_path, text, line, said):
@@ -198,6 +199,9 @@ def test_an_unknown_key_gets_the_nearest_known_one_as_a_hint():
     with pytest.raises(SpecError) as caught:
         parse("[bash]\nzzz = 1\n", "p.toml")
     assert "hint: the keys are enabled, allow, deny" in str(caught.value)
+    with pytest.raises(SpecError) as caught:
+        parse("[web_fetcher]\nallow_domains = ['example.com']\n", "p.toml")
+    assert "hint: did you mean [web_fetch]?" in str(caught.value)
 
 
 def test_keys_the_real_system_knows_and_tables_of_its_other_tools_are_read():

@@ -104,6 +104,8 @@ def _mistake(tables: Tables) -> tuple[str, str, str, str] | None:
     places = [("", top, _TOP_KEYS)]
     places += [(name, t, _SECTION_KEYS.get(name, _TOOL_KEYS)) for name, t in tables.items() if isinstance(t, dict)]
     for table, values, known in places:
+        if (misspelled := _misspelled_tool(table)) is not None:
+            return table, "", f"[{table}] is no tool's table", f"did you mean [{misspelled}]?"
         for key, value in values.items():
             if not table and key in _SECTION_KEYS:
                 return table, key, f"{key} must be a table: [{key}]", ""
@@ -117,6 +119,26 @@ def _mistake(tables: Tables) -> tuple[str, str, str, str] | None:
     return None
 
 
+def _misspelled_tool(table: str) -> str | None:
+    """The built-in tool a table's name is a slip for (`[bsh]`: bash). Any other name is taken as a
+    tool of the real system's we do not have, as it takes it; a name this close to a built-in is a
+    typo, whose rules would otherwise guard nothing."""
+    if not table or table in _SECTION_KEYS or table in BUILTIN_TOOLS:
+        return None
+    slips = 1 if len(table) <= 5 else 2  # `code_search` is another tool, not a slip for web_search
+    return next((tool for tool in BUILTIN_TOOLS if _edits(table, tool) <= slips), None)
+
+
+def _edits(a: str, b: str) -> int:
+    """How many characters to insert, delete or change to turn `a` into `b` (Levenshtein)."""
+    row = list(range(len(b) + 1))
+    for i, x in enumerate(a, 1):
+        previous, row[0] = row[0], i
+        for j, y in enumerate(b, 1):
+            previous, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, previous + (x != y))
+    return row[-1]
+
+
 def _is(want: str, value: Any) -> bool:
     if want == "true or false":
         return isinstance(value, bool)
@@ -126,12 +148,15 @@ def _is(want: str, value: Any) -> bool:
 
 
 def _line_of(text: str, table: str, key: str) -> int:
-    """The line that sets `key` in `table` ("" for the top level); 1 when it cannot be told."""
+    """The line that sets `key` in `table` ("" for the top level; `key` "" for the table's header);
+    1 when it cannot be told."""
     current = ""
     for number, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
         if line.startswith("[") and not line.startswith("[["):
             current = line.strip("[] ").split("]")[0].strip().strip('"')
+            if current == table and not key:
+                return number
         elif current == table and line.split("=")[0].strip().strip('"') == key:
             return number
     return 1
