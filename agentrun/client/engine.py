@@ -11,16 +11,17 @@ with a worker inside the caller's program.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 from collections.abc import AsyncGenerator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from temporalio.client import Client
 from temporalio.service import RPCError
 
 from agentrun import startup
-from agentrun.client import executions, humans, launch, listing, runs
+from agentrun.client import humans, launch, listing, runs
 from agentrun.client.models import Pending, RunSummary
 from agentrun.client.run import Run
 from agentrun.errors import UsageError
@@ -29,6 +30,9 @@ from agentrun.explain.prepare import Spec
 from agentrun.ids import new_run_id
 from agentrun.models.contract import RunInput, RunState
 from agentrun.models.names import TASK_QUEUE, RunStatus
+
+if TYPE_CHECKING:
+    from agentrun.client.executions import Executions
 
 
 async def connect() -> Engine:
@@ -47,8 +51,14 @@ class Engine:
     def __init__(self, client: Client, task_queue: str = TASK_QUEUE) -> None:
         self.temporal = client  # Temporal's own client, for what this API does not cover
         self.task_queue = task_queue
-        self.executions = executions.Executions(client)  # the runs an agent drives over MCP
         self._attributes: bool | None = None
+
+    @functools.cached_property
+    def executions(self) -> Executions:
+        """The runs an agent drives over MCP (behaviour-tree executions), by their trace address."""
+        from agentrun.client.executions import Executions  # their tree loading only where they are used
+
+        return Executions(self.temporal)
 
     @property
     def identity(self) -> str:

@@ -6,14 +6,20 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from agentrun.lang.ir import Budget
 from agentrun.models.calls import Partial
 from agentrun.models.contract import Answer, RunInput, RunState
 
 
-class RunSummary(BaseModel):
+class _Value(BaseModel):
+    # Built on first use: `start` imports the API on its way to the first prompt, and building these
+    # schemas (the run's state and input among them) when the module loads cost it ≈ 16 ms.
+    model_config = ConfigDict(defer_build=True)
+
+
+class RunSummary(_Value):
     """One run of a listing, newest first: what `list` prints."""
 
     run_id: str
@@ -33,7 +39,7 @@ class RunSummary(BaseModel):
         }
 
 
-class Progress(BaseModel):
+class Progress(_Value):
     """A run now: its state and, for each agent call under way, what the agent has written so far
     (by the step's run key)."""
 
@@ -41,7 +47,7 @@ class Progress(BaseModel):
     so_far: dict[str, Partial] = {}
 
 
-class RunResult(BaseModel):
+class RunResult(_Value):
     """A run that has ended: its status, what it gave, and its whole state."""
 
     run_id: str
@@ -56,7 +62,7 @@ class RunResult(BaseModel):
         return self.status == "completed"
 
 
-class RunInfo(BaseModel):
+class RunInfo(_Value):
     """Where a run is, as Temporal tells it: whether it still runs, and the task queue it waits on."""
 
     run_id: str
@@ -64,14 +70,14 @@ class RunInfo(BaseModel):
     task_queue: str
 
 
-class Look(BaseModel):
+class Look(_Value):
     """A running run's state if a worker answered for it now, and whether a live worker polls its queue."""
 
     state: RunState | None
     polled: bool
 
 
-class UnderWay(BaseModel):
+class UnderWay(_Value):
     """What a run's activities are doing now: each agent's reply so far (by the step's run key), and
     retries not told of yet."""
 
@@ -79,7 +85,7 @@ class UnderWay(BaseModel):
     retries: list[Retry] = []
 
 
-class Retry(BaseModel):
+class Retry(_Value):
     """An agent call or another activity Temporal is retrying: its last failure and when it tries again."""
 
     activity_id: str
@@ -92,7 +98,7 @@ class Retry(BaseModel):
     retry_in_s: float | None = None
 
 
-class Said(BaseModel):
+class Said(_Value):
     """One thing in an agent conversation, from the run's history."""
 
     at: datetime
@@ -103,7 +109,7 @@ class Said(BaseModel):
     stderr: str = ""
 
 
-class Question(BaseModel):
+class Question(_Value):
     """An open gate of a running run, as `pending` lists it (`gate` is None for a run no worker holds,
     whose question cannot be read now: `prompt` then says how to get one)."""
 
@@ -117,7 +123,7 @@ class Question(BaseModel):
     timeout_at: str | None = None
 
 
-class Unanswered(BaseModel):
+class Unanswered(_Value):
     """A running run no worker holds now; `waiting` when it said, last time a worker held it, that it
     waits for a person; `fix` how to get a worker to it."""
 
@@ -127,7 +133,7 @@ class Unanswered(BaseModel):
     fix: str
 
 
-class Pending(BaseModel):
+class Pending(_Value):
     """What people are asked across runs: every open gate (oldest first), the runs whose questions
     cannot be read, and answers queued earlier that a run refused while its gate is still open."""
 
@@ -139,10 +145,12 @@ class Pending(BaseModel):
 class Answered(Answer):
     """An answer a run took, and the gate it answered."""
 
+    model_config = ConfigDict(defer_build=True)
+
     gate: str
 
 
-class Limits(BaseModel):
+class Limits(_Value):
     """What a person raises a paused budget to, and says with it."""
 
     tokens: int | None = None
@@ -152,14 +160,14 @@ class Limits(BaseModel):
     by: str = ""
 
 
-class Raised(BaseModel):
+class Raised(_Value):
     """A budget a run raised, and which one (`budget`, or `budget:STEP` for a step's)."""
 
     gate: str
     budget: Budget
 
 
-class ForkPlan(BaseModel):
+class ForkPlan(_Value):
     """A fork ready to start: its input, the task queue it goes on, and what to tell the person."""
 
     input: RunInput
@@ -168,7 +176,7 @@ class ForkPlan(BaseModel):
     warnings: list[str] = []  # about changes that may not do what was meant
 
 
-class _Event(BaseModel):
+class _Event(_Value):
     """What every event carries: its id, which `Run.events(after=…)` resumes after; the run; when it
     happened (the run's own clock, which orders events)."""
 

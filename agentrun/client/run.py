@@ -9,7 +9,7 @@ from typing import Any
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError
 from temporalio.service import RPCError
 
-from agentrun.client import conversation, elements, events, fork, humans, launch, retries
+from agentrun.client import conversation, elements, events, humans, launch, retries
 from agentrun.client.models import (
     Answered,
     ForkPlan,
@@ -236,4 +236,6 @@ class Run:
     async def prepare_fork(self, at: str, changes: Wanted, task_queue: str | None = None) -> ForkPlan:
         """What `fork()` starts, not started yet: the input, the queue, and notes for the person
         (`explain.changes.from_options` makes `changes` from the command line's options)."""
+        from agentrun.client import fork  # what a fork checks its changes with, loaded by a fork only
+
         return await fork.forked_input(self._client, self.id, at, changes, task_queue)
