@@ -38,8 +38,8 @@ POLL_S = 0.5  # how often a follower asks a running run for its state
 
 
 class Run:
-    """A run, started or found by id. Every method reaches Temporal; none keeps state of the run's
-    besides where `events()` left off."""
+    """A run, started or found by id. Every method reaches Temporal; a handle keeps nothing of the
+    run's besides its task queue, where `events()` left off and which retries `under_way()` told."""
 
     def __init__(self, client: Client, run_id: str) -> None:
         self._client = client
