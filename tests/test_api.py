@@ -133,3 +133,23 @@ async def test_what_the_commands_use_pending_an_unnamed_gate_a_queued_answer_and
     assert await engine.count_runs(spec="release") >= 1
     with pytest.raises(agentrun.NoSuchRun):
         await engine.run("no-such-run").info()
+
+
+def test_the_inbox_example_answers_each_runs_questions_and_reads_the_conversation(address, tmp_path):
+    """examples/python/inbox.py: two runs, their questions found through `pending()` and answered
+    without naming a gate, what their agents were asked read back from the history."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "TEMPORAL_ADDRESS": address, "AGENTRUN_STATE_DIR": str(tmp_path / "state")}
+    example = ROOT / "examples" / "python" / "inbox.py"
+    done = subprocess.run([sys.executable, str(example)], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    started = lines[0].removeprefix("started ").split(", ")
+    assert len(started) == 2
+    for rid in started:
+        assert f"  {rid}: notes <- Shipped from the inbox" in lines
+        assert f"  {rid}: publish <- approve" in lines
+        assert f"{rid} completed; agents were asked for: tag, publish" in lines
