@@ -127,8 +127,24 @@ async def _connected(action: EngineAction, args: argparse.Namespace, console: Co
     from agentrun.client.engine import connect
     from agentrun.worker import telemetry
 
+    _say_notices()
+
     async with telemetry.running("agentrun-client", serves=False):
         return await action(await connect(), args, console)
+
+
+def _say_notices() -> None:
+    """What the API tells of its own progress ("waiting for a worker to take the answer…"), as plain
+    lines on stderr; a program using the API routes the `agentrun.client` logger as it likes."""
+    import logging
+
+    notices = logging.getLogger("agentrun.client")
+    if not notices.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        notices.addHandler(handler)
+    notices.setLevel(logging.INFO)
+    notices.propagate = False  # a worker in this process logs its own records to its log file
 
 
 def command(sub: Any, name: str, help: str, handler: Handler, **kwargs: Any) -> argparse.ArgumentParser:

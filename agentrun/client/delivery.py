@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import sys
+import logging
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, TypeVar
@@ -24,6 +24,7 @@ from agentrun.explain.waiting import worker_command
 from agentrun.models import limits
 from agentrun.models.contract import RunState
 
+LOG = logging.getLogger("agentrun.client")
 T = TypeVar("T")
 S = TypeVar("S")
 
@@ -106,8 +107,9 @@ async def _state_within(
 
 @contextlib.contextmanager
 def _notice(line: str) -> Iterator[None]:
-    """Say once that we are waiting, when what we wait for has not come after WAIT_NOTICE_S."""
-    timer = asyncio.get_running_loop().call_later(WAIT_NOTICE_S, lambda: print(line, file=sys.stderr, flush=True))
+    """Say once that we are waiting, when what we wait for has not come after WAIT_NOTICE_S: to the
+    `agentrun.client` logger, which the command line prints on stderr and a program may route."""
+    timer = asyncio.get_running_loop().call_later(WAIT_NOTICE_S, lambda: LOG.info(line))
     try:
         yield
     finally:
