@@ -15,6 +15,7 @@ import os
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import threading
@@ -411,7 +412,7 @@ def test_the_page_over_tls_with_a_certificate_of_its_own(address, tmp_path):
     served = serve(address, tmp_path / "ui.log", "--port", str(port), "--certfile", str(cert), "--keyfile", str(key))
     try:
         assert served.url == f"https://127.0.0.1:{port}"
-        with httpx.Client(verify=str(cert)) as client:
+        with httpx.Client(verify=ssl.create_default_context(cafile=str(cert))) as client:
             response = client.get(f"{served.url}/runs")
         assert response.status_code == 200 and "Strict-Transport-Security" in response.headers
         assert "Secure" in response.headers["set-cookie"]  # the CSRF cookie never goes over plain HTTP
