@@ -9,6 +9,7 @@ the run's heartbeats and is told live only.
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any, TypeVar
 
 from agentrun.client.models import (
     NoteDelivered,
@@ -36,6 +37,7 @@ _RANK = {
 }
 _FINISHED = frozenset({"completed", "failed", "skipped", "cancelled"})
 _EPOCH = datetime.min.replace(tzinfo=UTC)
+E = TypeVar("E", StepStarted, StepFinished, QuestionOpened, QuestionAnswered, NoteDelivered, RunEnded)
 
 
 def event_id(at: datetime | None, kind: str, name: str) -> str:
@@ -47,12 +49,7 @@ def told(state: RunState, ended: bool) -> list[RunEvent]:
     """Every event `state` tells, in order; `ended`: the run has ended, so its end is one."""
     events: list[RunEvent] = [*_steps(state), *_gates(state), *_notes(state)]
     if ended:
-        at = state.ended_at
-        events.append(
-            RunEnded(
-                id=event_id(at, "run.ended", ""), run_id=state.run_id, at=at, status=state.status, errors=state.errors
-            )
-        )
+        events.append(_event(RunEnded, state, state.ended_at, "", status=state.status, errors=state.errors))
     return sorted(events, key=lambda e: e.id)
 
 
@@ -72,67 +69,35 @@ def partial(run_id: str, record: Partial) -> PartialOutput:
     )
 
 
+def _event(kind: type[E], state: RunState, at: datetime | None, name: str, **fields: Any) -> E:
+    """An event of `kind` at `at`, its id made from its kind's word and `name`."""
+    word = kind.model_fields["kind"].default
+    return kind(id=event_id(at, word, name), run_id=state.run_id, at=at, **fields)
+
+
 def _steps(state: RunState) -> list[RunEvent]:
     out: list[RunEvent] = []
     for key, row in state.tasks.items():
         if row.started_at is None:
             continue
-        began = row.started_at.isoformat()
-        out.append(
-            StepStarted(
-                id=event_id(row.started_at, "step.started", f"{key}@{began}"),
-                run_id=state.run_id,
-                at=row.started_at,
-                step=key,
-                title=row.title,
-                agent=row.agent,
-            )
-        )
+        name = f"{key}@{row.started_at.isoformat()}"
+        out.append(_event(StepStarted, state, row.started_at, name, step=key, title=row.title, agent=row.agent))
         if row.status in _FINISHED and row.ended_at is not None:
-            out.append(
-                StepFinished(
-                    id=event_id(row.ended_at, "step.finished", f"{key}@{began}"),
-                    run_id=state.run_id,
-                    at=row.ended_at,
-                    step=key,
-                    status=row.status,
-                    error=row.error,
-                    duration_s=row.duration_s,
-                    output=state.outputs.get(key, ""),
-                )
-            )
+            output = state.outputs.get(key, "")
+            finished = {"status": row.status, "error": row.error, "duration_s": row.duration_s, "output": output}
+            out.append(_event(StepFinished, state, row.ended_at, name, step=key, **finished))
     return out
 
 
 def _gates(state: RunState) -> list[RunEvent]:
     out: list[RunEvent] = []
     for gate in state.gates.values():
-        out.append(
-            QuestionOpened(
-                id=event_id(gate.opened_at, "question.opened", gate.id),
-                run_id=state.run_id,
-                at=gate.opened_at,
-                gate=gate.id,
-                gate_kind=gate.kind,
-                prompt=gate.prompt,
-                choices=gate.choices,
-                step=gate.node,
-            )
-        )
+        asked = {"gate_kind": gate.kind, "prompt": gate.prompt, "choices": gate.choices, "step": gate.node}
+        out.append(_event(QuestionOpened, state, gate.opened_at, gate.id, gate=gate.id, **asked))
         answer = gate.answer
         if answer is not None:
-            out.append(
-                QuestionAnswered(
-                    id=event_id(answer.at, "question.answered", gate.id),
-                    run_id=state.run_id,
-                    at=answer.at,
-                    gate=gate.id,
-                    value=answer.value,
-                    comment=answer.comment,
-                    by=answer.by,
-                    timed_out=answer.timed_out,
-                )
-            )
+            said = {"value": answer.value, "comment": answer.comment, "by": answer.by, "timed_out": answer.timed_out}
+            out.append(_event(QuestionAnswered, state, answer.at, gate.id, gate=gate.id, **said))
     return out
 
 
@@ -144,15 +109,6 @@ def _notes(state: RunState) -> list[RunEvent]:
             continue
         row = state.tasks.get(note.delivered_to)
         at = row.started_at if row else None
-        out.append(
-            NoteDelivered(
-                id=event_id(at, "note.delivered", str(note.n)),
-                run_id=state.run_id,
-                at=at,
-                n=note.n,
-                text=note.text,
-                by=note.by,
-                step=note.delivered_to,
-            )
-        )
+        fields = {"n": note.n, "text": note.text, "by": note.by, "step": note.delivered_to}
+        out.append(_event(NoteDelivered, state, at, str(note.n), **fields))
     return out
