@@ -6,10 +6,10 @@ import asyncio
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
-from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError
+from temporalio.client import Client, WorkflowExecutionDescription, WorkflowExecutionStatus, WorkflowFailureError
 from temporalio.service import RPCError
 
-from agentrun.client import conversation, elements, events, humans, launch, retries
+from agentrun.client import conversation, elements, events, humans, retries
 from agentrun.client.models import (
     Answered,
     ForkPlan,
@@ -28,7 +28,6 @@ from agentrun.client.partial import partials
 from agentrun.client.runs import describe, fetch_state, state_if_polled
 from agentrun.errors import Unavailable
 from agentrun.explain.changes import Wanted
-from agentrun.ids import new_run_id
 from agentrun.lang import ir
 from agentrun.models.calls import Partial
 from agentrun.models.contract import AnswerInput, BudgetInput, Note, NoteInput, RunState
@@ -142,7 +141,7 @@ class Run:
         while True:
             desc = await describe(self._client, self.id)
             ended = desc.status != WorkflowExecutionStatus.RUNNING
-            state = await self._snapshot(desc.task_queue, ended)
+            state = await self._snapshot(desc, ended)
             for event in events.after(events.told(state, ended), self.last_event) if state else []:
                 self.last_event = event.id
                 yield event
@@ -155,10 +154,11 @@ class Run:
                         yield events.partial(self.id, record)
             await asyncio.sleep(poll_s)
 
-    async def _snapshot(self, task_queue: str, ended: bool) -> RunState | None:
+    async def _snapshot(self, desc: WorkflowExecutionDescription, ended: bool) -> RunState | None:
         if ended:
-            return await fetch_state(self._client, self.id)
-        state, _ = await state_if_polled(self._client, self._client.get_workflow_handle(self.id), task_queue)
+            return await fetch_state(self._client, self.id, desc)  # its record, read once
+        handle = self._client.get_workflow_handle(self.id)
+        state, _ = await state_if_polled(self._client, handle, desc.task_queue)
         return state
 
     async def answer(
@@ -227,11 +227,10 @@ class Run:
         """A new run of this run's plan that takes over every step before `at` and goes on from
         there with the changes given; it waits on its queue for a worker."""
         wanted = Wanted(dict(params or {}), dict(memory or {}), dict(prompts or {}))
+        from agentrun.client.engine import Engine  # the engine imports this module
+
         planned = await self.prepare_fork(at, wanted, task_queue)
-        new_id = run_id or new_run_id(planned.input.plan.name)
-        planned.input.search_attributes = await launch.ensure_search_attributes(self._client)
-        await launch.start_run(self._client, planned.input, new_id, planned.task_queue)
-        return Run(self._client, new_id)
+        return await Engine(self._client).start_input(planned.input, run_id, planned.task_queue)
 
     async def prepare_fork(self, at: str, changes: Wanted, task_queue: str | None = None) -> ForkPlan:
         """What `fork()` starts, not started yet: the input, the queue, and notes for the person
