@@ -8,7 +8,9 @@ answer reaches a run no worker holds right now (waiting for one, or queued) is c
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+import functools
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 from temporalio.client import Client, WorkflowUpdateFailedError
 from temporalio.service import RPCError
@@ -36,6 +38,8 @@ from agentrun.models.contract import (
 )
 
 __all__ = ["Refused"]  # raised here; the CLI and the page catch it by this name
+
+T = TypeVar("T")
 
 WAITING_QUERY = 'WorkflowType="AgentRun" AND ExecutionStatus="Running" AND AgentRunWaitingFor!=""'
 RUNNING_QUERY = 'WorkflowType="AgentRun" AND ExecutionStatus="Running"'
@@ -121,23 +125,20 @@ async def answer(
 ) -> Answered:
     """Answer `gate` (the run's one open gate when None, read from the worker that holds the run) once
     a worker holds the run, waiting up to wait_s for one."""
-    handle, queue = await running(client, run_id)
 
-    async def deliver(state: RunState | None) -> Answered:
-        chosen = gate or only_open_gate(run_id, _readable(run_id, state), value)
+    async def send(handle: RunHandle, chosen: str) -> Answered:
         given = AnswerInput(gate=GateId(chosen), value=value, comment=comment, by=by)
         answered: Answer = await _update(handle, contract.ANSWER, given, Answer)
         return Answered(gate=chosen, **answered.model_dump())
 
-    if gate:
-        return await when_alive(client, handle, queue, wait_s, "the answer", lambda: deliver(None))
-    return await when_held(client, handle, queue, wait_s, "the answer", deliver)
+    pick = functools.partial(only_open_gate, run_id, value=value)
+    return await _to_gate(client, run_id, gate, pick, send, "the answer", wait_s)
 
 
 async def queue_answer(client: Client, run_id: str, value: str, gate: str | None, comment: str, by: str) -> AnswerInput:
     """Write an answer to the run's history for whichever worker takes the run next."""
-    handle, _ = await running(client, run_id)
-    chosen = gate or only_open_gate(run_id, _readable(run_id, await ask_state(handle)), value)
+    pick = functools.partial(only_open_gate, run_id, value=value)
+    handle, chosen = await _queued_gate(client, run_id, gate, pick)
     given = AnswerInput(gate=GateId(chosen), value=value, comment=comment, by=by)
     await enqueue(handle, contract.QUEUE_ANSWER, given, "the answer")
     return given
@@ -145,26 +146,47 @@ async def queue_answer(client: Client, run_id: str, value: str, gate: str | None
 
 async def raise_budget(client: Client, run_id: str, gate: str | None, limits_given: Limits, wait_s: float) -> Raised:
     """Raise a paused budget (`gate`, or the one paused when None) once a worker holds the run."""
-    handle, queue = await running(client, run_id)
 
-    async def deliver(state: RunState | None) -> Raised:
-        chosen = gate or _paused_budget(_readable(run_id, state))
+    async def send(handle: RunHandle, chosen: str) -> Raised:
         given = BudgetInput(gate=GateId(chosen), **limits_given.model_dump())
         budget: Budget = await _update(handle, contract.RAISE_BUDGET, given, Budget)
         return Raised(gate=chosen, budget=budget)
 
-    if gate:
-        return await when_alive(client, handle, queue, wait_s, "the budget raise", lambda: deliver(None))
-    return await when_held(client, handle, queue, wait_s, "the budget raise", deliver)
+    return await _to_gate(client, run_id, gate, _paused_budget, send, "the budget raise", wait_s)
 
 
 async def queue_budget(client: Client, run_id: str, gate: str | None, limits_given: Limits) -> BudgetInput:
     """Write a budget raise to the run's history for whichever worker takes the run next."""
-    handle, _ = await running(client, run_id)
-    chosen = gate or _paused_budget(_readable(run_id, await ask_state(handle)))
+    handle, chosen = await _queued_gate(client, run_id, gate, _paused_budget)
     given = BudgetInput(gate=GateId(chosen), **limits_given.model_dump())
     await enqueue(handle, contract.QUEUE_BUDGET, given, "the budget raise")
     return given
+
+
+async def _to_gate(
+    client: Client,
+    run_id: str,
+    gate: str | None,
+    pick: Callable[[RunState], str],
+    send: Callable[[RunHandle, str], Awaitable[T]],
+    what: str,
+    wait_s: float,
+) -> T:
+    """`send` to `gate`, or to the gate `pick` finds in the state of the worker that holds the run,
+    once a worker holds it (waiting up to wait_s). A named gate needs no look at the state first."""
+    handle, queue = await running(client, run_id)
+    if gate:
+        return await when_alive(client, handle, queue, wait_s, what, lambda: send(handle, gate))
+    return await when_held(client, handle, queue, wait_s, what, lambda state: send(handle, pick(state)))
+
+
+async def _queued_gate(
+    client: Client, run_id: str, gate: str | None, pick: Callable[[RunState], str]
+) -> tuple[RunHandle, str]:
+    """The running run's handle and the gate a queued answer goes to: `gate`, or the one `pick` finds
+    in the state a worker gives now (a queued answer cannot wait for one to say)."""
+    handle, _ = await running(client, run_id)
+    return handle, gate or pick(_readable(run_id, await ask_state(handle)))
 
 
 async def send_note(client: Client, run_id: str, given: NoteInput, wait_s: float = 60.0) -> Note:
