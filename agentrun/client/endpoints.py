@@ -11,30 +11,16 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Iterable
-from typing import NamedTuple
 from urllib.parse import urlsplit
 
 from agentrun.lang.check import agent_ids
 from agentrun.lang.errors import Problem, SpecError
 from agentrun.models.contract import RunInput
-from agentrun.models.drivers import AgentUri
+from agentrun.models.drivers import ENDPOINTS, AgentUri, Endpoint
 
 CONNECT_S = 2.0  # a local server answers a connection at once; a remote one well within this
 
 
-class Endpoint(NamedTuple):
-    """Where a chat-API driver sends prompts, and which environment variables say so."""
-
-    key_env: str
-    url_env: str
-    default_url: str
-
-
-# The same variables and defaults as the drivers (agentrun.activities.agents.openai, .anthropic).
-ENDPOINTS = {
-    "openai": Endpoint("OPENAI_API_KEY", "OPENAI_BASE_URL", "https://api.openai.com/v1"),
-    "anthropic": Endpoint("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "https://api.anthropic.com"),
-}
 OFFLINE = "or run it offline with --agent scripted:REPLIES.yaml (recorded replies) or --agent 'command:CMD'"
 
 

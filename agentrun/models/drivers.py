@@ -3,6 +3,7 @@ and the activities read, so no other module names a scheme."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 from agentrun.lang.agent_uri import AgentUri
@@ -19,6 +20,28 @@ class Driver:
     about: str
     # Offered function tools the model may call (spawn_agents); other agents write a fenced block.
     tools: bool = False
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where a chat-API driver sends prompts, and the environment variables that say so: the driver
+    reads them, and `start` checks them before the run's first prompt (client.endpoints)."""
+
+    key_env: str
+    url_env: str
+    default_url: str
+
+    def url(self) -> str:
+        return (os.environ.get(self.url_env) or self.default_url).rstrip("/")
+
+    def key(self) -> str | None:
+        return os.environ.get(self.key_env)
+
+
+ENDPOINTS: dict[str, Endpoint] = {
+    "openai": Endpoint("OPENAI_API_KEY", "OPENAI_BASE_URL", "https://api.openai.com/v1"),
+    "anthropic": Endpoint("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "https://api.anthropic.com"),
+}
 
 
 DRIVERS: dict[str, Driver] = {

@@ -7,7 +7,6 @@ Secrets come only from the environment (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL).
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -20,15 +19,16 @@ from agentrun.activities.agents._common import AGENT_UNAVAILABLE, agent_error, h
 from agentrun.activities.agents.tools import anthropic_tools
 from agentrun.lang.agent_uri import AgentUri
 from agentrun.models.calls import AgentCall, AgentReply, ChatMessage, ToolCall, Usage
+from agentrun.models.drivers import ENDPOINTS
 
-DEFAULT_BASE_URL = "https://api.anthropic.com"
+ENDPOINT = ENDPOINTS["anthropic"]
 API_VERSION = "2023-06-01"
 MAX_TOKENS = 4096
 
 
 async def send(call: AgentCall) -> AgentReply:
     model = AgentUri.parse(call.uri).rest
-    base = (os.environ.get("ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+    base = ENDPOINT.url()
     async with http_client(call.timeout_s) as client:
         data = await streaming.complete(
             client, f"{base}/v1/messages", _body(call, model), {"stream": True}, _headers(), _assemble
@@ -94,7 +94,7 @@ def _stream_error(error: dict[str, Any]) -> ApplicationError:
 
 def _headers() -> dict[str, str]:
     headers = {"anthropic-version": API_VERSION, **keys.as_header()}
-    key = os.environ.get("ANTHROPIC_API_KEY")
+    key = ENDPOINT.key()
     if key:
         headers["x-api-key"] = key
     return headers

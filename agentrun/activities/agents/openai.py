@@ -7,7 +7,6 @@ Secrets come only from the environment (OPENAI_API_KEY, OPENAI_BASE_URL), never 
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -19,13 +18,14 @@ from agentrun.activities.agents._common import agent_error, http_client
 from agentrun.activities.agents.tools import openai_tools
 from agentrun.lang.agent_uri import AgentUri
 from agentrun.models.calls import AgentCall, AgentReply, ChatMessage, ToolCall, Usage
+from agentrun.models.drivers import ENDPOINTS
 
-DEFAULT_BASE_URL = "https://api.openai.com/v1"
+ENDPOINT = ENDPOINTS["openai"]
 
 
 async def send(call: AgentCall) -> AgentReply:
     model = AgentUri.parse(call.uri).rest
-    base = (os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+    base = ENDPOINT.url()
     body: dict[str, Any] = {"model": model, "messages": _messages(call)}
     if call.tools or call.offered:
         body["tools"] = openai_tools(call)
@@ -89,7 +89,7 @@ def _add_call(call: dict[str, Any], piece: dict[str, Any]) -> None:
 
 
 def _headers() -> dict[str, str]:
-    key = os.environ.get("OPENAI_API_KEY")
+    key = ENDPOINT.key()
     # The step's Idempotency-Key, the same on a retry: for a gateway that deduplicates by it.
     return {**keys.as_header(), **({"Authorization": f"Bearer {key}"} if key else {})}
 
