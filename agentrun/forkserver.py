@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from agentrun import caller as callers
-from agentrun import handoff, startup
+from agentrun import forkservers, startup
 
 IDLE_S = 30 * 60
 REQUEST_TIMEOUT_S = 5.0
@@ -48,7 +48,7 @@ PRELOADED = (
 
 
 def main() -> None:
-    path = handoff.socket_path()
+    path = forkservers.socket_path()
     unserved = None
     with _only_server(path) as lock:
         if lock is None:
@@ -79,7 +79,7 @@ def _preload() -> None:
 @contextlib.contextmanager
 def _only_server(path: Path) -> Iterator[int | None]:
     """The lock's fd while this is the only server, else None."""
-    with open(handoff.lock_path(path), "a") as lock:
+    with open(forkservers.lock_path(path), "a") as lock:
         if not _locked(lock):
             yield None
             return
@@ -90,7 +90,7 @@ def _only_server(path: Path) -> Iterator[int | None]:
 
 
 def _locked(lock: io.TextIOWrapper, tries: int = 5) -> bool:
-    """Take the lock, unless another server holds it; a caller asking who holds it (handoff.server_pid)
+    """Take the lock, unless another server holds it; a caller asking who holds it (forkservers.server_pid)
     holds it for an instant."""
     for _ in range(tries):
         try:
@@ -161,7 +161,7 @@ def _fingerprint() -> tuple[int, ...]:
     """Changes when a file of agentrun (code, templates, schemas) changes or a package is installed
     or removed; bytecode caches are not its files."""
     newest, count = 0, 0
-    for folder, dirs, files in os.walk(handoff.PACKAGE):
+    for folder, dirs, files in os.walk(forkservers.PACKAGE):
         dirs[:] = [d for d in dirs if d != "__pycache__"]
         for name in files:
             newest = max(newest, os.stat(os.path.join(folder, name)).st_mtime_ns)

@@ -22,9 +22,7 @@ import time
 from pathlib import Path
 from typing import BinaryIO
 
-# Where a fork server keeps its files; callers reach them through this module as they always have.
 from agentrun.forkservers import PACKAGE, install_path, server_pid, socket_path
-from agentrun.forkservers import lock_path as lock_path
 
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
 # What the fork server is started with: enough to import the same packages, and no credentials,

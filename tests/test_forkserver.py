@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import agentrun
-from agentrun import handoff, launcher
+from agentrun import forkservers, handoff, launcher
 from tests.conftest import ROOT, SHELL_AGENT, _cli_env, alive, run_id, sigkill, wait_for, write_spec
 from tests.test_isolation import endpoint, firsts, said, start
 
@@ -82,7 +82,7 @@ def test_start_runs_in_a_fork_with_the_callers_streams_environment_and_folder(
     cli_process, tmp_path, forkserver, servers
 ):
     alpha, beta = servers
-    server = handoff.server_pid(forkserver)
+    server = forkservers.server_pid(forkserver)
     assert server
     queue = run_id("fs-q")
     held = [alpha.hold("writer"), beta.hold("writer")]
@@ -105,7 +105,7 @@ def test_start_runs_in_a_fork_with_the_callers_streams_environment_and_folder(
 
 def test_a_start_killed_with_kill_9_takes_its_fork_with_it(cli_process, tmp_path, forkserver, servers):
     alpha, _ = servers
-    server = handoff.server_pid(forkserver)
+    server = forkservers.server_pid(forkserver)
     assert server
     alpha.hold("writer")
     _, started = start(cli_process, tmp_path, "alpha", run_id("fs-kill-q"), alpha)
@@ -119,7 +119,7 @@ def test_a_start_killed_with_kill_9_takes_its_fork_with_it(cli_process, tmp_path
 
 def test_ctrl_z_stops_the_fork_with_its_caller_and_both_go_on_together(address, tmp_path, forkserver, servers):
     alpha, _ = servers
-    server = handoff.server_pid(forkserver)
+    server = forkservers.server_pid(forkserver)
     assert server
     gate = alpha.hold("writer")
     spec = write_spec(tmp_path, "name: alpha\nsubtasks:\n  one:\n    instructions: alpha step one.\n")
@@ -151,7 +151,7 @@ def test_ctrl_z_stops_the_fork_with_its_caller_and_both_go_on_together(address, 
 
 def test_with_the_fork_server_off_start_runs_in_its_own_process(cli_process, tmp_path, forkserver, servers):
     alpha, _ = servers
-    server = handoff.server_pid(forkserver)
+    server = forkservers.server_pid(forkserver)
     assert server
     gate = alpha.hold("writer")
     rid = run_id("alpha")
@@ -176,7 +176,7 @@ def test_mistakes_read_the_same_through_the_fork_server_as_in_a_process_of_their
 
 
 def test_a_server_whose_files_changed_hands_the_command_back_and_a_new_one_starts(cli, tmp_path, forkserver):
-    old = handoff.server_pid(forkserver)
+    old = forkservers.server_pid(forkserver)
     assert old and handoff.ready(forkserver)
     changed = Path(agentrun.__file__).parent / "models" / "names.py"  # its text stays; only its time changes
     os.utime(changed, ns=(changed.stat().st_atime_ns, time.time_ns()))
@@ -185,13 +185,13 @@ def test_a_server_whose_files_changed_hands_the_command_back_and_a_new_one_start
     assert result.code == 0 and "- Status: COMPLETE" in result.out, result.out + result.err
     wait_for(lambda: not alive(old), timeout_s=10)
     wait_for(lambda: handoff.ready(forkserver), timeout_s=60)  # the start that was handed back started it
-    new = handoff.server_pid(forkserver)
+    new = forkservers.server_pid(forkserver)
     assert new not in (None, old)
     assert "OPENAI_API_KEY" not in environ(new)  # it outlives the command, so it has no credentials
 
 
 def test_a_person_answers_a_gate_at_the_terminal_the_fork_took_over(address, tmp_path, forkserver):
-    server = handoff.server_pid(forkserver)
+    server = forkservers.server_pid(forkserver)
     assert server
     spec = write_spec(tmp_path, HELD)
     terminal, side = pty.openpty()
