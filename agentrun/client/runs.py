@@ -157,16 +157,12 @@ async def ask_held(handle: RunHandle, timeout_s: float = QUERY_S) -> str | None:
 
 
 async def live_worker(client: Client, task_queue: str) -> bool:
-    """worker_polling, and False where the server cannot tell."""
+    """True if a live worker polls the queue (pollers of dead local processes are ignored); False
+    where the server cannot tell."""
     try:
-        return await worker_polling(client, task_queue)
+        return bool(await pollers(client, task_queue))
     except RPCError:  # a server that cannot describe queues: do not keep asking
         return False
-
-
-async def worker_polling(client: Client, task_queue: str) -> bool:
-    """True if a live worker polls the queue. Pollers of dead local processes are ignored."""
-    return bool(await pollers(client, task_queue))
 
 
 async def pollers(client: Client, task_queue: str) -> list[str]:
