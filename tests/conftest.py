@@ -173,6 +173,24 @@ ENDPOINT_KEY = "sk-isolation"
 
 
 @pytest.fixture
+def agentapi_bin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The agentapi stand-in (tests/fakes/agentapi_server.py) as the binary the driver starts for a
+    refresh-mode task, and the file it logs its starts, messages and stops to."""
+    wrapper = tmp_path / "agentapi"
+    wrapper.write_text(
+        f'#!/bin/sh\nexport PYTHONPATH={ROOT}\nexec {sys.executable} -m tests.fakes.agentapi_server "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    log = tmp_path / "agentapi.log"
+    monkeypatch.setenv("AGENTRUN_AGENTAPI_BIN", str(wrapper))
+    monkeypatch.setenv("AGENTRUN_PASS_ENV", "FAKE_AGENTAPI_*")  # the fake's knobs reach the server it runs as
+    monkeypatch.setenv("FAKE_AGENTAPI_LOG", str(log))
+    monkeypatch.setenv("FAKE_AGENTAPI_STARTUP_S", "0.5")
+    monkeypatch.setenv("FAKE_AGENTAPI_BUSY_S", "0.2")
+    return log
+
+
+@pytest.fixture
 def servers():
     """Two users' OpenAI-compatible endpoints (key ENDPOINT_KEY), each answering for their own runs."""
     from tests.fakes.openai_server import FakeOpenAI

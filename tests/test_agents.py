@@ -6,8 +6,6 @@ import asyncio
 import dataclasses
 import json
 import socket
-import sys
-import textwrap
 import time
 from collections.abc import Iterator
 from datetime import timedelta
@@ -24,8 +22,6 @@ from agentrun.models.calls import AgentCall, AgentReply, ChatMessage
 from tests.conftest import alive
 from tests.fakes.agentapi_server import FakeAgentAPI
 from tests.fakes.openai_server import FakeOpenAI
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 def make_call(uri: str, prompt: str = "hello", workdir: Path | str = ".", **fields: Any) -> AgentCall:
@@ -120,26 +116,6 @@ async def test_agentapi_whole_wait_is_bounded_by_the_task_timeout() -> None:
 
 
 # agentapi, refresh: the driver starts the CLI fake as if it were the real binary
-
-
-@pytest.fixture
-def agentapi_bin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    wrapper = tmp_path / "agentapi"
-    wrapper.write_text(
-        textwrap.dedent(f"""\
-        #!/bin/sh
-        export PYTHONPATH={REPO}
-        exec {sys.executable} -m tests.fakes.agentapi_server "$@"
-        """)
-    )
-    wrapper.chmod(0o755)
-    log = tmp_path / "agentapi.log"
-    monkeypatch.setenv("AGENTRUN_AGENTAPI_BIN", str(wrapper))
-    monkeypatch.setenv("AGENTRUN_PASS_ENV", "FAKE_AGENTAPI_*")  # the fake's knobs reach the server it runs as
-    monkeypatch.setenv("FAKE_AGENTAPI_LOG", str(log))
-    monkeypatch.setenv("FAKE_AGENTAPI_STARTUP_S", "0.5")
-    monkeypatch.setenv("FAKE_AGENTAPI_BUSY_S", "0.2")
-    return log
 
 
 def events(log: Path) -> list[dict[str, Any]]:

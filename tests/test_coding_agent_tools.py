@@ -6,14 +6,12 @@ stand-in (tests/fakes/agentapi_server.py) was started with, and what the agent i
 from __future__ import annotations
 
 import json
-import sys
-import textwrap
 from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
 
-from tests.conftest import ROOT, write_spec
+from tests.conftest import write_spec
 from tests.runs import run_spec
 
 pytestmark = pytest.mark.usefixtures("worker")
@@ -32,27 +30,6 @@ workflow:
 """
 
 
-@pytest.fixture
-def agentapi_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The stand-in for the agentapi binary, and the file it logs its starts to."""
-    wrapper = tmp_path / "agentapi"
-    wrapper.write_text(
-        textwrap.dedent(f"""\
-        #!/bin/sh
-        export PYTHONPATH={ROOT}
-        exec {sys.executable} -m tests.fakes.agentapi_server "$@"
-        """)
-    )
-    wrapper.chmod(0o755)
-    log = tmp_path / "agentapi.log"
-    monkeypatch.setenv("AGENTRUN_AGENTAPI_BIN", str(wrapper))
-    monkeypatch.setenv("AGENTRUN_PASS_ENV", "FAKE_AGENTAPI_*")
-    monkeypatch.setenv("FAKE_AGENTAPI_LOG", str(log))
-    monkeypatch.setenv("FAKE_AGENTAPI_STARTUP_S", "0.2")
-    monkeypatch.setenv("FAKE_AGENTAPI_BUSY_S", "0.1")
-    return log
-
-
 def starts(log: Path) -> list[dict]:
     return [e for e in map(json.loads, log.read_text().splitlines()) if e["event"] == "start"]
 
@@ -61,7 +38,7 @@ def starts(log: Path) -> list[dict]:
     ("agent_type", "told"),
     [("claude", ["--allowedTools", "Read,Edit,Bash"]), ("codex", [])],
 )
-async def test_a_coding_agent_started_for_its_task_is_told_its_tools(client, tmp_path, agentapi_log, agent_type, told):
+async def test_a_coding_agent_started_for_its_task_is_told_its_tools(client, tmp_path, agentapi_bin, agent_type, told):
     work = tmp_path / "work"
     work.mkdir()
     # The agent prints the arguments it was started with, and says it is done.
@@ -70,6 +47,6 @@ async def test_a_coding_agent_started_for_its_task_is_told_its_tools(client, tmp
     uri = "agentapi:http://127.0.0.1:0?" + urlencode({"type": agent_type, "cmd": "sh agent.sh"})
     state = await run_spec(client, spec, uri, workdir=work)
     assert state.status == "completed", state.errors
-    (start,) = starts(agentapi_log)
+    (start,) = starts(agentapi_bin)
     assert start["command"] == ["sh", "agent.sh", *told]
     assert f"args: {' '.join(told)}".strip() in str(state.final_output)

@@ -35,13 +35,13 @@ def from_tables(tables: Tables | None, source: str = "") -> ToolPolicy:
     """The policy the tables say; none: the defaults."""
     if not tables:
         return ToolPolicy(source=source)
-    rules = {name: _rule(t) for name, t in _tables(tables).items() if name not in ("mcp", "security")}
-    limits = ToolLimits()
-    bash = _tables(tables).get("bash", {})
-    update = {field: _count(bash, key) * unit for key, (field, unit) in _BASH_LIMITS.items() if _count(bash, key)}
-    if _count(tables, "max_output"):
-        update["output_chars"] = _count(tables, "max_output")
-    mcp = _tables(tables).get("mcp")
+    sections = _tables(tables)
+    rules = {name: _rule(t) for name, t in sections.items() if name not in ("mcp", "security")}
+    bash = sections.get("bash", {})
+    update = {field: count * unit for key, (field, unit) in _BASH_LIMITS.items() if (count := _count(bash, key))}
+    if output := _count(tables, "max_output"):
+        update["output_chars"] = output
+    mcp = sections.get("mcp")
     return ToolPolicy(
         default_deny=tables.get("default_deny") is True,
         tools=rules,
@@ -49,8 +49,8 @@ def from_tables(tables: Tables | None, source: str = "") -> ToolPolicy:
         mcp=McpPolicy(default_deny=mcp.get("default_deny") is True, allowed_tools=_strings(mcp.get("allowed_tools")))
         if mcp is not None
         else None,
-        limits=limits.model_copy(update=update),
-        allow_private=_tables(tables).get("web_fetch", {}).get("allow_private") is True,
+        limits=ToolLimits().model_copy(update=update),
+        allow_private=sections.get("web_fetch", {}).get("allow_private") is True,
         source=source,
     )
 

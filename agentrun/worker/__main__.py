@@ -27,7 +27,7 @@ async def main(args: argparse.Namespace) -> None:
         "agentrun-worker",
         args.metrics_port,
         forward_logs=log_format == "json",
-        metrics_host=getattr(args, "metrics_host", None),
+        metrics_host=args.metrics_host,
     ):
         client = await connect()
         worker = build_worker(
