@@ -17,7 +17,7 @@ from starlette.applications import Starlette
 from starlette.datastructures import FormData
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, PlainTextResponse, Response, StreamingResponse
+from starlette.responses import HTMLResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
@@ -130,8 +130,6 @@ async def _step(request: Request) -> Response:
 async def _say(request: Request) -> Response:
     """A note for the run's agents from its page, through the `say` update as `client say` sends
     it; the run's page again, saying what became of it (409 when the run refused it)."""
-    if _foreign(request):
-        return PlainTextResponse("403: notes are taken from this page only", status_code=403)
     form = await request.form()
     run_id = request.path_params["run_id"]
     given = NoteInput(
@@ -147,15 +145,6 @@ async def _say(request: Request) -> Response:
     return await _run(request, said=f"note {note.n} from {note.by} is for {where}")
 
 
-def _foreign(request: Request) -> bool:
-    """A page of another site posting here: the browser sends no token cookie (SameSite), but a
-    page on loopback without a token would otherwise be obeyed. `Origin: null` is what a browser
-    sends for the page's own forms under `Referrer-Policy: no-referrer`: the CSRF field, which
-    agentrun.ui.guard has checked already, is what tells those apart from anyone else's."""
-    origin = request.headers.get("origin")
-    return bool(origin) and origin != "null" and origin.split("://", 1)[-1] != request.headers.get("host")
-
-
 def _code(exc: UserError) -> int:
     """409 when the run refused it, 503 when no worker took it, 400 for anything else."""
     return 409 if isinstance(exc, Refused) else 503 if isinstance(exc, Unavailable) else 400
@@ -165,8 +154,6 @@ async def _answer(request: Request) -> Response:
     """An answer, approval, rejection or budget raise from a gate's form; the inbox again, saying
     what became of it (409 when the run refused it, 503 when no worker took it, 400 for a form it
     cannot be made of or a run that cannot take answers)."""
-    if _foreign(request):
-        return PlainTextResponse("403: answers are taken from this page only", status_code=403)
     form = await request.form()
     run_id, gate = str(form.get("run_id", "")), str(form.get("gate", ""))
     try:
