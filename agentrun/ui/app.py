@@ -29,14 +29,13 @@ from agentrun.models import run_words
 from agentrun.models.contract import NoteInput, limits_text
 from agentrun.models.names import RunStatus
 from agentrun.ui import guard, pages
-from agentrun.ui.guard import Guard, allowed_hosts
+from agentrun.ui.guard import Guard
 from agentrun.ui.shared import Shared
 
 WAIT_S = 30.0  # how long an answer waits for a worker to hold its run, as `answer --wait 30`
 TICK_S = 1.0  # how often an open page's events look again
 LIST_LIMIT = 50
 
-PORT = 8280
 TEMPLATES = jinja2.Environment(loader=jinja2.PackageLoader("agentrun.ui", "templates"), autoescape=True)
 # Every <script> of the pages carries `nonce="{{ nonce() }}"`, this response's own (agentrun.ui.guard),
 # and every form `{{ csrf_field() }}`.
@@ -44,11 +43,9 @@ TEMPLATES.globals.update(nonce=guard.nonce, csrf_field=guard.csrf_field, signed_
 TEMPLATES.globals["run_word"] = run_words.word  # a run's status as `status`, `list` and the report word it
 
 
-def build(
-    engine: Engine, token: str | None = None, hosts: frozenset[str] | None = None, tls: bool = False
-) -> Starlette:
-    """The app, answering with `engine`, for requests naming one of `hosts` (the loopback names on
-    port 8280 unless given); every request must carry `token` when one is given (agentrun.ui.guard)."""
+def build(engine: Engine, token: str | None, hosts: frozenset[str], tls: bool = False) -> Starlette:
+    """The app, answering with `engine`, for requests naming one of `hosts` (guard.allowed_hosts);
+    every request must carry `token` when one is given (agentrun.ui.guard)."""
     app = Starlette(
         routes=[
             Route("/", _inbox),
@@ -63,7 +60,7 @@ def build(
             # The page's scripts (Mermaid, which draws the plan) come from the package: no CDN.
             Mount("/static", StaticFiles(packages=[("agentrun.ui", "static")]), name="static"),
         ],
-        middleware=[Middleware(Guard, hosts=hosts or allowed_hosts(PORT, ()), token=token, tls=tls)],
+        middleware=[Middleware(Guard, hosts=hosts, token=token, tls=tls)],
     )
     app.state.engine = engine
     app.state.shared = Shared(max_age_s=TICK_S / 2)

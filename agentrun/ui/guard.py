@@ -56,16 +56,16 @@ _current: ContextVar[Guarded] = ContextVar("agentrun_ui_guarded")
 
 def nonce() -> str:
     """This response's script nonce, for `<script nonce="{{ nonce() }}">`."""
-    return _current.get(Guarded()).nonce
+    return _current.get().nonce
 
 
 def csrf_field() -> Markup:
     """The hidden field every form of the page sends back."""
-    return Markup('<input type="hidden" name="{}" value="{}">').format(CSRF_FIELD, escape(_current.get(Guarded()).csrf))
+    return Markup('<input type="hidden" name="{}" value="{}">').format(CSRF_FIELD, escape(_current.get().csrf))
 
 
 def signed_in() -> bool:
-    return _current.get(Guarded()).signed_in
+    return _current.get().signed_in
 
 
 def allowed_hosts(port: int, names: Iterable[str], tls: bool = False) -> frozenset[str]:
