@@ -91,15 +91,28 @@ async def test_a_near_miss_outside_the_root_gets_no_listing_of_that_folder(addre
     assert "secret.yaml" not in said and "did you mean" not in said
 
 
-@pytest.mark.parametrize("where", ["/etc/passwd", "../secret-tree.json", "../secret.yaml"])
-async def test_a_tree_file_out_of_the_roots_is_refused(address, project, where):
+OUTSIDE = "outside the folders this server reads"
+
+
+# (the tree file named, why it is refused): a name that is no tree file is refused before any root is
+# looked at, so the roots are tested with tree files out of them, one reached through a symlinked folder.
+@pytest.mark.parametrize(
+    ("where", "why"),
+    [
+        ("/etc/passwd", "is not a tree file"),
+        ("../secret-tree.json", OUTSIDE),
+        ("../secret.yaml", OUTSIDE),
+        ("fragments/secret-tree.json", OUTSIDE),
+    ],
+)
+async def test_a_tree_file_out_of_the_roots_is_refused(address, project, where, why):
     uri = where if where.startswith("/") else str(project / where)
     async with Client(server(address, project)) as session:
         result = await session.call_tool(
             "start_execution", {"tree_uri": uri, "trace_output": f"traces/{uuid.uuid4().hex[:8]}.json"}
         )
     said = _text(result)
-    assert result.is_error, said
+    assert result.is_error and why in said, said
     assert PASSWD_LINE not in said and SECRET not in said
 
 

@@ -89,14 +89,14 @@ def checked(args: argparse.Namespace, token: str | None) -> tuple[tuple[str, ...
 
 
 def _before_connecting(args: argparse.Namespace, console: Console) -> int:
-    """A bind that would fail open is refused before Temporal is even asked for."""
-    checked(args, os.environ.get(TOKEN_ENV) or None)
-    return on_temporal(_ui)(args, console)
-
-
-async def _ui(engine: Engine, args: argparse.Namespace, console: Console) -> int:
-    from agentrun.ui.serve import serve
-
+    """A bind that would fail open is refused before Temporal is even asked for; what it works out
+    (on every address, the machine's own names: a DNS lookup) is worked out once."""
     token = os.environ.get(TOKEN_ENV) or None
     names, tls = checked(args, token)
-    return await serve(engine, args.host.strip(), args.port, token, console, names, tls)
+
+    async def ui(engine: Engine, args: argparse.Namespace, console: Console) -> int:
+        from agentrun.ui.serve import serve
+
+        return await serve(engine, args.host.strip(), args.port, token, console, names, tls)
+
+    return on_temporal(ui)(args, console)

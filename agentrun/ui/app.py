@@ -17,7 +17,7 @@ from starlette.applications import Starlette
 from starlette.datastructures import FormData
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, PlainTextResponse, Response, StreamingResponse
+from starlette.responses import HTMLResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
@@ -29,14 +29,13 @@ from agentrun.models import run_words
 from agentrun.models.contract import NoteInput, limits_text
 from agentrun.models.names import RunStatus
 from agentrun.ui import guard, pages
-from agentrun.ui.guard import Guard, allowed_hosts
+from agentrun.ui.guard import Guard
 from agentrun.ui.shared import Shared
 
 WAIT_S = 30.0  # how long an answer waits for a worker to hold its run, as `answer --wait 30`
 TICK_S = 1.0  # how often an open page's events look again
 LIST_LIMIT = 50
 
-PORT = 8280
 TEMPLATES = jinja2.Environment(loader=jinja2.PackageLoader("agentrun.ui", "templates"), autoescape=True)
 # Every <script> of the pages carries `nonce="{{ nonce() }}"`, this response's own (agentrun.ui.guard),
 # and every form `{{ csrf_field() }}`.
@@ -44,11 +43,9 @@ TEMPLATES.globals.update(nonce=guard.nonce, csrf_field=guard.csrf_field, signed_
 TEMPLATES.globals["run_word"] = run_words.word  # a run's status as `status`, `list` and the report word it
 
 
-def build(
-    engine: Engine, token: str | None = None, hosts: frozenset[str] | None = None, tls: bool = False
-) -> Starlette:
-    """The app, answering with `engine`, for requests naming one of `hosts` (the loopback names on
-    port 8280 unless given); every request must carry `token` when one is given (agentrun.ui.guard)."""
+def build(engine: Engine, token: str | None, hosts: frozenset[str], tls: bool = False) -> Starlette:
+    """The app, answering with `engine`, for requests naming one of `hosts` (guard.allowed_hosts);
+    every request must carry `token` when one is given (agentrun.ui.guard)."""
     app = Starlette(
         routes=[
             Route("/", _inbox),
@@ -63,7 +60,7 @@ def build(
             # The page's scripts (Mermaid, which draws the plan) come from the package: no CDN.
             Mount("/static", StaticFiles(packages=[("agentrun.ui", "static")]), name="static"),
         ],
-        middleware=[Middleware(Guard, hosts=hosts or allowed_hosts(PORT, ()), token=token, tls=tls)],
+        middleware=[Middleware(Guard, hosts=hosts, token=token, tls=tls)],
     )
     app.state.engine = engine
     app.state.shared = Shared(max_age_s=TICK_S / 2)
@@ -130,8 +127,6 @@ async def _step(request: Request) -> Response:
 async def _say(request: Request) -> Response:
     """A note for the run's agents from its page, through the `say` update as `client say` sends
     it; the run's page again, saying what became of it (409 when the run refused it)."""
-    if _foreign(request):
-        return PlainTextResponse("403: notes are taken from this page only", status_code=403)
     form = await request.form()
     run_id = request.path_params["run_id"]
     given = NoteInput(
@@ -147,15 +142,6 @@ async def _say(request: Request) -> Response:
     return await _run(request, said=f"note {note.n} from {note.by} is for {where}")
 
 
-def _foreign(request: Request) -> bool:
-    """A page of another site posting here: the browser sends no token cookie (SameSite), but a
-    page on loopback without a token would otherwise be obeyed. `Origin: null` is what a browser
-    sends for the page's own forms under `Referrer-Policy: no-referrer`: the CSRF field, which
-    agentrun.ui.guard has checked already, is what tells those apart from anyone else's."""
-    origin = request.headers.get("origin")
-    return bool(origin) and origin != "null" and origin.split("://", 1)[-1] != request.headers.get("host")
-
-
 def _code(exc: UserError) -> int:
     """409 when the run refused it, 503 when no worker took it, 400 for anything else."""
     return 409 if isinstance(exc, Refused) else 503 if isinstance(exc, Unavailable) else 400
@@ -165,8 +151,6 @@ async def _answer(request: Request) -> Response:
     """An answer, approval, rejection or budget raise from a gate's form; the inbox again, saying
     what became of it (409 when the run refused it, 503 when no worker took it, 400 for a form it
     cannot be made of or a run that cannot take answers)."""
-    if _foreign(request):
-        return PlainTextResponse("403: answers are taken from this page only", status_code=403)
     form = await request.form()
     run_id, gate = str(form.get("run_id", "")), str(form.get("gate", ""))
     try:

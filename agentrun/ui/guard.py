@@ -5,7 +5,8 @@ In order, for each request:
   127.0.0.1 reaches this port, but its requests carry its name, not ours;
 - a request body is at most BODY_MAX bytes (413);
 - with a token, the request carries it (bearer, or the cookie a `?token=` link sets once);
-- a form sent here carries the CSRF field the page gave it, besides the Origin check of app.py;
+- anything sent here (not a GET) comes from no page of another origin, and a form carries
+  the CSRF field the page gave it;
 - every response forbids framing, sniffing and referrers, and lets run only the page's own scripts:
   those that carry this response's nonce.
 """
@@ -55,16 +56,16 @@ _current: ContextVar[Guarded] = ContextVar("agentrun_ui_guarded")
 
 def nonce() -> str:
     """This response's script nonce, for `<script nonce="{{ nonce() }}">`."""
-    return _current.get(Guarded()).nonce
+    return _current.get().nonce
 
 
 def csrf_field() -> Markup:
     """The hidden field every form of the page sends back."""
-    return Markup('<input type="hidden" name="{}" value="{}">').format(CSRF_FIELD, escape(_current.get(Guarded()).csrf))
+    return Markup('<input type="hidden" name="{}" value="{}">').format(CSRF_FIELD, escape(_current.get().csrf))
 
 
 def signed_in() -> bool:
-    return _current.get(Guarded()).signed_in
+    return _current.get().signed_in
 
 
 def allowed_hosts(port: int, names: Iterable[str], tls: bool = False) -> frozenset[str]:
@@ -124,7 +125,11 @@ class Guard:
         guarded.fresh_csrf = "" if known else secrets.token_urlsafe(16)
         guarded.csrf = self._sign(known or guarded.fresh_csrf)
         guarded.signed_in = SIGNED_IN_COOKIE in cookies
-        if scope["method"] in SAFE_METHODS or self._by_bearer(headers):
+        if scope["method"] in SAFE_METHODS:
+            return None
+        if _foreign(headers):
+            return PlainTextResponse("403: this page takes what is sent to it from its own pages only", status_code=403)
+        if self._by_bearer(headers):
             return None
         return self._csrf_refusal(body, headers, known)
 
@@ -218,6 +223,15 @@ def _cookies_to_set(fresh_csrf: str, signed_in: bool, tls: bool) -> list[str]:
     if signed_in:  # said once: the next page does not say it again
         cookies.append(f"{SIGNED_IN_COOKIE}=; Path=/; Max-Age=0; HttpOnly; SameSite=Strict{secure}")
     return cookies
+
+
+def _foreign(headers: Headers) -> bool:
+    """Sent by a page of another origin. A same-site page on another port of this machine gets the
+    cookies (SameSite ignores ports), so the CSRF field alone would stand between it and a gate.
+    `Origin: null` is what a browser sends for the page's own forms under `Referrer-Policy:
+    no-referrer`: the CSRF field is what tells those apart from anyone else's."""
+    origin = headers.get("origin")
+    return bool(origin) and origin != "null" and origin.split("://", 1)[-1] != headers.get("host")
 
 
 def _cookies(headers: Headers) -> dict[str, str]:
