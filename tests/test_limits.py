@@ -128,6 +128,7 @@ def test_a_note_is_stored_once_not_with_the_whole_state_each_time(cli, address, 
             return sum(f.stat().st_size for f in blob_folder.rglob("*.payload") if rid in str(f))
 
         before = stored()
+        assert before > 0, "the run's values are stored outside history, or this measures nothing"
         for n in range(10):
             said = cli("say", rid, f"{n}" + "n" * 1_499, "--as", "ana")
             assert said.code == 0, said.err
