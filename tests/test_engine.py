@@ -271,16 +271,9 @@ subtasks:
         assert len(agentapi.received) == 1 and len(reviewer.received) == 1 and "lgtm" in reviewer.received[0]
 
 
-async def test_refresh_gives_each_task_a_fresh_agentapi_server(client, tmp_path, monkeypatch):
-    wrapper = tmp_path / "agentapi"
-    wrapper.write_text(
-        f'#!/bin/sh\nexport PYTHONPATH={ROOT}\nexec {sys.executable} -m tests.fakes.agentapi_server "$@"\n'
-    )
-    wrapper.chmod(0o755)
-    log = tmp_path / "agentapi.log"
-    monkeypatch.setenv("AGENTRUN_AGENTAPI_BIN", str(wrapper))
-    monkeypatch.setenv("AGENTRUN_PASS_ENV", "FAKE_AGENTAPI_*")  # the fake's knobs reach the server it runs as
-    monkeypatch.setenv("FAKE_AGENTAPI_LOG", str(log))
+async def test_refresh_gives_each_task_a_fresh_agentapi_server(client, tmp_path, monkeypatch, agentapi_bin):
+    log = agentapi_bin
+    monkeypatch.setenv("FAKE_AGENTAPI_STARTUP_S", "0.3")  # the fake's own default, as this test always ran
     monkeypatch.setenv("FAKE_AGENTAPI_BUSY_S", "0.1")
     block = (
         "n=$(cat n 2>/dev/null || echo 0); n=$((n+1)); echo $n > n; "
