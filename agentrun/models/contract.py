@@ -924,7 +924,10 @@ class RunState(BaseModel):
         return self.tasks.setdefault(row.id, row)
 
     def mark_row(self, task_id: str, status: TaskStatus, error: str | None = None) -> None:
-        self.tasks[task_id].mark(status, error)
+        """The row's new status (and error, when given); a key with no row of its own has none to mark."""
+        row = self.tasks.get(task_id)
+        if row is not None:
+            row.mark(status, error)
 
     def running_again(self, task_id: str) -> None:
         """A step runs itself: its row no longer shows a run taken over from a fork's parent."""

@@ -169,8 +169,7 @@ class Interpreter:
             f"its output ({own}) makes the run's state {sizes.megabytes(size)}, "
             f"over the {sizes.megabytes(limit)} a run may keep"
         )
-        if key in self.state.tasks:
-            self.state.mark_row(key, "failed", message)
+        self.state.mark_row(key, "failed", message)
         raise TaskFailed(key, message)
 
     def _budgeted(self, node: ir.NodeBase, scope: Scope) -> Scope:
@@ -287,8 +286,7 @@ class Interpreter:
     def skipped(self, node: ir.NodeBase, scope: Scope, why: str) -> None:
         """The skip policy: a warning, the row marked skipped, and a null output."""
         self.warn(scope, why)
-        if str(scope.key) in self.state.tasks:
-            self.state.mark_row(str(scope.key), "skipped")
+        self.state.mark_row(str(scope.key), "skipped")
         return None
 
     async def _dispatch(self, node: ir.NodeBase, scope: Scope) -> Any:
