@@ -89,12 +89,17 @@ class Interpreter:
         if self.continuing is not None:
             await self.continuing.if_due(self, own=1)
 
+    def ran_under(self, owner: str, key: str) -> None:
+        """Run key `key` ran under `owner`, whose output carries the taint of what it ran; once, as
+        a loop runs its body again and again."""
+        ran = self.ran.setdefault(owner, [])
+        if key not in ran:
+            ran.append(key)
+
     @tracing.node_spans
     async def _run(self, node: ir.NodeBase, scope: Scope, key: RunKey) -> Any:
         if scope.key is not None:
-            ran = self.ran.setdefault(str(scope.key), [])
-            if str(key) not in ran:  # a loop runs its body again and again: once is enough for taint
-                ran.append(str(key))
+            self.ran_under(str(scope.key), str(key))
         scope = self._budgeted(node, scope.at(key))
         if not self.journal.resuming(scope.path):  # visited once, however many executions it spans
             self.state.visit(str(key))
