@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -121,6 +121,18 @@ def start_worker(address: str, *args: str, log: Path | None = None, env: dict | 
     )
     assert b"worker polling" in proc.stdout.readline(), "the worker did not start"
     return proc
+
+
+def watched_by_a_new_worker(
+    cli: Callable[..., Result], address: str, rid: str, *args: str, env: dict | None = None
+) -> Result:
+    """`watch RID` while a worker started for it (with `args`) serves the run, stopped afterwards."""
+    worker = start_worker(address, *args, env=env)
+    try:
+        return cli("watch", rid)
+    finally:
+        worker.terminate()
+        worker.wait(timeout=30)
 
 
 async def until(predicate, timeout_s: float = 30, poll_s: float = 0.05) -> None:

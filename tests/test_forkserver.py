@@ -72,6 +72,22 @@ def read_until(fd: int, text: str, timeout_s: float = 60) -> str:
     return shown
 
 
+def start_at_a_terminal(address: str, tmp_path: Path, *args: str) -> tuple[subprocess.Popen, int]:
+    """`start ARGS` as a person types it, its streams on a new terminal: the command, and the
+    terminal's end to read what it shows and type into it (closed by the caller)."""
+    terminal, side = pty.openpty()
+    started = subprocess.Popen(
+        [sys.executable, "-m", "agentrun.client", "start", *args],
+        stdin=side,
+        stdout=side,
+        stderr=side,
+        env=_cli_env(address, tmp_path),
+        cwd=ROOT,
+    )
+    os.close(side)
+    return started, terminal
+
+
 def environ(pid: int) -> dict[str, str]:
     """The environment process `pid` was started with."""
     pairs = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
@@ -194,26 +210,9 @@ def test_a_person_answers_a_gate_at_the_terminal_the_fork_took_over(address, tmp
     server = forkservers.server_pid(forkserver)
     assert server
     spec = write_spec(tmp_path, HELD)
-    terminal, side = pty.openpty()
-    started = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "agentrun.client",
-            "start",
-            str(spec),
-            "--agent",
-            SHELL_AGENT,
-            "--task-queue",
-            run_id("fs-tty-q"),
-        ],
-        stdin=side,
-        stdout=side,
-        stderr=side,
-        env=_cli_env(address, tmp_path),
-        cwd=ROOT,
+    started, terminal = start_at_a_terminal(
+        address, tmp_path, str(spec), "--agent", SHELL_AGENT, "--task-queue", run_id("fs-tty-q")
     )
-    os.close(side)
     try:
         asked = read_until(terminal, "Ship it?")
         fork = fork_serving(server, started.pid)  # it asks on the caller's terminal

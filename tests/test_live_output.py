@@ -21,7 +21,7 @@ import pytest
 from temporalio.client import Client
 
 from agentrun.models.calls import Partial
-from tests.conftest import ROOT, _cli_env, run_id, sigkill, start_worker, wait_for, write_spec
+from tests.conftest import ROOT, _cli_env, run_id, sigkill, start_worker, wait_for, watched_by_a_new_worker, write_spec
 from tests.fakes.drip import Drip
 from tests.fakes.openai_server import FakeOpenAI
 
@@ -216,12 +216,7 @@ def test_a_worker_killed_mid_stream_the_call_is_retried_and_its_reply_recorded_o
     wait_for(lambda: shows(cli, rid, "alpha "))
     sigkill(first)
     drip.allow_all()
-    second = start_worker(address, "--task-queue", queue, env=agent_env(fake))
-    try:
-        watched = cli("watch", rid)
-    finally:
-        second.terminate()
-        second.wait(timeout=30)
+    watched = watched_by_a_new_worker(cli, address, rid, "--task-queue", queue, env=agent_env(fake))
     assert watched.code == 0, watched.out + watched.err
     first_call, retried = fake.requests_for("writer")
     assert first_call.body == retried.body  # the same prompt, asked again once

@@ -4,7 +4,7 @@ once it has ended, `watch` shows its report without asking for a worker."""
 
 from __future__ import annotations
 
-from tests.conftest import SHELL_AGENT, run_id, start_worker, write_spec
+from tests.conftest import SHELL_AGENT, run_id, watched_by_a_new_worker, write_spec
 from tests.test_terminal import HELD
 
 
@@ -51,12 +51,7 @@ def test_a_detached_run_waits_for_a_worker_started_afterwards(cli, address, tmp_
     started = cli("start", str(spec), "--agent", SHELL_AGENT, "--id", rid, "--task-queue", queue, "--detach")
     assert started.code == 0, started.err
     assert f"start one with `python -m worker --task-queue {queue}`" in started.out
-    worker = start_worker(address, "--task-queue", queue)  # the fix the hint gives, as printed
-    try:
-        watched = cli("watch", rid)
-    finally:
-        worker.terminate()
-        worker.wait(timeout=30)
+    watched = watched_by_a_new_worker(cli, address, rid, "--task-queue", queue)  # the fix the hint gives, as printed
     assert watched.code == 0, watched.out + watched.err
     assert "- Status: COMPLETE" in watched.out
 

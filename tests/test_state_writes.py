@@ -118,7 +118,6 @@ NOT_STATE: dict[tuple[str, str], str] = {
     ("batch_run.py", "outcome."): "Outcome, a dataclass of the batch's own, read into its BatchResult",
     ("conversation.py", "call."): "an AgentCall, the activity input being built",
     ("local_tools.py", "box.conv."): "Conversation.saved: save_to_memory's pairs, which a graph node takes",
-    ("map_batches.py", "self.engine.ran"): "the Interpreter's record of the rows each run key ran",
     ("nodes/graph_memory.py", "engine.conversation."): "Conversation.saved, taken by the graph node it was for",
     ("reuse.py", "reuse.writes"): "Reuse's own log of a taken-over step's blackboard writes, for a fork of a fork",
     ("tool_loop.py", "self.conv."): "Conversation.tool_calls_made, the count max_tool_calls is checked against",

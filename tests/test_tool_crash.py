@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from tests.conftest import run_id, sigkill, start_worker, wait_for, write_spec
+from tests.conftest import run_id, sigkill, start_worker, wait_for, watched_by_a_new_worker, write_spec
 from tests.fakes.openai_server import FakeOpenAI, Messages, Reply, ToolUse
 
 QUEUE = "tool-crash-tests"
@@ -57,12 +57,7 @@ def test_a_worker_killed_after_call_3_of_5_resumes_without_running_a_call_again(
         finally:
             sigkill(first)
         after_third.set()  # the killed worker's request is abandoned; the next worker's goes through
-        second = start_worker(address, "--task-queue", QUEUE, env=env)
-        try:
-            watched = cli("watch", rid)
-        finally:
-            second.terminate()
-            second.wait(timeout=30)
+        watched = watched_by_a_new_worker(cli, address, rid, "--task-queue", QUEUE, env=env)
 
     assert watched.code == 0, watched.out + watched.err
     lines = [line.split() for line in (work / "calls.log").read_text().splitlines()]

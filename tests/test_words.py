@@ -7,17 +7,15 @@ from __future__ import annotations
 
 import json
 import os
-import pty
-import subprocess
 import sys
 
 import pytest
 
 from agentrun.lang import ir
 from agentrun.models.contract import RunInput
-from tests.conftest import ROOT, SHELL_AGENT, TEST_QUEUE, _cli_env, run_id, sigkill, write_spec
+from tests.conftest import SHELL_AGENT, TEST_QUEUE, run_id, sigkill, write_spec
 from tests.runs import finish, plan, sh
-from tests.test_forkserver import read_until
+from tests.test_forkserver import read_until, start_at_a_terminal
 from tests.test_terminal import HELD
 
 TWO_STEPS = """\
@@ -74,16 +72,7 @@ async def test_a_failed_branch_of_wait_all_says_it_cancelled_the_others(client, 
 @pytest.mark.parametrize(("typed", "ends"), [("y", "COMPLETE"), ("yes", "COMPLETE"), ("n", "FAILED")])
 def test_the_terminal_approval_prompt_takes_y_and_n(address, tmp_path, typed, ends):
     spec = write_spec(tmp_path, HELD)
-    terminal, side = pty.openpty()
-    started = subprocess.Popen(
-        [sys.executable, "-m", "agentrun.client", "start", str(spec), "--agent", SHELL_AGENT],
-        stdin=side,
-        stdout=side,
-        stderr=side,
-        env=_cli_env(address, tmp_path),
-        cwd=ROOT,
-    )
-    os.close(side)
+    started, terminal = start_at_a_terminal(address, tmp_path, str(spec), "--agent", SHELL_AGENT)
     try:
         read_until(terminal, "Ship it? [approve/reject]")
         os.write(terminal, typed.encode() + b"\n")

@@ -924,7 +924,10 @@ class RunState(BaseModel):
         return self.tasks.setdefault(row.id, row)
 
     def mark_row(self, task_id: str, status: TaskStatus, error: str | None = None) -> None:
-        self.tasks[task_id].mark(status, error)
+        """The row's new status (and error, when given); a key with no row of its own has none to mark."""
+        row = self.tasks.get(task_id)
+        if row is not None:
+            row.mark(status, error)
 
     def running_again(self, task_id: str) -> None:
         """A step runs itself: its row no longer shows a run taken over from a fork's parent."""
@@ -964,7 +967,7 @@ class RunState(BaseModel):
         by_model: dict[str, ModelUsage],
         by_step: dict[str, ModelUsage],
     ) -> None:
-        """What a batch's elements spent, counted on the run and on the row that stands for them."""
+        """What work under `row` spent (a batch's elements, a subgraph's run), counted on the run and on the row."""
         self.iteration_count += prompts
         self.retry_count += retries
         self.total_cost_usd += cost_usd
@@ -978,18 +981,11 @@ class RunState(BaseModel):
             self.step_usage.setdefault(step, ModelUsage()).add(used)
 
     def add_child_spent(self, task: TaskState, child: RunState, steps: Sequence[str]) -> None:
-        """What a subgraph's run spent, counted on this run: its models, the node and its budgets."""
-        for model, spent in child.usage_by_model.items():
-            self.usage_by_model.setdefault(model, ModelUsage()).add(spent)
-        for step in steps:
-            self.step_usage.setdefault(step, ModelUsage()).add(child.run_usage())
-        for usage in (self.usage, task.usage):
-            usage.input_tokens += child.usage.input_tokens
-            usage.output_tokens += child.usage.output_tokens
-        task.cost_usd += child.total_cost_usd
+        """What a subgraph's run spent, counted on this run: its models, the node and its budgets;
+        the node's iterations are the child's prompts."""
+        by_step = {step: child.run_usage() for step in steps}
+        self.add_spent(task, child.iteration_count, 0, child.total_cost_usd, child.usage, child.usage_by_model, by_step)
         task.iterations += child.iteration_count
-        self.total_cost_usd += child.total_cost_usd
-        self.iteration_count += child.iteration_count
 
     def add_subgraph_run(self, key: str, run: SubgraphRun) -> None:
         self.subgraph_runs.setdefault(key, []).append(run)

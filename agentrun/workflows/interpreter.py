@@ -89,12 +89,17 @@ class Interpreter:
         if self.continuing is not None:
             await self.continuing.if_due(self, own=1)
 
+    def ran_under(self, owner: str, key: str) -> None:
+        """Run key `key` ran under `owner`, whose output carries the taint of what it ran; once, as
+        a loop runs its body again and again."""
+        ran = self.ran.setdefault(owner, [])
+        if key not in ran:
+            ran.append(key)
+
     @tracing.node_spans
     async def _run(self, node: ir.NodeBase, scope: Scope, key: RunKey) -> Any:
         if scope.key is not None:
-            ran = self.ran.setdefault(str(scope.key), [])
-            if str(key) not in ran:  # a loop runs its body again and again: once is enough for taint
-                ran.append(str(key))
+            self.ran_under(str(scope.key), str(key))
         scope = self._budgeted(node, scope.at(key))
         if not self.journal.resuming(scope.path):  # visited once, however many executions it spans
             self.state.visit(str(key))
@@ -169,8 +174,7 @@ class Interpreter:
             f"its output ({own}) makes the run's state {sizes.megabytes(size)}, "
             f"over the {sizes.megabytes(limit)} a run may keep"
         )
-        if key in self.state.tasks:
-            self.state.mark_row(key, "failed", message)
+        self.state.mark_row(key, "failed", message)
         raise TaskFailed(key, message)
 
     def _budgeted(self, node: ir.NodeBase, scope: Scope) -> Scope:
@@ -287,8 +291,7 @@ class Interpreter:
     def skipped(self, node: ir.NodeBase, scope: Scope, why: str) -> None:
         """The skip policy: a warning, the row marked skipped, and a null output."""
         self.warn(scope, why)
-        if str(scope.key) in self.state.tasks:
-            self.state.mark_row(str(scope.key), "skipped")
+        self.state.mark_row(str(scope.key), "skipped")
         return None
 
     async def _dispatch(self, node: ir.NodeBase, scope: Scope) -> Any:

@@ -118,7 +118,7 @@ class Batched:
             self._dropped_note()
             notes.release(self.engine.state, f"{self.tally.summary.children}/")
         row.mark("completed")
-        self.engine.ran.setdefault(str(self.key), []).append(row.id)
+        self.engine.ran_under(str(self.key), row.id)
         return self.results, sorted(self.errors, key=lambda e: e["index"]), row.id
 
     async def _batches(self) -> None:

@@ -62,8 +62,7 @@ def write(engine: Runtime, graph: ir.Graph, node: ir.Node, value: Any, scope: Sc
         outside = sorted(set(value) - set(access.write_keys))
         if outside:
             message = f"wrote {', '.join(outside)}, outside its write_keys ({', '.join(access.write_keys)})"
-            if key in engine.state.tasks:
-                engine.state.mark_row(key, "failed", message)
+            engine.state.mark_row(key, "failed", message)
             raise TaskFailed(key, message)
         _put(engine, key, value)
         return
