@@ -1,6 +1,6 @@
 """A glob as a regular expression, for the two callers that match paths by glob: the `glob` tool, one
 path component at a time with `{a,b}` alternatives, and the policy's allow/deny globs
-(`policy.match_path`), a whole path as Go's filepath.Match reads it, without braces."""
+(`policy.paths.match_path`), a whole path as Go's filepath.Match reads it, without braces."""
 
 from __future__ import annotations
 
