@@ -210,6 +210,7 @@ async def test_the_workflow_s_own_tool_answers_to_the_policy_too(client, llm: Fa
     assert state.memory.get("count") == "1" and "_route" not in state.memory
     assert [u.outcome for u in state.tool_calls["keep"]] == ["refused", "ok"]
 
+
 AGENTFILE = """
 NAME notes
 GOAL keep "Keep a note in note.txt saying the tide is high." -> note
