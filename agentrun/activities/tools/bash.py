@@ -1,9 +1,10 @@
 """bash {command}: run a shell command in the work directory, as {stdout, stderr, exit_code}.
 
 The policy decides first (agentrun.policy: banned commands, the denylist and allowlist), then the
-paths the command names (tools.commands: outside the work directory, protected files); then it runs in the sandbox (tools.sandbox) under the
-policy's time limit and resource limits. A command that runs out of time is killed with all it
-started, and the model reads that it was.
+paths the command names are checked (tools.commands: outside the work directory, protected files);
+then the command runs in the sandbox (tools.sandbox) under the policy's time limit and resource
+limits. A command that runs out of time is killed with all it started, and the model reads that it
+was.
 """
 
 from __future__ import annotations
