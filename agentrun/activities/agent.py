@@ -18,7 +18,7 @@ import httpx
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from agentrun.activities import progress
+from agentrun.activities import progress, threads
 from agentrun.activities.agents import agentapi, anthropic, command, openai, scripted
 from agentrun.activities.agents._common import AGENT_ERROR, AGENT_UNAVAILABLE
 from agentrun.activities.redact import raise_redacted, redactor
@@ -47,6 +47,7 @@ RETRYABLE_STATUS = frozenset({408, 409, 429})
 async def run_agent(call: AgentCall) -> AgentReply:
     clean = redactor()  # the environment read once a call, not at every heartbeat and text
     try:
+        call = await threads.resolved(call)  # a conversation sent by reference, read whole
         reply = await _ask(driver_for(call.uri), call, clean)
     except ApplicationError as err:
         raise_redacted(err)

@@ -41,6 +41,16 @@ class ChatMessage(BaseModel):
     tool_call_id: str = ""  # a tool turn: the call it answers
 
 
+class Thread(BaseModel):
+    """A conversation by reference: a log in the run's store, of which the first `length` messages
+    were written by earlier turns, and the messages that follow them, which this turn writes at
+    `length`, `length + 1`, … (a retried turn writes the same ones again at the same places)."""
+
+    log: str
+    length: int
+    added: list[ChatMessage] = []
+
+
 DEFAULT_AGENT_TIMEOUT_S = 1800.0  # a prompt's timeout when its node names none
 
 
@@ -65,6 +75,9 @@ class AgentCall(BaseModel):
     # The tools its spec grants in a coding agent's own names (Claude Code's --allowedTools).
     allowed_tools: list[str] = []
     temperature: float | None = None  # the agent's sampling temperature, for a model that takes one
+    # The transcript by reference (then `transcript` is empty): what history keeps of a turn stays
+    # the same size however long the conversation has grown.
+    thread: Thread | None = None
 
 
 class AgentReply(BaseModel):
