@@ -46,12 +46,16 @@ RETRYABLE_STATUS = frozenset({408, 409, 429})
 @activity.defn(name=RUN_AGENT)
 async def run_agent(call: AgentCall) -> AgentReply:
     clean = redactor()  # the environment read once a call, not at every heartbeat and text
+    thread = call.thread
     try:
         call = await threads.resolved(call)  # a conversation sent by reference, read whole
         reply = await _ask(driver_for(call.uri), call, clean)
     except ApplicationError as err:
         raise_redacted(err)
-    return _outgoing(reply, call, clean)
+    reply = _outgoing(reply, call, clean)
+    if thread is not None:
+        await threads.replied(thread, call, reply)
+    return reply
 
 
 async def _ask(driver: Driver, call: AgentCall, clean: Callable[[str], str]) -> AgentReply:

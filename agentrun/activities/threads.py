@@ -12,13 +12,14 @@ the next turn of a loop, most often on the same worker, reads nothing.
 
 from __future__ import annotations
 
+import hashlib
 from collections import OrderedDict
 from typing import Protocol
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from agentrun.models.calls import AgentCall, ChatMessage
+from agentrun.models.calls import AgentCall, AgentReply, ChatMessage, Entry, Thread
 
 UNREADABLE = "ConversationUnreadable"
 KEPT_LOGS = 16  # logs a worker keeps in memory, the last used
@@ -36,7 +37,7 @@ class _Setting:
     store: LogStore | None = None
 
 
-_KEPT: OrderedDict[tuple[str, str], list[ChatMessage]] = OrderedDict()
+_LOGS: OrderedDict[tuple[str, str], list[ChatMessage]] = OrderedDict()
 
 
 def use(store: LogStore) -> None:
@@ -50,25 +51,80 @@ async def resolved(call: AgentCall) -> AgentCall:
     thread = call.thread
     if thread is None:
         return call
-    store = _Setting.store
-    if store is None:
-        raise ApplicationError("no conversation store is set up in this worker", type=UNREADABLE, non_retryable=True)
-    info = activity.info()
-    owner = f"{info.workflow_namespace}/{info.workflow_id}"
-    kept = _KEPT.pop((owner, thread.log), [])[: thread.length]
-    if len(kept) < thread.length:
-        kept = kept + await _read(store, owner, thread.log, len(kept), thread.length)
-    await store.write(owner, thread.log, thread.length, [m.model_dump_json().encode() for m in thread.added])
-    messages = kept + thread.added
-    _KEPT[(owner, thread.log)] = messages
-    while len(_KEPT) > KEPT_LOGS:
-        _KEPT.popitem(last=False)
+    store, owner = _store(), _owner()
+    known = _LOGS.pop((owner, thread.log), [])[: thread.length]
+    if len(known) < thread.length:
+        known = known + await _read(store, owner, thread.log, len(known), thread.length)
+    await store.write(owner, thread.log, thread.length, [_entry(e) for e in thread.added])
+    messages = known + await _messages(store, owner, thread.added)
+    _LOGS[(owner, thread.log)] = messages
+    while len(_LOGS) > KEPT_LOGS:
+        _LOGS.popitem(last=False)
     return call.model_copy(update={"transcript": messages, "thread": None})
 
 
+async def replied(thread: Thread, call: AgentCall, reply: AgentReply) -> None:
+    """Write the prompt and the reply after the turn's transcript, as the next turn goes on from
+    them (workflows.threads expects them there)."""
+    owner, at = _owner(), thread.length + len(thread.added)
+    asked = [ChatMessage(role="user", content=call.prompt)] if call.prompt else []
+    said = [*asked, ChatMessage(role="assistant", content=reply.text, tool_calls=reply.tool_calls)]
+    await _store().write(owner, thread.log, at, [_entry(Entry(message=m)) for m in said])
+    _LOGS[(owner, thread.log)] = [*call.transcript, *said]
+
+
+def _entry(entry: Entry) -> bytes:
+    return entry.model_dump_json(exclude_defaults=True).encode()
+
+
+async def keep(key: str, content: str) -> str:
+    """Keep a tool result's content in the store (a retried call keeps it again, in the same place);
+    the name the model's next turn gives it, or '' in a process that has no store (it goes inline)."""
+    if _Setting.store is None:
+        return ""
+    name = hashlib.sha256(f"{activity.info().workflow_run_id}/{key}".encode()).hexdigest()[:24]
+    await _store().write(_owner(), _result_log(name), 0, [content.encode()])
+    return name
+
+
+RESULTS = "results"
+
+
+def _result_log(name: str) -> str:
+    return f"{RESULTS}-{name}"
+
+
+def _store() -> LogStore:
+    if _Setting.store is None:
+        raise ApplicationError("no conversation store is set up in this worker", type=UNREADABLE, non_retryable=True)
+    return _Setting.store
+
+
+def _owner() -> str:
+    info = activity.info()
+    return f"{info.workflow_namespace}/{info.workflow_id}"
+
+
+async def _messages(store: LogStore, owner: str, entries: list[Entry]) -> list[ChatMessage]:
+    """The entries' messages, each kept tool result's content read back from the store."""
+    out = []
+    for entry in entries:
+        if entry.kept:
+            content = (await _get(store, owner, _result_log(entry.kept), 0, 1))[0].decode()
+            out.append(entry.message.model_copy(update={"content": content}))
+        else:
+            out.append(entry.message)
+    return out
+
+
 async def _read(store: LogStore, owner: str, log: str, start: int, stop: int) -> list[ChatMessage]:
+    entries = [Entry.model_validate_json(e) for e in await _get(store, owner, log, start, stop)]
+    return await _messages(store, owner, entries)
+
+
+async def _get(store: LogStore, owner: str, log: str, start: int, stop: int) -> list[bytes]:
     try:
-        entries = await store.read(owner, log, start, stop)
+        return await store.read(owner, log, start, stop)
     except (OSError, LookupError, RuntimeError, ValueError) as exc:
         raise ApplicationError(
             f"the conversation {log} of this run cannot be read from its store ({exc})\n"
@@ -76,4 +132,3 @@ async def _read(store: LogStore, owner: str, log: str, start: int, stop: int) ->
             type=UNREADABLE,
             non_retryable=True,
         ) from None
-    return [ChatMessage.model_validate_json(entry) for entry in entries]

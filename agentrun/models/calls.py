@@ -41,6 +41,14 @@ class ChatMessage(BaseModel):
     tool_call_id: str = ""  # a tool turn: the call it answers
 
 
+class Entry(BaseModel):
+    """One message of a conversation's log. A tool result the tool's activity kept in the store
+    (ToolResult.kept) is named there, its content left empty here."""
+
+    message: ChatMessage
+    kept: str = ""
+
+
 class Thread(BaseModel):
     """A conversation by reference: a log in the run's store, of which the first `length` messages
     were written by earlier turns, and the messages that follow them, which this turn writes at
@@ -48,7 +56,7 @@ class Thread(BaseModel):
 
     log: str
     length: int
-    added: list[ChatMessage] = []
+    added: list[Entry] = []
 
 
 DEFAULT_AGENT_TIMEOUT_S = 1800.0  # a prompt's timeout when its node names none

@@ -116,6 +116,9 @@ class ToolCallInput(BaseModel):
     run_id: str = ""
     step: str = ""  # the step (node key) whose model asked for the call
     idempotency_key: str = ""  # the step's key plus the call's place, for effects that must not repeat
+    # Keep the result's content in the run's conversation store too, under the idempotency key: the
+    # model's next turn names it there rather than carrying it (agentrun.activities.threads).
+    keep: bool = False
 
 
 class ToolResult(BaseModel):
@@ -131,6 +134,7 @@ class ToolResult(BaseModel):
     truncated: bool = False  # content was cut to the policy's output cap
     duration_s: float = 0.0
     taint_source: str = ""  # where the content came from: "tool:<name>" (an MCP tool: "mcp:<server>:<tool>")
+    kept: str = ""  # where the conversation store keeps the content (ToolCallInput.keep); '' if it does not
 
 
 _PATH = {"type": "string", "description": "The file, as a path inside the work directory"}

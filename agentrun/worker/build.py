@@ -11,7 +11,6 @@ from pathlib import Path
 from temporalio.client import Client
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker, WorkflowRunner
 
-from agentrun.activities import threads
 from agentrun.activities.agent import release_agent, run_agent
 from agentrun.activities.criteria import check_criteria
 from agentrun.activities.mcp.calls import call_mcp_tool, list_mcp_tools
@@ -20,7 +19,7 @@ from agentrun.activities.provider import call_provider
 from agentrun.activities.tools.run import run_tool
 from agentrun.activities.validation import validate_output
 from agentrun.models.contract import TASK_QUEUE
-from agentrun.worker import GRACEFUL_SHUTDOWN_S, blobs, paths
+from agentrun.worker import GRACEFUL_SHUTDOWN_S, paths
 from agentrun.worker.failures import with_plain_failures
 from agentrun.workflows.agent_run import AgentRun
 from agentrun.workflows.batch_run import AgentRunBatch
@@ -79,7 +78,6 @@ def build_worker(
     identity: str | None = None,
     max_cached_workflows: int = 1000,
 ) -> Worker:
-    threads.use(blobs.logs())  # conversations go where the run's large values go
     return Worker(
         with_plain_failures(client),
         task_queue=task_queue,

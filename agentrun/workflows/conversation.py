@@ -131,7 +131,7 @@ class Conversation:
                     heartbeat_s=self.inp.heartbeat_s,
                     who=who,
                 )
-                delivered()
+                delivered(reply)
                 cost = self._count(key, scope, reply, call.uri)
                 usage = reply.usage
                 traced.replied(reply, cost)

@@ -11,7 +11,7 @@ import time
 
 from temporalio import activity
 
-from agentrun.activities import keys
+from agentrun.activities import keys, threads
 from agentrun.activities.redact import redact
 from agentrun.activities.tools.base import Refused, ToolContext, ToolFailed
 from agentrun.activities.tools.confine import Changed, NotFound, OutsideWorkdir, Workdir
@@ -43,6 +43,8 @@ async def run_tool(input: ToolCallInput) -> ToolResult:
         result.content = ("refused: " if result.refused else "error: ") + result.error
     result.content, result.truncated = _cut(result.content, input.policy.limits.output_chars)
     result.duration_s = round(time.monotonic() - started, 6)
+    if input.keep and input.idempotency_key:
+        result.kept = await threads.keep(input.idempotency_key, result.content)
     return result
 
 

@@ -23,6 +23,7 @@ from urllib.parse import urlparse
 from temporalio.contrib.pydantic import PydanticPayloadConverter, pydantic_data_converter
 from temporalio.converter import DataConverter, ExternalStorage, StorageDriver
 
+from agentrun.activities import threads
 from agentrun.worker import embedded
 from agentrun.worker.blobs import s3
 from agentrun.worker.blobs.errors import BadBlobSetting, BlobUnreadable
@@ -37,9 +38,10 @@ __all__ = ["BadBlobSetting", "BlobUnreadable", "data_converter", "threshold", "d
 
 
 def data_converter() -> DataConverter:
-    """The one data converter of the engine: pydantic values, large ones stored by reference.
-    Raises BadBlobSetting."""
+    """The one data converter of the engine: pydantic values, large ones stored by reference (and
+    conversations, which this sets up for the process's activities). Raises BadBlobSetting."""
     stores = drivers()
+    threads.use(logs())  # this process's activities keep conversations in the same store
     # New values go to the configured store; any other is there to read what was written before.
     storage = ExternalStorage(
         drivers=stores, driver_selector=lambda _context, _payload: stores[0], payload_size_threshold=threshold()
