@@ -1,6 +1,7 @@
 """Long tool loops: what one step stores, and its time a turn, as the loop grows.
 
-    python bench/loops.py [--turns 10,100,500] [--sizes 5000,20000] [--old-cap-mb 1000]
+    python bench/loops.py [--turns 10,100,500] [--sizes 5000,20000] [--ways new,old,raw]
+                          [--model reader] [--old-cap-mb 1000]
 
 A pipeline agent granted `Read` reads N files of S random letters, one a turn, then answers: N
 model turns (the fake OpenAI-compatible server of tests/fakes, on loopback) and N `read` calls.
@@ -11,6 +12,10 @@ Three ways, on one dev server and one worker in this process, in one run:
 - raw: RawLoop, a hand-written workflow that calls the same run_agent activity with the whole
   conversation each turn and the same run_tool read, as Pydantic AI's and the OpenAI Agents SDK's
   Temporal integrations pass it, and nothing else.
+The model's name is `reader` unless --model names another: a name of a known family (`gpt-4o`)
+brings its context window, past which the oldest results are cut in every way's requests alike
+(agentrun.activities.context); `reader` has none, so each request carries the whole conversation and
+grows with the loop (2.5 MB at 500 turns of 5 KB), which the model's side, in this process, parses.
 An old or raw case whose inputs would add up to more than --old-cap-mb is not run (its size is
 estimated instead: the quadratic sum of what each turn would send).
 
@@ -80,6 +85,7 @@ workflow:
 
 
 class RawInput(BaseModel):
+    uri: str
     turns: int
     workdir: str
     offered: list[ToolSpec]
@@ -98,7 +104,7 @@ class RawLoop:
                 run_id=workflow.info().workflow_id,
                 task_id="read",
                 agent_id="reader",
-                uri="openai:reader",
+                uri=inp.uri,
                 prompt=prompt,
                 workdir=inp.workdir,
                 transcript=transcript,
@@ -153,6 +159,22 @@ def _mb(size: int) -> str:
     return f"{size / 1_000_000:.2f} MB"
 
 
+class _Counted(list):
+    """What the fake keeps of its requests here: how many (its call ids number them), not their
+    bodies. It keeps every body for tests to read; a 500-turn loop's would hold gigabytes in the
+    process that measures, and its garbage collector would walk them all."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.count = 0
+
+    def append(self, _record: object) -> None:
+        self.count += 1
+
+    def __len__(self) -> int:
+        return self.count
+
+
 def reader(turns: int) -> Callable[[Messages], ToolUse | str]:
     def model(messages: Messages) -> ToolUse | str:
         done = sum(1 for m in messages if m["role"] == "tool")
@@ -188,13 +210,13 @@ def whole_each_turn() -> Callable[[], None]:
     return undo
 
 
-async def run_case(client: Client, llm: FakeOpenAI, case: Case, work: Path) -> Case:
+async def run_case(client: Client, llm: FakeOpenAI, case: Case, work: Path, uri: str) -> Case:
     llm.reply = reader(case.turns)
     run_id = f"loops-{case.way}-{case.turns}-{case.size}-{uuid.uuid4().hex[:6]}"
     began = time.perf_counter()
     if case.way == "raw":
         offered = builtin_specs(["Read"])
-        inp = RawInput(turns=case.turns, workdir=str(work), offered=offered)
+        inp = RawInput(uri=uri, turns=case.turns, workdir=str(work), offered=offered)
         said = await client.execute_workflow(RawLoop.run, inp, id=run_id, task_queue=QUEUE)
     else:
         spec = work / "reader.yaml"
@@ -202,7 +224,7 @@ async def run_case(client: Client, llm: FakeOpenAI, case: Case, work: Path) -> C
         plan = load(str(spec))
         undo = whole_each_turn() if case.way == "old" else (lambda: None)
         try:
-            inp = RunInput(plan=plan, params={}, workdir=str(work), default_agent="openai:reader", heartbeat_s=30)
+            inp = RunInput(plan=plan, params={}, workdir=str(work), default_agent=uri, heartbeat_s=30)
             state = await client.execute_workflow("AgentRun", inp, id=run_id, task_queue=QUEUE, result_type=RunState)
         finally:
             undo()
@@ -224,7 +246,8 @@ def estimate(case: Case) -> Case:
     return case
 
 
-async def bench(turns: list[int], sizes: list[int], cap_mb: float) -> None:
+async def bench(turns: list[int], sizes: list[int], ways: list[str], model: str, cap_mb: float) -> None:
+    uri = f"openai:{model}"
     env = await dev_server()
     rows: list[Case] = []
     async with env:
@@ -239,17 +262,18 @@ async def bench(turns: list[int], sizes: list[int], cap_mb: float) -> None:
         )
         with FakeOpenAI(api_key="sk-bench") as llm, tempfile.TemporaryDirectory(prefix="agentrun-loops-") as tmp:
             os.environ["OPENAI_BASE_URL"], os.environ["OPENAI_API_KEY"] = llm.url, "sk-bench"
+            llm.requests = _Counted()
             async with worker:
-                await run_case(env.client, llm, Case("new", 5, 1000), _work(Path(tmp), 5, 1000))  # warm-up
+                await run_case(env.client, llm, Case("new", 5, 1000), _work(Path(tmp), 5, 1000), uri)  # warm-up
                 for size in sizes:
                     for n in turns:
                         work = _work(Path(tmp), n, size)
-                        for way in ("new", "old", "raw"):
+                        for way in ways:
                             case = Case(way, n, size)
                             quadratic = way != "new" and estimate(Case(way, n, size)).blobs > cap_mb * 1e6
-                            rows.append(estimate(case) if quadratic else await run_case(env.client, llm, case, work))
+                            rows.append(estimate(case) if quadratic else await run_case(env.client, llm, case, work, uri))
                             print(rows[-1].row(), flush=True)
-    print()
+    print(f"\nmodel {model}")
     print("way  turns size      history       blobs  stored  above 2x/turn  ms/turn")
     for case in rows:
         print(case.row())
@@ -275,11 +299,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--turns", default="10,100,500", help="loop lengths (default 10,100,500)")
     parser.add_argument("--sizes", default="5000,20000", help="bytes a tool returns (default 5000,20000)")
+    parser.add_argument("--ways", default="new,old,raw", help="which ways to run (default new,old,raw)")
+    parser.add_argument("--model", default="reader", help="the model's name (default reader: no known window)")
     parser.add_argument("--old-cap-mb", type=float, default=1000, help="largest old or raw case run (default 1000)")
     args = parser.parse_args()
     turns = [int(t) for t in args.turns.split(",")]
     sizes = [int(s) for s in args.sizes.split(",")]
-    asyncio.run(bench(turns, sizes, args.old_cap_mb))
+    asyncio.run(bench(turns, sizes, args.ways.split(","), args.model, args.old_cap_mb))
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
+from agentrun.explain import report
 from agentrun.models.calls import RUN_AGENT, AgentCall
 from tests.conftest import write_spec
 from tests.fakes.openai_server import FakeOpenAI, Messages, ToolUse
@@ -116,3 +117,23 @@ async def test_what_history_keeps_of_a_turn_does_not_grow_with_the_loop(client, 
     # Sent whole, the second 20 turns took about 2.5 times the first (5 MB against 2 MB).
     assert second <= first * 1.1, (first, second)
     assert first <= 20 * (5000 + 5000), first  # each result once, and a little more
+
+
+async def test_past_the_model_s_context_the_oldest_tool_results_are_cut_and_the_report_says_so(
+    client, llm: FakeOpenAI, tmp_path
+):
+    work = notes(tmp_path, 5, 1500)
+    llm.reply = reader(5)
+    spec = write_spec(tmp_path, SPEC.replace("max_tool_calls: 60", "max_context_tokens: 1000"))
+    state = await run_spec(client, spec, "openai:reader", workdir=work)
+
+    assert state.status == "completed", state.errors
+    # The last request: the four older results cut to their head and a marker, the newest whole.
+    results = [m["content"] for m in llm.requests[-1].body["messages"] if m["role"] == "tool"]
+    texts = [(work / f"note{n}.txt").read_text() for n in range(5)]
+    for said, text in zip(results[:4], texts):
+        assert said.startswith(text[:500]) and not said.startswith(text[:501])
+        assert "1000 more characters of this tool result are left out to fit the model's context" in said
+    assert results[4] == texts[4]
+    assert state.context_cut == {"read": 4}
+    assert "(4 of the oldest tool results were cut to their first characters" in report.to_markdown(state)

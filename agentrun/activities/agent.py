@@ -18,7 +18,7 @@ import httpx
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from agentrun.activities import progress, threads
+from agentrun.activities import context, progress, threads
 from agentrun.activities.agents import agentapi, anthropic, command, openai, scripted
 from agentrun.activities.agents._common import AGENT_ERROR, AGENT_UNAVAILABLE
 from agentrun.activities.redact import raise_redacted, redactor
@@ -49,10 +49,13 @@ async def run_agent(call: AgentCall) -> AgentReply:
     thread = call.thread
     try:
         call = await threads.resolved(call)  # a conversation sent by reference, read whole
-        reply = await _ask(driver_for(call.uri), call, clean)
+        sent, cut = context.fitted(call)
+        reply = await _ask(driver_for(call.uri), sent, clean)
     except ApplicationError as err:
         raise_redacted(err)
     reply = _outgoing(reply, call, clean)
+    if cut:
+        reply = reply.model_copy(update={"cut": cut})
     if thread is not None:
         await threads.replied(thread, call, reply)
     return reply

@@ -86,6 +86,8 @@ class AgentCall(BaseModel):
     # The transcript by reference (then `transcript` is empty): what history keeps of a turn stays
     # the same size however long the conversation has grown.
     thread: Thread | None = None
+    # The tokens a request may hold (the agent's max_context_tokens); None: its model family's, if known.
+    max_context_tokens: int | None = None
 
 
 class AgentReply(BaseModel):
@@ -97,6 +99,7 @@ class AgentReply(BaseModel):
     stderr: str = ""  # what a local agent printed besides its reply (its last 2000 characters), for `logs`
     worker: str = ""  # the identity (pid@host) of the worker that asked the agent, for `status` and `report`
     first_token_s: float | None = None  # seconds from the prompt to the first piece of the reply
+    cut: int = 0  # the oldest tool results cut to their head to fit the model's context in this request
 
 
 PARTIAL_CHARS = 2000  # how much of a reply so far a heartbeat carries: its end

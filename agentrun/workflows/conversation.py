@@ -132,6 +132,8 @@ class Conversation:
                     who=who,
                 )
                 delivered(reply)
+                if reply.cut:
+                    self.state.cut_to_fit(key, reply.cut)
                 cost = self._count(key, scope, reply, call.uri)
                 usage = reply.usage
                 traced.replied(reply, cost)
@@ -195,6 +197,7 @@ class Conversation:
             timeout_s=node.timeout_s or calls.DEFAULT_AGENT_TIMEOUT_S,
             tools=tools,
             temperature=info.temperature if info is not None else None,
+            max_context_tokens=info.max_context_tokens if info is not None else None,
             # An agent that takes no function tools acts with its own; it is told which it may use.
             allowed_tools=[] if driver_of(uri).tools else coding_tools.claude_code(node.grant),
         )
