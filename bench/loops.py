@@ -271,7 +271,9 @@ async def bench(turns: list[int], sizes: list[int], ways: list[str], model: str,
                         for way in ways:
                             case = Case(way, n, size)
                             quadratic = way != "new" and estimate(Case(way, n, size)).blobs > cap_mb * 1e6
-                            rows.append(estimate(case) if quadratic else await run_case(env.client, llm, case, work, uri))
+                            rows.append(
+                                estimate(case) if quadratic else await run_case(env.client, llm, case, work, uri)
+                            )
                             print(rows[-1].row(), flush=True)
     print(f"\nmodel {model}")
     print("way  turns size      history       blobs  stored  above 2x/turn  ms/turn")
