@@ -28,6 +28,9 @@ class _Log:
     logged: list[calls.ChatMessage] = field(default_factory=list)  # what its turns wrote, as far as known
     sent: int = 0  # how many of those the workflow sent; the rest, the prompt and reply the activity added
 
+    def wrote(self, logged: list[calls.ChatMessage], sent: int) -> None:
+        self.logged, self.sent = logged, sent
+
 
 class Threads:
     def __init__(self) -> None:
@@ -60,12 +63,14 @@ class Threads:
         def delivered(reply: calls.AgentReply) -> None:
             # The activity wrote the prompt and the reply after the transcript, as the next turn has them.
             asked = [calls.ChatMessage(role="user", content=call.prompt)] if call.prompt else []
-            log.logged = [
-                *transcript,
-                *asked,
-                calls.ChatMessage(role="assistant", content=reply.text, tool_calls=reply.tool_calls),
-            ]
-            log.sent = len(transcript)
+            log.wrote(
+                [
+                    *transcript,
+                    *asked,
+                    calls.ChatMessage(role="assistant", content=reply.text, tool_calls=reply.tool_calls),
+                ],
+                len(transcript),
+            )
             for m in transcript[have:]:
                 self.kept.pop(id(m), None)
 
