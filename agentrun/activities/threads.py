@@ -16,10 +16,12 @@ import hashlib
 from collections import OrderedDict
 from typing import Protocol
 
+from pydantic import TypeAdapter
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from agentrun.models.calls import AgentCall, AgentReply, ChatMessage, Entry, Thread
+from agentrun.models.tools import ToolSpec
 
 UNREADABLE = "ConversationUnreadable"
 KEPT_LOGS = 16  # logs a worker keeps in memory, the last used
@@ -38,6 +40,9 @@ class _Setting:
 
 
 _LOGS: OrderedDict[tuple[str, str], list[ChatMessage]] = OrderedDict()
+_TOOLS: dict[tuple[str, str], list[ToolSpec]] = {}  # the tools each log's turns offer
+_TOOL_LIST = TypeAdapter(list[ToolSpec])
+TOOLS = "-tools"
 
 
 def use(store: LogStore) -> None:
@@ -60,7 +65,25 @@ async def resolved(call: AgentCall) -> AgentCall:
     _LOGS[(owner, thread.log)] = messages
     while len(_LOGS) > KEPT_LOGS:
         _LOGS.popitem(last=False)
-    return call.model_copy(update={"transcript": messages, "thread": None})
+    offered = await _offered(store, owner, thread, call.offered)
+    return call.model_copy(update={"transcript": messages, "thread": None, "offered": offered})
+
+
+async def _offered(store: LogStore, owner: str, thread: Thread, offered: list[ToolSpec]) -> list[ToolSpec]:
+    """The tools the model is offered: the turn's own, which the log keeps for the turns after it,
+    or the ones it kept."""
+    log = f"{thread.log}{TOOLS}"
+    if thread.same_tools:
+        if (owner, log) not in _TOOLS:
+            (kept,) = await _get(store, owner, log, 0, 1)
+            _TOOLS[(owner, log)] = _TOOL_LIST.validate_json(kept)
+        return _TOOLS[(owner, log)]
+    if offered and _TOOLS.get((owner, log)) != offered:
+        await store.write(owner, log, 0, [_TOOL_LIST.dump_json(offered)])
+        _TOOLS[(owner, log)] = offered
+        while len(_TOOLS) > KEPT_LOGS:
+            _TOOLS.pop(next(iter(_TOOLS)))
+    return offered
 
 
 async def replied(thread: Thread, call: AgentCall, reply: AgentReply) -> None:

@@ -57,6 +57,8 @@ class Thread(BaseModel):
     log: str
     length: int
     added: list[Entry] = []
+    # The model is offered the tools the log's last turn offered (then `offered` is empty): the log keeps them.
+    same_tools: bool = False
 
 
 DEFAULT_AGENT_TIMEOUT_S = 1800.0  # a prompt's timeout when its node names none

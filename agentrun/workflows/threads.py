@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from temporalio import workflow
 
 from agentrun.models import calls
-from agentrun.models.tools import ToolResult
+from agentrun.models.tools import ToolResult, ToolSpec
 
 # Runs recorded before this sent each turn's whole transcript in its input.
 THREADS = "conversations-by-reference"
@@ -27,9 +27,10 @@ class _Log:
     name: str
     logged: list[calls.ChatMessage] = field(default_factory=list)  # what its turns wrote, as far as known
     sent: int = 0  # how many of those the workflow sent; the rest, the prompt and reply the activity added
+    tools: list[ToolSpec] | None = None  # what its last turn offered the model, which the log keeps
 
-    def wrote(self, logged: list[calls.ChatMessage], sent: int) -> None:
-        self.logged, self.sent = logged, sent
+    def wrote(self, logged: list[calls.ChatMessage], sent: int, tools: list[ToolSpec]) -> None:
+        self.logged, self.sent, self.tools = logged, sent, tools
 
 
 class Threads:
@@ -58,7 +59,8 @@ class Threads:
             return call, _nothing
         log, have = self._log_for(key, transcript)
         added = [self._entry(m) for m in transcript[have:]]
-        thread = calls.Thread(log=log.name, length=have, added=added)
+        same_tools = bool(call.offered) and log.tools == call.offered  # a loop offers the same each turn
+        thread = calls.Thread(log=log.name, length=have, added=added, same_tools=same_tools)
 
         def delivered(reply: calls.AgentReply) -> None:
             # The activity wrote the prompt and the reply after the transcript, as the next turn has them.
@@ -70,11 +72,13 @@ class Threads:
                     calls.ChatMessage(role="assistant", content=reply.text, tool_calls=reply.tool_calls),
                 ],
                 len(transcript),
+                call.offered,
             )
             for m in transcript[have:]:
                 self.kept.pop(id(m), None)
 
-        return call.model_copy(update={"transcript": [], "thread": thread}), delivered
+        sent = {"transcript": [], "thread": thread, **({"offered": []} if same_tools else {})}
+        return call.model_copy(update=sent), delivered
 
     def _entry(self, message: calls.ChatMessage) -> calls.Entry:
         kept = self.kept.get(id(message))
