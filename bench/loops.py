@@ -166,13 +166,13 @@ class _Counted(list):
 
     def __init__(self) -> None:
         super().__init__()
-        self.count = 0
+        self.seen = 0
 
     def append(self, _record: object) -> None:
-        self.count += 1
+        self.seen += 1
 
     def __len__(self) -> int:
-        return self.count
+        return self.seen
 
 
 def reader(turns: int) -> Callable[[Messages], ToolUse | str]:
