@@ -148,7 +148,7 @@ async def _read(store: LogStore, owner: str, log: str, start: int, stop: int) ->
 async def _get(store: LogStore, owner: str, log: str, start: int, stop: int) -> list[bytes]:
     try:
         return await store.read(owner, log, start, stop)
-    except (OSError, LookupError, RuntimeError, ValueError) as exc:
+    except (FileNotFoundError, LookupError) as exc:  # gone: asking again will not bring it back
         raise ApplicationError(
             f"the conversation {log} of this run cannot be read from its store ({exc})\n"
             "  hint: every worker of a Temporal server must share AGENTRUN_BLOB_URL (or AGENTRUN_STATE_DIR)",

@@ -1,6 +1,6 @@
 """Conversation logs (agentrun.activities.threads) in the store large values go to: one entry a
-message, at `NAMESPACE/WORKFLOW_ID/conversations/LOG/INDEX.json`, beside the run's other values, so
-removing a run's values removes its conversations too."""
+message, at `NAMESPACE/WORKFLOW_ID/conversations/LOG/INDEX.json` (in S3, under the URL's prefix). In
+a folder that is inside the run's folder of values, so removing those removes its conversations."""
 
 from __future__ import annotations
 
@@ -53,10 +53,15 @@ class S3Logs:
 
     async def read(self, owner: str, log: str, start: int, stop: int) -> list[bytes]:
         # put_object adds the prefix to a key; get_object takes the whole key.
-        return await self._each(
-            self.client.get_object(bucket=self.bucket, key=self.prefix + _key(owner, log, n))
-            for n in range(start, stop)
-        )
+        return await self._each(self._get(self.prefix + _key(owner, log, n)) for n in range(start, stop))
+
+    async def _get(self, key: str) -> bytes:
+        try:
+            return await self.client.get_object(bucket=self.bucket, key=key)
+        except Exception as exc:  # botocore's ClientError, which this module does not import
+            if getattr(exc, "response", {}).get("Error", {}).get("Code") in ("NoSuchKey", "404"):
+                raise KeyError(f"s3://{self.bucket}/{key} is not there") from None
+            raise
 
     async def _each(self, requests: Any) -> list[Any]:
         limit = asyncio.Semaphore(self.PARALLEL)
