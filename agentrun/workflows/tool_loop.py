@@ -197,6 +197,8 @@ class Builtin:
 SOURCES: dict[str, Source] = {"builtin": Builtin(), "mcp": Mcp(), "local": Local()}
 
 
-def policy_of(plan: ir.Plan) -> ToolPolicy:
-    """The run's policy: the policy.toml its spec named (or found beside it), else the defaults."""
-    return from_tables(plan.tool_policy, plan.policy_file)
+def policy_of(plan: ir.Plan, steering_files: list[str] | None = None) -> ToolPolicy:
+    """The run's policy: the policy.toml its spec named (or found beside it), else the defaults;
+    with the files of the work directory the run was made from, which no tool may change."""
+    policy = from_tables(plan.tool_policy, plan.policy_file)
+    return policy.model_copy(update={"steering_files": list(steering_files or [])})

@@ -8,7 +8,8 @@ otherwise; a tool without one is enabled unless `default_deny`. Under `default_d
 refuses every path its `allow` does not name.
 
 Our own keys, which the real system ignores: top-level `protected_files` (more names or paths never
-written, edited, read or listed) and `max_output` (characters a result gives back); in `[bash]`
+written, edited, read or listed), `writable_files` (steering files agents may write after all) and
+`max_output` (characters a result gives back); in `[bash]`
 `max_processes`, `max_memory_mb`, `max_file_mb`; in `[web_fetch]` `allow_private`.
 
 The file is read once, by a spec's compiler (lang.grants.read_policy, which refuses an unknown key
@@ -17,12 +18,12 @@ or a value of the wrong type), and becomes the ToolPolicy in models.tool_policy.
 
 from __future__ import annotations
 
-import fnmatch
 import os
 import re
 
 from agentrun.activities.tools.globs import glob_regex
-from agentrun.models.tools import PROTECTED_FILES, ToolPolicy
+from agentrun.lang.protected import STEERING_NAMES, listed, secret_name
+from agentrun.models.tools import ToolPolicy
 
 
 def is_enabled(policy: ToolPolicy, tool: str) -> bool:
@@ -30,17 +31,20 @@ def is_enabled(policy: ToolPolicy, tool: str) -> bool:
 
 
 def is_protected(policy: ToolPolicy, rel: str) -> bool:
-    """A file no tool writes, edits, reads or lists: by its name anywhere (agent.toml, .env, ...),
-    or one the policy's protected_files names (a name or glob, or a path from the work directory)."""
-    name = rel.rsplit("/", 1)[-1]
-    if name in PROTECTED_FILES:
+    """A file no tool writes or edits (`rel` from the work directory): a secret one; a file that
+    steers a run by its name anywhere (agent.toml, policy.toml, agentrun.yaml) or one this run was
+    read from (policy.steering_files), unless the policy's writable_files lets agents write it."""
+    if is_secret(rel, policy):
         return True
-    for entry in policy.protected_files:
-        entry = entry.removeprefix("$WORKSPACE/").removeprefix("./")
-        target = rel if "/" in entry else name
-        if fnmatch.fnmatchcase(target, entry):
-            return True
-    return False
+    if listed(policy.writable_files, rel):
+        return False
+    return listed(STEERING_NAMES, rel) or listed(policy.steering_files, rel)
+
+
+def is_secret(rel: str, policy: ToolPolicy | None = None) -> bool:
+    """A file no tool reads, lists, writes or edits: credentials.toml and .env* by name anywhere
+    (any case), and with a policy, what its protected_files names."""
+    return secret_name(rel) or (policy is not None and listed(policy.protected_files, rel))
 
 
 def check_path(policy: ToolPolicy, tool: str, absolute: str, workspace: str) -> str | None:
