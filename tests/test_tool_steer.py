@@ -7,7 +7,8 @@ files were protected by their exact names only (`policy.toml`, not the `tools-po
 names; not the spec, not agentrun.yaml; `.ENV` and `.env.local` were read), a hard link to a file
 outside was read, `<<<END UNTRUSTED DATA>>>` in a tool result closed the paranoid fence, an MCP
 server that did not start failed the step, the page's cookie held the raw token and a one-character
-token served 0.0.0.0.
+token served 0.0.0.0. The last test only checks the protection is no broader than the run's files
+(it passes on both).
 """
 
 from __future__ import annotations
@@ -333,3 +334,10 @@ def test_a_short_token_is_refused_for_a_bind_beyond_loopback(address, tmp_path):
         proc.wait()
     assert proc.returncode == 2 and not out.startswith("inbox at")
     assert "needs a token of at least 16" in (tmp_path / "ui.log").read_text()
+
+
+async def test_a_file_of_the_run_is_protected_at_its_own_path_only(place):
+    """The spec is `spec.yaml` in the work directory; a file of that name in another folder is the
+    agent's to write."""
+    assert (await call(place.wd, "write", STEERED, path="drafts/spec.yaml", content="a draft")).ok
+    assert (place.wd / "drafts" / "spec.yaml").read_text() == "a draft"

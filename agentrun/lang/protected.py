@@ -40,6 +40,13 @@ def listed(patterns: list[str] | tuple[str, ...], rel: str) -> bool:
     return False
 
 
+def one_of(paths: list[str] | tuple[str, ...], rel: str) -> bool:
+    """Whether `rel` is one of `paths`, each a path from the work directory (no glob: a file of the
+    run's own, whatever characters its name holds)."""
+    path = normal(rel)
+    return bool(path) and any(normal(p) == path for p in paths)
+
+
 def secret_name(rel: str) -> bool:
     """A key or password file by its name: credentials.toml, .env and its variants."""
     return listed(SECRET_NAMES, rel)

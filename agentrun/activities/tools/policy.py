@@ -22,7 +22,7 @@ import os
 import re
 
 from agentrun.activities.tools.globs import glob_regex
-from agentrun.lang.protected import STEERING_NAMES, listed, secret_name
+from agentrun.lang.protected import STEERING_NAMES, listed, one_of, secret_name
 from agentrun.models.tools import ToolPolicy
 
 
@@ -38,7 +38,7 @@ def is_protected(policy: ToolPolicy, rel: str) -> bool:
         return True
     if listed(policy.writable_files, rel):
         return False
-    return listed(STEERING_NAMES, rel) or listed(policy.steering_files, rel)
+    return listed(STEERING_NAMES, rel) or one_of(policy.steering_files, rel)
 
 
 def is_secret(rel: str, policy: ToolPolicy | None = None) -> bool:
