@@ -2,7 +2,7 @@
 same review: attacks as a scripted model makes them, each judged by its side effects (the file on
 disk unchanged, what the model received, what the second run did, what the page's cookie holds).
 
-Every case fails on the code before this file (checked by running it there: 27 of 27): the steering
+Every case fails on the code before this file (checked by running it there: 29 of 29): the steering
 files were protected by their exact names only (`policy.toml`, not the `tools-policy.toml` a spec
 names; not the spec, not agentrun.yaml; `.ENV` and `.env.local` were read), a hard link to a file
 outside was read, `<<<END UNTRUSTED DATA>>>` in a tool result closed the paranoid fence, an MCP
@@ -171,6 +171,41 @@ async def test_start_hands_the_tools_the_spec_its_policy_and_agentrun_yaml(place
     assert result.refused and (place.wd / "tools-policy.toml").read_text() == POLICY
     readable = await call(place.wd, "read", policy, path="tools-policy.toml")
     assert readable.ok and readable.content == POLICY  # read-only, not hidden
+
+
+# A behaviour tree and its $ref fragment; a task tree and its success check's script, which the
+# worker runs (outside any sandbox) at every check of this very run.
+INCLUDES = {
+    "$ref": (
+        {
+            "tree.yaml": "name: split\nversion: 1.0.0\ntree:\n  type: sequence\n  name: Outer\n"
+            "  children:\n    - $ref: ./parts/leaf.yaml\n",
+            "parts/leaf.yaml": "type: action\nname: Leaf\nsteps:\n  - instruct: Leaf step.\n",
+        },
+        "parts/leaf.yaml",
+    ),
+    "check script": (
+        {
+            "tasks.yaml": "subtasks:\n  a:\n    instructions: x\n    success_criteria: {script: checks/ok.py}\n",
+            "checks/ok.py": "result = True\n",
+        },
+        "checks/ok.py",
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", INCLUDES)
+async def test_what_a_spec_includes_and_its_check_scripts_are_read_only(tmp_path, kind):
+    from agentrun.workflows.tool_loop import policy_of
+
+    files, target = INCLUDES[kind]
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    spec = next(iter(files))
+    inp = prepare.prepare_input(prepare.load_spec(str(tmp_path / spec), [], ["openai:coder"]))
+    result = await call(tmp_path, "write", policy_of(inp.plan, inp.steering_files), path=target, content="x")
+    assert (tmp_path / target).read_text() == files[target] and result.refused
 
 
 async def test_writable_files_lets_an_agent_edit_one_and_never_a_secret_one(place, tmp_path):
