@@ -65,6 +65,10 @@ class ToolRule(BaseModel):
     denylist: list[str] = []  # bash: commands refused; deny wins
     allow_domains: list[str] = []  # web tools: host names, `*.example.com` for subdomains
     timeout_s: float | None = None  # bash: `timeout` in seconds; None is ToolLimits.bash_timeout_s
+    # A person approves a call first: `ask = true` every call; a list, the calls that match one of
+    # its patterns (bash: a command glob; a path tool: a path glob; a web tool: a URL glob).
+    ask: list[str] = []
+    ask_all: bool = False
 
 
 class McpPolicy(BaseModel):
@@ -73,6 +77,7 @@ class McpPolicy(BaseModel):
 
     default_deny: bool = False
     allowed_tools: list[str] = []
+    ask_tools: list[str] = []  # `server:tool` patterns whose calls a person approves first
 
 
 class ToolLimits(BaseModel):
@@ -106,6 +111,7 @@ class ToolPolicy(BaseModel):
     # web_fetch may reach loopback, private and link-local addresses (a test's server, an intranet).
     allow_private: bool = False
     source: str = ""  # the policy.toml it was read from, for messages; "" for the defaults
+    ask_timeout_s: float | None = None  # how long a call waits for a person's approval; then it is rejected
 
     def rule(self, tool: str) -> ToolRule:
         """The tool's table, or what default_deny makes of a tool without one."""

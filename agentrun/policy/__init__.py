@@ -15,6 +15,6 @@ refuses an unknown key or a value of the wrong type), into the ToolPolicy of mod
 A layer of its own, below the workflows and the activities that call it and above the models: it
 reaches no server, no file and no clock, so the workflow may decide as well as a tool's activity."""
 
-from agentrun.policy.decision import ALLOW, Asked, Decision, Verdict, decide
+from agentrun.policy.decision import ALLOW, Asked, Decision, Verdict, approval, decide
 
-__all__ = ["ALLOW", "Asked", "Decision", "Verdict", "decide"]
+__all__ = ["ALLOW", "Asked", "Decision", "Verdict", "approval", "decide"]
