@@ -88,7 +88,10 @@ _TOOL_KEYS = (
     "allow_private",
     "ask",
 )
-_SECTION_KEYS = {"mcp": ("default_deny", "allowed_tools", "ask_tools"), "security": ("extra_patterns", "extra_keywords")}
+_SECTION_KEYS = {
+    "mcp": ("default_deny", "allowed_tools", "ask_tools"),
+    "security": ("extra_patterns", "extra_keywords"),
+}
 _WANTS = {
     **dict.fromkeys(("enabled", "default_deny", "allow_private"), "true or false"),
     **dict.fromkeys(

@@ -17,6 +17,7 @@ from agentrun.lang.tool_names import BUILTIN_TOOLS, PIPELINE_NAMES, builtin_name
 __all__ = [
     "BUILTIN_TOOLS",
     "PIPELINE_NAMES",
+    "PREVIEW_TOOL",
     "RUN_TOOL",
     "McpPolicy",
     "ToolCall",
@@ -32,6 +33,7 @@ __all__ = [
 ]
 
 RUN_TOOL = "run_tool"
+PREVIEW_TOOL = "preview_tool"  # a write or edit as a diff, for the person who approves it
 
 # Files a tool never writes or edits, wherever they are (by name, in any case; globs): the secret
 # ones are not read or listed either (agentrun.lang.protected).

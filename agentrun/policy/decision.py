@@ -101,7 +101,9 @@ def approval(policy: ToolPolicy, asked: Asked) -> Decision:
         server, _, tool = asked.tool.partition(":")
         wanted = policy.mcp.ask_tools if policy.mcp is not None else []
         found = next((p for p in wanted if mcp_match(p, server, tool)), None)
-        return ALLOW if found is None else Decision("ask", f"MCP tool {asked.tool} is in [mcp] ask_tools", pattern=found)
+        return (
+            ALLOW if found is None else Decision("ask", f"MCP tool {asked.tool} is in [mcp] ask_tools", pattern=found)
+        )
     if asked.source != "builtin":
         return ALLOW
     rule = policy.rule(asked.tool)
