@@ -121,13 +121,21 @@ def _question(state: RunState, gate: Gate) -> Question:
 
 
 async def answer(
-    client: Client, run_id: str, value: str, gate: str | None, comment: str, by: str, wait_s: float
+    client: Client,
+    run_id: str,
+    value: str,
+    gate: str | None,
+    comment: str,
+    by: str,
+    wait_s: float,
+    digest: str = "",
 ) -> Answered:
     """Answer `gate` (the run's one open gate when None, read from the worker that holds the run) once
-    a worker holds the run, waiting up to wait_s for one."""
+    a worker holds the run, waiting up to wait_s for one. `digest`: a tool call's gate is answered
+    only while it asks about the arguments with that digest (what the person saw)."""
 
     async def send(handle: RunHandle, chosen: str) -> Answered:
-        given = AnswerInput(gate=GateId(chosen), value=value, comment=comment, by=by)
+        given = AnswerInput(gate=GateId(chosen), value=value, comment=comment, by=by, digest=digest)
         answered: Answer = await _update(handle, contract.ANSWER, given, Answer)
         return Answered(gate=chosen, **answered.model_dump())
 
