@@ -179,3 +179,35 @@ def test_a_worker_killed_after_the_approval_runs_the_call_once(cli, address, tmp
 
     assert watched.code == 0, watched.out + watched.err
     assert (work / "runs.log").read_text().splitlines() == [f"prod {rid}/deploy/tool-1"]
+
+
+def twice(messages: Messages) -> Reply:
+    """Two deploys the same ask pattern takes, then what it read last."""
+    results = [m["content"] for m in messages if m["role"] == "tool"]
+    if len(results) < 2:
+        return ToolUse("bash", {"command": f"./deploy.sh {'ab'[len(results)]}"})
+    return "done: " + results[-1]
+
+
+@pytest.mark.usefixtures("worker")
+async def test_a_pattern_approved_for_the_run_asks_no_more_and_a_timeout_rejects(client, llm: FakeOpenAI, tmp_path):
+    work = workdir(tmp_path)
+    llm.reply = twice
+    handle = await start_spec(client, write_spec(tmp_path, SPEC), "openai:deployer", workdir=work)
+    first = await gate_open(client, handle.id, "deploy.sh a")
+    await Run(client, handle.id).approve(first.id, pattern=True)
+    state = await finish(client, handle)
+    assert state.status == "completed", state.errors
+    assert [line.split()[0] for line in (work / "runs.log").read_text().splitlines()] == ["a", "b"]
+    assert len(state.gates) == 1 and state.approved_patterns == ["bash ./deploy.sh *"]
+
+    # No one answers within ask_timeout: the call is rejected, not run, and the model is told.
+    (tmp_path / "tools-policy.toml").write_text(POLICY.replace("[bash]", "ask_timeout = 1\n\n[bash]"))
+    (work / "runs.log").unlink()
+    llm.reply = prod_only
+    state = await finish(client, await start_spec(client, write_spec(tmp_path, SPEC), "openai:deployer", workdir=work))
+    assert state.status == "completed", state.errors
+    assert not (work / "runs.log").exists()
+    assert "no one approved this call within 1s: it was not run" in llm.requests[-1].body["messages"][-1]["content"]
+    (gate,) = state.gates.values()
+    assert gate.status == "timed_out" and gate.answer is not None and gate.answer.value == "reject"

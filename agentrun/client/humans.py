@@ -114,6 +114,7 @@ def _question(state: RunState, gate: Gate) -> Question:
         choices=gates.choices(gate),
         waiting_since=gate.opened_at.isoformat(timespec="seconds") if gate.opened_at else None,
         timeout_at=gate.timeout_at.isoformat(timespec="seconds") if gate.timeout_at else None,
+        call=gate.call,
     )
 
 
@@ -143,11 +144,13 @@ async def answer(
     return await _to_gate(client, run_id, gate, pick, send, "the answer", wait_s)
 
 
-async def queue_answer(client: Client, run_id: str, value: str, gate: str | None, comment: str, by: str) -> AnswerInput:
+async def queue_answer(
+    client: Client, run_id: str, value: str, gate: str | None, comment: str, by: str, digest: str = ""
+) -> AnswerInput:
     """Write an answer to the run's history for whichever worker takes the run next."""
     pick = functools.partial(only_open_gate, run_id, value=value)
     handle, chosen = await _queued_gate(client, run_id, gate, pick)
-    given = AnswerInput(gate=GateId(chosen), value=value, comment=comment, by=by)
+    given = AnswerInput(gate=GateId(chosen), value=value, comment=comment, by=by, digest=digest)
     await enqueue(handle, contract.QUEUE_ANSWER, given, "the answer")
     return given
 

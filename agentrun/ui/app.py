@@ -179,7 +179,9 @@ async def _send(engine: Engine, form: FormData, run_id: str, gate: GateId) -> st
         if action == "reject":
             answer = await run.reject(gate, comment, by, digest=digest, wait_s=WAIT_S)
         else:
-            answer = await run.approve(gate, comment, by, pattern=action == "approve-pattern", digest=digest, wait_s=WAIT_S)
+            answer = await run.approve(
+                gate, comment, by, pattern=action == "approve-pattern", digest=digest, wait_s=WAIT_S
+            )
         return f"gate {gate} answered: {answer.value}"
     value = {"approve": APPROVE, "reject": REJECT}.get(action) or str(form.get("value", ""))
     answer = await engine.run(run_id).answer(value, gate, comment=comment, by=by, wait_s=WAIT_S)
