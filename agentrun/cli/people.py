@@ -93,17 +93,16 @@ async def _pending(engine: Engine, args: argparse.Namespace, console: Console) -
 
 async def _answer(engine: Engine, args: argparse.Namespace, console: Console) -> int:
     """`answer`, `approve` and `reject`: the value is the command's own for the last two."""
-    from agentrun.client import humans
     from agentrun.lang.ir import APPROVE, APPROVE_PATTERN, REJECT
 
     value = {"approve": APPROVE, "reject": REJECT}.get(args.command) or args.value
     value = APPROVE_PATTERN if getattr(args, "pattern", False) else value
     run, comment, digest = engine.run(args.run_id), args.comment or "", getattr(args, "digest", "")
     if args.no_wait:
-        given = await humans.queue_answer(engine.temporal, run.id, value, args.gate, comment, _who(args), digest)
+        given = await run.queue_answer(value, args.gate, comment, _who(args), digest)
         _queued(console, f"answer '{value}' to gate {given.gate}")
         return EXIT_OK
-    answered = await humans.answer(engine.temporal, run.id, value, args.gate, comment, _who(args), args.wait, digest)
+    answered = await run.answer(value, args.gate, comment, _who(args), args.wait, digest)
     console.print(f"gate {answered.gate} answered: {answered.value}", markup=False, highlight=False)
     return EXIT_OK
 

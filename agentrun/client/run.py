@@ -162,12 +162,13 @@ class Run:
         return state
 
     async def answer(
-        self, value: str, gate: str | None = None, comment: str = "", by: str = "", wait_s: float = 60
+        self, value: str, gate: str | None = None, comment: str = "", by: str = "", wait_s: float = 60, digest: str = ""
     ) -> Answered:
         """Answer a gate (`approve`/`reject` an approval); `gate` may be left out when only one is
         open. Waits up to `wait_s` for a worker to hold the run. Raises Refused with the run's reason,
-        NoWorker if no worker took it in time."""
-        return await humans.answer(self._client, self.id, value, gate, comment, by, wait_s)
+        NoWorker if no worker took it in time. `digest`: a tool call's gate only while it asks about
+        the arguments with that digest."""
+        return await humans.answer(self._client, self.id, value, gate, comment, by, wait_s, digest)
 
     async def approve(
         self,
@@ -192,10 +193,12 @@ class Run:
         """Reject an approval gate; a tool call's is not made, and the agent reads `comment` as its result."""
         return await humans.answer(self._client, self.id, ir.REJECT, gate, comment, by, wait_s, digest)
 
-    async def queue_answer(self, value: str, gate: str | None = None, comment: str = "", by: str = "") -> AnswerInput:
+    async def queue_answer(
+        self, value: str, gate: str | None = None, comment: str = "", by: str = "", digest: str = ""
+    ) -> AnswerInput:
         """Write an answer to the run's history for whichever worker takes the run next (the run
         checks it then: a refusal shows in `Engine.pending()`)."""
-        return await humans.queue_answer(self._client, self.id, value, gate, comment, by)
+        return await humans.queue_answer(self._client, self.id, value, gate, comment, by, digest)
 
     async def raise_budget(
         self,
