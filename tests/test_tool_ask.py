@@ -211,3 +211,33 @@ async def test_a_pattern_approved_for_the_run_asks_no_more_and_a_timeout_rejects
     assert "no one approved this call within 1s: it was not run" in llm.requests[-1].body["messages"][-1]["content"]
     (gate,) = state.gates.values()
     assert gate.status == "timed_out" and gate.answer is not None and gate.answer.value == "reject"
+
+
+@pytest.mark.usefixtures("worker")
+async def test_over_mcp_a_person_sees_the_call_and_rejects_it_for_the_other_arguments_only(
+    client, llm: FakeOpenAI, address, tmp_path
+):
+    from mcp import Client as McpClient
+
+    from tests.test_tree_mcp import stdio_server
+
+    work = workdir(tmp_path)
+    llm.reply = prod_only
+    handle = await start_spec(client, write_spec(tmp_path, SPEC), "openai:deployer", workdir=work)
+    gate = await gate_open(client, handle.id, "deploy.sh prod")
+    async with McpClient(stdio_server(address, "unused", tmp_path)) as session:
+        listed = await session.call_tool("pending_tool_calls", {})
+        calls = json.loads(listed.content[0].text)["calls"]  # type: ignore[union-attr]
+        shown = [q for q in calls if q["run_id"] == handle.id]
+        assert [(q["gate"], q["call"]["tool"], q["call"]["arguments"]) for q in shown] == [
+            ("deploy.bash", "bash", '{"command": "./deploy.sh prod"}')
+        ]
+        answer = {"run_id": handle.id, "gate": gate.id, "answer": "reject", "comment": "use the pipeline", "by": "ops"}
+        wrong = await session.call_tool("answer_tool_call", {**answer, "digest": "0" * 64})
+        assert wrong.is_error and "other arguments than the ones approved" in str(wrong.content)
+        taken = await session.call_tool("answer_tool_call", {**answer, "digest": shown[0]["call"]["digest"]})
+        assert not taken.is_error, taken.content
+    state = await finish(client, handle)
+    assert state.status == "completed" and not (work / "runs.log").exists()
+    told = llm.requests[-1].body["messages"][-1]["content"]
+    assert "rejected this call by ops via MCP" in told and "use the pipeline" in told

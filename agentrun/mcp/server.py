@@ -69,9 +69,9 @@ def build(engine: Engine, task_queue: str, roots: tuple[str, ...] = ()) -> MCPSe
         "run, gate, step, tool, its whole arguments, a write's diff against the file as it is now, and the digest "
         "an answer names."
     )
-    async def pending_tool_calls() -> list[dict[str, Any]]:
+    async def pending_tool_calls() -> dict[str, Any]:
         found = await engine.pending()
-        return [q.model_dump(mode="json") for q in found.questions if q.call is not None]
+        return {"calls": [q.model_dump(mode="json") for q in found.questions if q.call is not None]}
 
     @server.tool(
         description="Answer a tool call's gate: approve (it runs once, with the arguments the digest names), "
