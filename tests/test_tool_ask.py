@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
+from temporalio.api.sdk.v1 import WorkflowMetadata
 
 from agentrun.client.run import Run
 from agentrun.client.runs import fetch_state
@@ -120,6 +121,9 @@ async def test_approved_runs_once_rejected_never_and_ten_approvals_have_one_winn
     assert (prod.call.tool, prod.call.step, prod.call.words) == ("bash", "deploy", SAID)
     assert json.loads(prod.call.arguments) == {"command": "./deploy.sh prod"}
     assert prod.choices == ["approve", "reject", "approve-pattern"]
+    # Temporal Web shows what the run waits for: the gate and the tool call.
+    shown = await handle.query("__temporal_workflow_metadata", result_type=WorkflowMetadata)
+    assert shown.current_details.startswith('Waiting for a person: **deploy.bash** — deploy: run bash {"command": ')
 
     # Ten people approve at once: one answer is taken, nine are refused as already answered.
     tried = await asyncio.gather(
@@ -135,9 +139,11 @@ async def test_approved_runs_once_rejected_never_and_ten_approvals_have_one_winn
     assert staging.call is not None and staging.id != prod.id and staging.call.digest != prod.call.digest
     with pytest.raises(Refused, match="other arguments than the ones approved"):
         await run.approve(staging.id, digest=prod.call.digest)
+    after = llm.hold_prompt("staging is frozen")  # the run stays up for the late answer
     await run.reject(staging.id, comment="not today: staging is frozen", by="ops")
     with pytest.raises(Refused, match="already answered"):
         await run.approve(staging.id)  # late
+    after.set()
 
     state: RunState = await finish(client, handle)
     assert state.status == "completed", state.errors

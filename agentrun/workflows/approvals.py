@@ -56,7 +56,7 @@ async def ask(box: Toolbox, route: Route, call: ToolCall) -> str | None:
         diff=await _diff(box, route, call),
         pattern=decision.pattern,
     )
-    prompt = f"{box.node.label}: run {route.target} {shown.arguments}? ({decision.reason})"
+    prompt = f"{box.key}: run {route.target} {shown.arguments}? ({decision.reason})"
     timeout = box.policy.ask_timeout_s
     answer = await humans.approve_call(f"{box.key}.{route.target}", prompt, shown, timeout)
     return _refusal(answer, timeout, approved, state.approved_patterns)
