@@ -55,6 +55,7 @@ SAID = "Deploying to prod now."
     [
         ("bash", {"command": "./deploy.sh prod"}, "ask"),
         ("bash", {"command": "ls && git push origin main"}, "ask"),  # any command of the line
+        ("bash", {"command": "cd . ; env STAGE=1 ./deploy.sh prod"}, "ask"),
         ("bash", {"command": "./deploy.sh.bak"}, "allow"),
         ("bash", {"command": "sudo ./deploy.sh prod"}, "refuse"),  # a refusal is never a question
         ("write", {"path": "migrations/0001_users.sql"}, "ask"),

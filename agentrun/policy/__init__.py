@@ -1,6 +1,6 @@
 """The run's tool policy decided: `decide(policy, Asked(source, tool, arguments))` says whether one
-call may run, for every tool source (built-in, MCP, local), as a `Decision` (allow, or refuse with
-the reason the model reads).
+call may run, for every tool source (built-in, MCP, local), as a `Decision` (allow, refuse with
+the reason the model reads, or ask: a person approves the call first, `approval`).
 
 The policy.toml, as the Agentfile's real system reads it: a top-level `default_deny`; one table per
 tool (`[read]`, `[bash]`, ...) with `enabled`, `allow` / `deny` path globs (`$WORKSPACE` and `~`

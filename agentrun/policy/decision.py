@@ -15,7 +15,7 @@ decided, for every tool source.
 
 Then `ask` (`approval`): a call the policy lets run, whose tool's table has `ask` (true, or a
 pattern the call matches: bash a command glob on the whole line or any of its commands, a path tool
-a path glob as `allow` reads them, a web tool a URL glob) or whose MCP tool is in `[mcp] ask_tools`,
+a path glob as `allow` reads them, web_fetch a URL glob, web_search a glob on its query) or whose MCP tool is in `[mcp] ask_tools`,
 is decided "ask": the workflow opens a gate before the call is scheduled and runs it once a person
 approves. A tool that meets "ask" runs the call: the workflow has asked already.
 
@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -120,7 +121,9 @@ def _asks(pattern: str, asked: Asked) -> bool:
     arguments = asked.arguments
     if asked.tool == "bash" and "command" in arguments:
         line = str(arguments["command"]).strip()
-        return any(fnmatch.fnmatchcase(part, pattern) for part in (line, *commands.segments(line)))
+        parts = [line, *commands.segments(line)]
+        parts += [_unprefixed(part) for part in parts]  # `env X=1 ./deploy.sh prod` runs ./deploy.sh
+        return any(fnmatch.fnmatchcase(part, pattern) for part in parts)
     if asked.tool in PATH_TOOLS and "path" in arguments:
         workdir = asked.workdir or "/"
         where = pattern if pattern.startswith(("/", "$WORKSPACE", "~")) else f"$WORKSPACE/{pattern}"
@@ -172,6 +175,14 @@ def mcp_match(pattern: str, server: str, tool: str) -> bool:
     if not colon:
         return pattern == f"{server}:{tool}"
     return wanted_server in ("*", server) and wanted_tool in ("*", tool)
+
+
+def _unprefixed(command: str) -> str:
+    """A simple command from its program on, past `VAR=value` assignments, `env`, `command` and `exec`."""
+    words = command.split()
+    while words and (re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", words[0]) or words[0] in ("env", "command", "exec")):
+        words = words[1:]
+    return " ".join(words)
 
 
 def _local(policy: ToolPolicy, asked: Asked) -> Decision:

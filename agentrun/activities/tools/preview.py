@@ -27,6 +27,8 @@ async def preview_tool(input: ToolCallInput) -> str:
     missing = not now.ok and not now.refused and "no such file" in (now.error or "")
     if not now.ok and not (missing and input.call.name == "write"):
         return f"(the file as it is now cannot be shown: {now.error})"
+    if now.truncated:
+        return f"(the file is longer than the {limit} characters a tool result may hold: no diff is shown)"
     before = "" if missing else now.content
     if input.call.name == "write":
         after = str(args.get("content", ""))
