@@ -15,8 +15,8 @@ decided, for every tool source.
 
 Then `ask` (`approval`): a call the policy lets run, whose tool's table has `ask` (true, or a
 pattern the call matches: bash a command glob on the whole line or any of its commands, a path tool
-a path glob as `allow` reads them, web_fetch a URL glob, web_search a glob on its query) or whose MCP tool is in `[mcp] ask_tools`,
-is decided "ask": the workflow opens a gate before the call is scheduled and runs it once a person
+a path glob as `allow` reads them, web_fetch a URL glob, web_search a glob on its query) or whose
+MCP tool is in `[mcp] ask_tools`, is decided "ask": the workflow opens a gate before the call is scheduled and runs it once a person
 approves. A tool that meets "ask" runs the call: the workflow has asked already.
 
 Pure text: no file, clock or network is read (the worker's home only for a `~` pattern), so the
