@@ -197,6 +197,8 @@ class AnswerInput(BaseModel):
     value: str
     comment: str = ""
     by: str = ""
+    # A tool call's gate: the digest of the arguments the person saw; another call's is refused.
+    digest: str = ""
 
 
 class EvalInput(BaseModel):
@@ -358,6 +360,23 @@ class Answer(BaseModel):
 GateKind = Literal["question", "approval", "budget"]
 
 
+class ToolAsk(BaseModel):
+    """A tool call that waits for a person's approval (the policy's `ask`), as they see it: the
+    step, the tool, its whole arguments (a write or edit also as a diff against the file as it was
+    when the gate opened) and the agent's words before the call. Approving runs exactly these
+    arguments, once: `digest` binds the answer to them."""
+
+    step: str
+    tool: str
+    source: str = "builtin"
+    call_id: str = ""
+    arguments: str = ""  # the call's arguments as JSON, whole
+    digest: str = ""  # sha256 of the tool and its arguments
+    words: str = ""  # what the agent said before the call
+    diff: str = ""  # a write or edit: the change to the file as it is now (unified diff)
+    pattern: str = ""  # what the policy's ask matched: `approve-pattern` approves it for the rest of the run
+
+
 class Gate(BaseModel):
     """A question a run put to people; open until answered or its timeout passes."""
 
@@ -371,6 +390,7 @@ class Gate(BaseModel):
     opened_at: datetime | None = None
     timeout_at: datetime | None = None
     answer: Answer | None = None
+    call: ToolAsk | None = None  # a tool call waiting for approval
 
 
 class QueuedRefusal(BaseModel):
@@ -638,6 +658,7 @@ class RunState(BaseModel):
     waiting_timeout_at: datetime | None = None
     gates: dict[str, Gate] = {}  # by GateId
     human: dict[str, str | None] = {}  # gate id -> the answer, as templates read it
+    approved_patterns: list[str] = []  # `tool pattern` a person approved for the rest of the run
     budget: ir.Budget | None = None  # the run's limits, as raised by people
     step_budgets: dict[str, ir.Budget] = {}
     total_cost_usd: float = 0.0
@@ -885,7 +906,7 @@ class RunState(BaseModel):
         gate = self.gates[gate_id]
         gate.answer = answer
         gate.status = "answered"
-        if gate.kind != "budget":
+        if gate.kind != "budget" and gate.call is None:
             self.human[gate.name] = answer.value  # templates read the latest answer
         return answer
 
