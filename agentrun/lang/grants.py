@@ -67,7 +67,7 @@ def check_policy_text(text: str, path: str) -> tuple[Tables | None, Problem | No
 # The keys the real system's policy.toml knows, with ours among them (protected_files, max_output,
 # bash's max_processes / max_memory_mb / max_file_mb, web_fetch's allow_private). Any table other
 # than [mcp] and [security] is a tool's: the real system has tools we do not.
-_TOP_KEYS = ("default_deny", "protected_files", "max_output", "allowed_dirs")
+_TOP_KEYS = ("default_deny", "protected_files", "max_output", "allowed_dirs", "sandbox")
 _TOOL_KEYS = (
     "enabled",
     "allow",
@@ -83,14 +83,29 @@ _TOOL_KEYS = (
     "max_memory_mb",
     "max_file_mb",
     "allow_private",
+    "allow_read",
+    "allow_write",
+    "allow_network",
 )
 _SECTION_KEYS = {"mcp": ("default_deny", "allowed_tools"), "security": ("extra_patterns", "extra_keywords")}
 _WANTS = {
-    **dict.fromkeys(("enabled", "default_deny", "allow_private"), "true or false"),
+    **dict.fromkeys(("enabled", "default_deny", "allow_private", "allow_network"), "true or false"),
     **dict.fromkeys(
-        ("allow", "deny", "allowlist", "denylist", "allow_domains", "allowed_dirs", "allowed_tools", "protected_files"),
+        (
+            "allow",
+            "deny",
+            "allowlist",
+            "denylist",
+            "allow_domains",
+            "allowed_dirs",
+            "allowed_tools",
+            "protected_files",
+            "allow_read",
+            "allow_write",
+        ),
         "a list of strings",
     ),
+    "sandbox": '"on" or "off"',
     **dict.fromkeys(
         ("timeout", "max_processes", "max_memory_mb", "max_file_mb", "max_output"), "a whole number above 0"
     ),
@@ -142,6 +157,8 @@ def _edits(a: str, b: str) -> int:
 def _is(want: str, value: Any) -> bool:
     if want == "true or false":
         return isinstance(value, bool)
+    if want == '"on" or "off"':
+        return value in ("on", "off") or isinstance(value, bool)
     if want == "a list of strings":
         return isinstance(value, list) and all(isinstance(v, str) for v in value)
     return isinstance(value, int) and not isinstance(value, bool) and value > 0

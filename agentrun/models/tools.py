@@ -63,6 +63,10 @@ class ToolRule(BaseModel):
     denylist: list[str] = []  # bash: commands refused; deny wins
     allow_domains: list[str] = []  # web tools: host names, `*.example.com` for subdomains
     timeout_s: float | None = None  # bash: `timeout` in seconds; None is ToolLimits.bash_timeout_s
+    # bash: folders visible inside the boundary besides the work directory ($WORKSPACE and ~ expanded)
+    allow_read: list[str] = []  # read-only
+    allow_write: list[str] = []  # read-write
+    allow_network: bool = False  # bash: the host's network; without it, a network namespace with none
 
 
 class McpPolicy(BaseModel):
@@ -99,6 +103,8 @@ class ToolPolicy(BaseModel):
     limits: ToolLimits = Field(default_factory=ToolLimits)
     # web_fetch may reach loopback, private and link-local addresses (a test's server, an intranet).
     allow_private: bool = False
+    # `sandbox = "off"`: bash runs without an OS boundary where none can be made (rather than not at all).
+    sandbox: bool = True
     source: str = ""  # the policy.toml it was read from, for messages; "" for the defaults
 
     def rule(self, tool: str) -> ToolRule:

@@ -2,18 +2,21 @@
 
 The policy decides first (tools.commands: banned commands, the denylist and allowlist, paths
 outside the work directory); then the command runs in the sandbox (tools.sandbox) under the
-policy's time limit and resource limits. A command that runs out of time is killed with all it
+policy's time limit and resource limits, behind the OS boundary (tools.wall): its own root with
+the work directory the only writable place, and no network unless `[bash] allow_network`. Where
+the worker can make no boundary, bash is refused unless the policy says `sandbox = "off"`. A command that runs out of time is killed with all it
 started, and the model reads that it was.
 """
 
 from __future__ import annotations
 
+import asyncio
 import signal
 from typing import Any
 
 from temporalio import activity
 
-from agentrun.activities.tools import commands, sandbox
+from agentrun.activities.tools import commands, sandbox, wall
 from agentrun.activities.tools.base import Refused, ToolContext, ToolFailed, as_json, text_arg
 
 # Why a command's process was ended, for the model: the limits it ran into.
@@ -29,6 +32,7 @@ async def call(ctx: ToolContext, args: dict[str, Any]) -> str:
     reason = commands.refusal(command, ctx.policy, ctx.workdir.root)
     if reason:
         raise Refused(reason)
+    room = await asyncio.to_thread(_room, ctx)
     limits = ctx.policy.limits
     timeout_s = ctx.policy.rule("bash").timeout_s or limits.bash_timeout_s
     outcome = await sandbox.run_command(
@@ -39,6 +43,7 @@ async def call(ctx: ToolContext, args: dict[str, Any]) -> str:
         key=ctx.idempotency_key,
         keep_chars=max(1000, ctx.output_chars // 2 - 200),
         heartbeat=_heartbeat,
+        room=room,
     )
     if outcome.exit_code is None:
         said = (outcome.stdout + outcome.stderr).strip()[-2000:]
@@ -50,6 +55,22 @@ async def call(ctx: ToolContext, args: dict[str, Any]) -> str:
     if outcome.signal:
         result["ended_by"] = _ended_by(outcome.signal)
     return as_json(result)
+
+
+def _room(ctx: ToolContext) -> wall.Room | None:
+    """The command's room behind the OS boundary; None when the policy turns it off. Where this
+    worker can make no boundary, the command is refused: it would run with the worker's rights."""
+    if not ctx.policy.sandbox:
+        return None
+    if not wall.layers().any:
+        raise Refused(NO_BOUNDARY)
+    return wall.room(ctx.policy, ctx.workdir.root)
+
+
+NO_BOUNDARY = (
+    "bash is not available on this worker: it cannot confine a command (no user namespaces for "
+    'bubblewrap, no Landlock), and the policy does not say sandbox = "off"'
+)
 
 
 def _ended_by(number: int) -> str:

@@ -43,6 +43,13 @@ def is_protected(policy: ToolPolicy, rel: str) -> bool:
     return False
 
 
+def is_secret(rel: str) -> bool:
+    """A protected file whose text itself is a secret (credentials.toml, .env, .env.local): the
+    bash sandbox shows it empty, where other protected files are read-only."""
+    name = rel.rsplit("/", 1)[-1].lower()
+    return name == "credentials.toml" or name.startswith(".env")
+
+
 def check_path(policy: ToolPolicy, tool: str, absolute: str, workspace: str) -> str | None:
     """Why `tool` may not touch `absolute` under the policy's allow/deny globs, or None."""
     rule = policy.rule(tool)

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import functools
 import json
 import logging
@@ -33,11 +32,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import IO
 
-from agentrun.activities.tools import cgroups
+from agentrun.activities.tools import cgroups, wall
 from agentrun.models.tools import ToolLimits
 
 log = logging.getLogger(__name__)
-PR_SET_DUMPABLE = 4  # linux/prctl.h
+# Without a PID namespace a command sees the worker's /proc/<pid>/environ: the worker is not dumpable
+# (made so at its start; here again for a process that runs commands without being a worker).
+hide_worker = wall.hide_worker
 
 # Joins the control groups and sets the limits, then becomes the command: runs between the
 # worker's fork and the command, so the worker itself never changes its own limits. With util-linux's
@@ -98,15 +99,21 @@ async def run_command(
     key: str = "",
     keep_chars: int = 32_000,
     heartbeat: Callable[[], None] | None = None,
+    room: wall.Room | None = None,
 ) -> Outcome:
-    """Run `command` with bash in the sandbox; its output, its start and end when it is long."""
+    """Run `command` with bash in the sandbox; its output, its start and end when it is long. With
+    a `room`, behind the OS boundary's layers (tools.wall) as well."""
     group = await asyncio.to_thread(cgroups.create, limits.processes, limits.memory_bytes)
-    prefix = await asyncio.to_thread(namespaces)
-    if not prefix:
-        hide_worker()
     # The EXIT trap keeps bash as the command's first process, rather than letting it become a
     # single command by exec: a command killed by a signal is then reported as bash reports it.
-    argv = [*prefix, "bash", "-c", f"trap : EXIT\n{command}"]
+    argv = ["bash", "-c", f"trap : EXIT\n{command}"]
+    if room is not None:
+        argv = wall.wrap(room, argv)
+    if room is None or not wall.layers().bwrap:  # bwrap makes its own PID namespace
+        prefix = await asyncio.to_thread(namespaces)
+        if not prefix:
+            hide_worker()
+        argv = [*prefix, *argv]
     launch = launcher(group.procs_files if group else [], _rlimits(limits, group), argv)
     try:
         with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
@@ -200,20 +207,6 @@ def namespaces() -> tuple[str, ...]:
         log.warning("bash tool: no PID/mount namespaces here (unshare failed); commands run in their own session only")
         return ()
     return prefix
-
-
-@functools.cache
-def hide_worker() -> None:
-    """Without a PID namespace of its own a command sees the worker's /proc/<pid>/environ. A
-    process that is not dumpable has its /proc files owned by root and readable only with
-    CAP_SYS_PTRACE, which a normal user does not have, nor root in a default container: so the
-    worker makes itself so, once, when it first runs a command without namespaces."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
-            log.warning("bash tool: cannot hide the worker's /proc files (prctl: errno %s)", ctypes.get_errno())
-    except (OSError, AttributeError):
-        log.warning("bash tool: cannot hide the worker's /proc files (no prctl here)")
 
 
 def _signal_of(code: int | None) -> int | None:
