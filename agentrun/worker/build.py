@@ -11,6 +11,7 @@ from pathlib import Path
 from temporalio.client import Client
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker, WorkflowRunner
 
+from agentrun.activities.tools import wall
 from agentrun.activities.agent import release_agent, run_agent
 from agentrun.activities.criteria import check_criteria
 from agentrun.activities.mcp.calls import call_mcp_tool, list_mcp_tools
@@ -78,6 +79,8 @@ def build_worker(
     identity: str | None = None,
     max_cached_workflows: int = 1000,
 ) -> Worker:
+    # Not dumpable, whatever the sandbox can do; and the log says which layers bash runs behind.
+    wall.announce()
     return Worker(
         with_plain_failures(client),
         task_queue=task_queue,

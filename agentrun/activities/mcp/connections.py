@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 from typing import Any
 
 import anyio
@@ -17,6 +18,8 @@ from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
 from agentrun.activities.mcp.environment import server_environment
+from agentrun.activities.tools import wall
+from agentrun.activities.tools.policy import expand
 from agentrun.lang.mcp_servers import McpServer
 
 CONNECTION_CLOSED = -32000  # the SDK's code for a connection that is gone
@@ -84,8 +87,30 @@ class Connection:
 def _target(server: McpServer) -> str | StdioServerParameters:
     if server.url:
         return server.url
-    return StdioServerParameters(
-        command=server.command, args=list(server.args), env=server_environment(server), cwd=server.cwd or None
+    env = server_environment(server)
+    argv = [server.command, *server.args]
+    if server.sandbox:
+        argv = wall.wrap(_room(server), argv)
+        if "HOME" not in server.env:
+            env["HOME"] = "/tmp"  # the worker's own is not there: a private one, for caches
+    return StdioServerParameters(command=argv[0], args=argv[1:], env=env, cwd=server.cwd or None)
+
+
+def _room(server: McpServer) -> wall.Room:
+    """A stdio server's room: its cwd writable, what its declaration opens; refused (ServerGone,
+    which the model reads) where this worker can make no boundary and the declaration does not say
+    `sandbox: false`."""
+    if not wall.layers().any:
+        raise ServerGone(
+            f"MCP server {server.id!r} was not started: this worker cannot confine a program (no user "
+            "namespaces for bubblewrap, no Landlock), and its declaration does not say sandbox: false"
+        )
+    home = os.path.expanduser("~")
+    return wall.Room(
+        workdir=os.path.realpath(server.cwd or os.getcwd()),
+        read=tuple(expand(p, "", home) for p in server.allow_read),
+        write=tuple(expand(p, "", home) for p in server.allow_write),
+        network=server.network,
     )
 
 
