@@ -144,8 +144,10 @@ def room(policy: ToolPolicy, workdir: str) -> Room:
     home = os.path.expanduser("~")
     readonly, emptied = [], []
     for rel in _files(workdir):
-        if is_protected(policy, rel):
-            (emptied if is_secret(rel) else readonly).append(os.path.join(workdir, rel))
+        if is_secret(rel):  # credentials.toml, .env*: however the protected list names them
+            emptied.append(os.path.join(workdir, rel))
+        elif is_protected(policy, rel):
+            readonly.append(os.path.join(workdir, rel))
     return Room(
         workdir=workdir,
         read=tuple(expand(p, workdir, home) for p in rule.allow_read),
