@@ -214,7 +214,12 @@ GRANTS = [
         lambda p: f"cat {p.sibling}/secret.txt; echo x > {p.sibling}/f",
         _read_only,
     ),
-    Grant("allow_network keeps the host's network", "[bash]\nallow_network = true\n", lambda p: fetches(p.canary.port), _reached),
+    Grant(
+        "allow_network keeps the host's network",
+        "[bash]\nallow_network = true\n",
+        lambda p: fetches(p.canary.port),
+        _reached,
+    ),
 ]
 
 
@@ -295,7 +300,12 @@ def _mcp_calls(layers: str, declarations: list[dict[str, bool]]) -> dict[str, st
         "AGENTRUN_SANDBOX_LAYERS": layers,
     }
     done = subprocess.run(
-        [sys.executable, "-c", MCP_CALLS, str(ROOT), json.dumps(declarations)], env=env, cwd=ROOT, capture_output=True, text=True, timeout=120
+        [sys.executable, "-c", MCP_CALLS, str(ROOT), json.dumps(declarations)],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1])

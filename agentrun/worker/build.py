@@ -11,12 +11,12 @@ from pathlib import Path
 from temporalio.client import Client
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker, WorkflowRunner
 
-from agentrun.activities.tools import wall
 from agentrun.activities.agent import release_agent, run_agent
 from agentrun.activities.criteria import check_criteria
 from agentrun.activities.mcp.calls import call_mcp_tool, list_mcp_tools
 from agentrun.activities.preconditions import check_preconditions
 from agentrun.activities.provider import call_provider
+from agentrun.activities.tools import wall
 from agentrun.activities.tools.run import run_tool
 from agentrun.activities.validation import validate_output
 from agentrun.models.contract import TASK_QUEUE

@@ -65,7 +65,9 @@ class Layers:
             found.append("bubblewrap (own root, PID and network namespaces)")
         if self.landlock:
             found.append(f"Landlock ABI {self.landlock}")
-        return ", ".join(found) or "none: bash and stdio MCP servers are not offered unless the policy says sandbox = off"
+        return (
+            ", ".join(found) or "none: bash and stdio MCP servers are not offered unless the policy says sandbox = off"
+        )
 
 
 @dataclass(frozen=True)
