@@ -11,8 +11,9 @@ Where the real system's examples expect a block its code leaves to a language mo
 make, we block: a command that names a path outside the work directory (`/etc/passwd`,
 `../..`) other than a few system ones (/dev/null, /tmp, /usr/bin, /bin, ...), a new line chaining
 a second command, and the commands inside `$(..)`, backticks and `( .. )`, which are checked too.
-These are checks on the text; what bounds a command that gets past them is the sandbox
-(tools.sandbox): its own namespaces, a scrubbed environment and resource limits.
+These are checks on the text, early and friendly refusals; what bounds a command that gets past
+them is the operating system (tools.wall: its own root and network, Landlock) and the sandbox
+(tools.sandbox: a made environment and resource limits).
 """
 
 from __future__ import annotations

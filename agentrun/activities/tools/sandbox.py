@@ -2,8 +2,10 @@
 
 - Its environment is made, not inherited: PATH, HOME and PWD (the work directory), TMPDIR, TERM,
   the locale, and the call's idempotency key. No key, token or password of the worker is there.
-- Its own PID and mount namespaces with a fresh /proc (`unshare`; as a normal user inside a user
-  namespace of its own): the worker's processes, and their /proc/<pid>/environ, are not there to
+- Behind the OS boundary (tools.wall) when given a room: bubblewrap's root of its own with its
+  own PID and network namespaces, and Landlock; otherwise (the policy's sandbox = "off") its own
+  PID and mount namespaces with a fresh /proc (`unshare`; as a normal user inside a user namespace
+  of its own). Either way the worker's processes, and their /proc/<pid>/environ, are not there to
   read or signal, and when the call ends its first process dies and the kernel kills every other.
 - Its own control group where the machine gives one (tools.cgroups): at most `processes` tasks and
   `memory_bytes` of memory; otherwise RLIMIT_NPROC (above what the user already runs) and RLIMIT_AS.

@@ -151,8 +151,8 @@ def room(policy: ToolPolicy, workdir: str) -> Room:
             readonly.append(os.path.join(workdir, rel))
     return Room(
         workdir=workdir,
-        read=tuple(expand(p, workdir, home) for p in rule.allow_read),
-        write=tuple(expand(p, workdir, home) for p in rule.allow_write),
+        read=tuple(os.path.normpath(expand(p, workdir, home)) for p in rule.allow_read),
+        write=tuple(os.path.normpath(expand(p, workdir, home)) for p in rule.allow_write),
         network=rule.allow_network,
         readonly=tuple(readonly),
         emptied=tuple(emptied),
