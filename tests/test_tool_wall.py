@@ -23,7 +23,7 @@ import pytest
 
 from agentrun.models import tool_policy
 from agentrun.models.tools import ToolPolicy, ToolResult
-from tests.conftest import ROOT
+from tests.conftest import ROOT, start_worker
 from tests.fakes.web import FakeWeb
 from tests.tool_calls import OneToolCall, call, make_input, start_tool_worker
 
@@ -261,6 +261,24 @@ async def test_without_layers_bash_is_refused_unless_the_policy_turns_the_sandbo
     finally:
         worker.kill()
         worker.wait()
+
+
+@pytest.mark.parametrize("layers", ["none", "landlock"])
+def test_a_worker_says_at_start_which_layers_it_has(address, layers):
+    from agentrun.activities.tools import wall
+
+    worker = start_worker(address, "--task-queue", f"wall-{uuid.uuid4().hex[:8]}", env={wall.LAYERS_ENV: layers})
+    try:
+        assert worker.stdout is not None
+        said = worker.stdout.readline().decode()
+    finally:
+        worker.terminate()
+        worker.wait(timeout=30)
+    assert said.startswith("sandbox layers for bash and stdio MCP servers: ")
+    if layers == "none":
+        assert 'not offered unless the policy says sandbox = "off"' in said, said
+    else:
+        assert "bubblewrap" not in said and ("Landlock ABI" in said or wall.landlock_abi() == 0), said
 
 
 # A process that calls the fake MCP server's tools as a worker does, with a planted variable in its

@@ -79,8 +79,8 @@ def build_worker(
     identity: str | None = None,
     max_cached_workflows: int = 1000,
 ) -> Worker:
-    # Not dumpable, whatever the sandbox can do; and the log says which layers bash runs behind.
-    wall.announce()
+    # Not dumpable, whatever the sandbox can do: no program it starts reads its /proc/<pid>/environ.
+    wall.hide_worker()
     return Worker(
         with_plain_failures(client),
         task_queue=task_queue,

@@ -65,7 +65,8 @@ class Layers:
         if self.landlock:
             found.append(f"Landlock ABI {self.landlock}")
         return (
-            ", ".join(found) or "none: bash and stdio MCP servers are not offered unless the policy says sandbox = off"
+            ", ".join(found)
+            or 'none: bash and stdio MCP servers are not offered unless the policy says sandbox = "off"'
         )
 
 
@@ -93,11 +94,9 @@ def layers() -> Layers:
 
 
 def announce() -> Layers:
-    """At a worker's start: make it not dumpable, and say which layers it has."""
+    """At a worker's start: make it not dumpable, and find its layers (which its start line names)."""
     hide_worker()
-    found = layers()
-    log.info("sandbox layers for bash and stdio MCP servers: %s", found.describe())
-    return found
+    return layers()
 
 
 @functools.cache
