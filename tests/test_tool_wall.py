@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from agentrun.activities.tools import wall
 from agentrun.models import tool_policy
 from agentrun.models.tools import ToolPolicy, ToolResult
 from tests.conftest import ROOT, start_worker
@@ -97,6 +98,8 @@ class Attack:
     command: Callable[[Place], str]
     check: Callable[[Place, ToolResult], None]
     policy: str = ""  # a policy.toml's text
+    # Landlock alone cannot make one file of a writable folder read-only or empty: bubblewrap's binds do.
+    needs_bwrap: bool = False
 
 
 def _nothing_planted(p: Place, r: ToolResult) -> None:
@@ -133,17 +136,19 @@ ATTACKS = [
         lambda p: f"echo x > {p.sibling}/f",
         lambda p, r: _absent(p.sibling / "f"),
     ),
-    Attack("read credentials.toml through a glob", lambda p: "cat cred*.toml", _nothing_planted),
-    Attack("read .env.local through a glob", lambda p: "cat .e*", _nothing_planted),
+    Attack("read credentials.toml through a glob", lambda p: "cat cred*.toml", _nothing_planted, needs_bwrap=True),
+    Attack("read .env.local through a glob", lambda p: "cat .e*", _nothing_planted, needs_bwrap=True),
     Attack(
         "overwrite policy.toml named through a variable",
         lambda p: "p=policy; echo 'default_deny = false' > $p.toml",
         lambda p, r: _unchanged(p.wd / "policy.toml", "default_deny = true\n"),
+        needs_bwrap=True,
     ),
     Attack(
         "remove policy.toml named through a variable",
         lambda p: "p=policy; rm -f $p.toml",
         lambda p, r: _unchanged(p.wd / "policy.toml", "default_deny = true\n"),
+        needs_bwrap=True,
     ),
 ]
 
@@ -164,8 +169,23 @@ def _unchanged(path: Path, text: str) -> None:
     assert path.exists() and path.read_text() == text
 
 
-@pytest.mark.parametrize("attack", ATTACKS, ids=[a.name for a in ATTACKS])
-async def test_a_command_cannot_reach_past_the_boundary(place, attack):
+FOUND = wall.layers()
+# Each layer this machine has, alone and together (a worker uses both).
+LAYERS = {
+    name: layers
+    for name, layers in (
+        ("bwrap+landlock", FOUND),
+        ("bwrap", wall.Layers(FOUND.bwrap, 0)),
+        ("landlock", wall.Layers("", FOUND.landlock)),
+    )
+    if (layers.bwrap or "bwrap" not in name) and (layers.landlock or "landlock" not in name)
+}
+CASES = [(a, name) for a in ATTACKS for name in LAYERS if a.needs_bwrap <= bool(LAYERS[name].bwrap)]
+
+
+@pytest.mark.parametrize(("attack", "layers"), CASES, ids=[f"{a.name} [{name}]" for a, name in CASES])
+async def test_a_command_cannot_reach_past_the_boundary(place, attack, layers, monkeypatch):
+    monkeypatch.setattr(wall, "layers", lambda: LAYERS[layers])
     policy = tool_policy.parse(attack.policy) if attack.policy else ToolPolicy()
     result = await call(place.wd, "bash", policy, command=attack.command(place))
     assert not result.refused, result.content  # past the text checks: the OS is what stops it
@@ -265,8 +285,6 @@ async def test_without_layers_bash_is_refused_unless_the_policy_turns_the_sandbo
 
 @pytest.mark.parametrize("layers", ["none", "landlock"])
 def test_a_worker_says_at_start_which_layers_it_has(address, layers):
-    from agentrun.activities.tools import wall
-
     worker = start_worker(address, "--task-queue", f"wall-{uuid.uuid4().hex[:8]}", env={wall.LAYERS_ENV: layers})
     try:
         assert worker.stdout is not None

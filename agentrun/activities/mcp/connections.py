@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import tempfile
 from typing import Any
 
 import anyio
@@ -90,9 +91,11 @@ def _target(server: McpServer) -> str | StdioServerParameters:
     env = server_environment(server)
     argv = [server.command, *server.args]
     if server.sandbox:
-        argv = wall.wrap(_room(server), argv)
+        room = _room(server)
+        argv = wall.wrap(room, argv)
         if "HOME" not in server.env:
-            env["HOME"] = "/tmp"  # the worker's own is not there: a private one, for caches
+            env["HOME"] = room.tmp  # the worker's own is not there: a private one, for caches
+        env.setdefault("TMPDIR", room.tmp)
     return StdioServerParameters(command=argv[0], args=argv[1:], env=env, cwd=server.cwd or None)
 
 
@@ -106,7 +109,11 @@ def _room(server: McpServer) -> wall.Room:
             "namespaces for bubblewrap, no Landlock), and its declaration does not say sandbox: false"
         )
     home = os.path.expanduser("~")
+    # Without bwrap's private /tmp, one of its own for as long as it runs (left for the machine's
+    # temporary-file cleaning: a server's process may outlive the connection by a moment).
+    tmp = "/tmp" if wall.layers().bwrap else tempfile.mkdtemp(prefix=f"agentrun-mcp-{server.id}-")
     return wall.Room(
+        tmp=tmp,
         workdir=os.path.realpath(server.cwd or os.getcwd()),
         read=tuple(expand(p, "", home) for p in server.allow_read),
         write=tuple(expand(p, "", home) for p in server.allow_write),

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import functools
 import json
 import logging
@@ -82,11 +83,11 @@ class Outcome:
     stderr_bytes: int
 
 
-def environment(workdir: str, key: str = "") -> dict[str, str]:
+def environment(workdir: str, key: str = "", tmp: str = "/tmp") -> dict[str, str]:
     env = {name: os.environ[name] for name in PASSED if name in os.environ}
     env.setdefault("PATH", os.defpath)
     env.setdefault("LANG", "C.UTF-8")
-    env.update(HOME=workdir, PWD=workdir, TMPDIR="/tmp", TERM="dumb", SHELL="/bin/bash")
+    env.update(HOME=workdir, PWD=workdir, TMPDIR=tmp, TERM="dumb", SHELL="/bin/bash")
     if key:
         env["AGENTRUN_IDEMPOTENCY_KEY"] = key
     return env
@@ -105,6 +106,22 @@ async def run_command(
 ) -> Outcome:
     """Run `command` with bash in the sandbox; its output, its start and end when it is long. With
     a `room`, behind the OS boundary's layers (tools.wall) as well."""
+    with tempfile.TemporaryDirectory(prefix="agentrun-tmp-") as tmp:
+        if room is not None and not wall.layers().bwrap:  # Landlock alone: a temporary folder of its own
+            room = dataclasses.replace(room, tmp=tmp)
+        return await _run(command, workdir, limits, timeout_s, key, keep_chars, heartbeat, room)
+
+
+async def _run(
+    command: str,
+    workdir: str,
+    limits: ToolLimits,
+    timeout_s: float,
+    key: str,
+    keep_chars: int,
+    heartbeat: Callable[[], None] | None,
+    room: wall.Room | None,
+) -> Outcome:
     group = await asyncio.to_thread(cgroups.create, limits.processes, limits.memory_bytes)
     # The EXIT trap keeps bash as the command's first process, rather than letting it become a
     # single command by exec: a command killed by a signal is then reported as bash reports it.
@@ -122,7 +139,7 @@ async def run_command(
             proc = await asyncio.create_subprocess_exec(
                 *launch,
                 cwd=workdir,
-                env=environment(workdir, key),
+                env=environment(workdir, key, room.tmp if room is not None else "/tmp"),
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=err,

@@ -81,6 +81,9 @@ class Room:
     network: bool = False
     readonly: tuple[str, ...] = ()
     emptied: tuple[str, ...] = ()
+    # Its temporary folder: bwrap's private /tmp; without bwrap, a folder of its own the caller
+    # makes (the machine's /tmp holds other runs' folders).
+    tmp: str = "/tmp"
 
 
 @functools.cache
@@ -270,7 +273,7 @@ def _fence(room: Room, found: Layers) -> list[str]:
     # what keeps TCP away.
     tcp = not room.network and not found.bwrap
     readable = [*system_folders(), "/proc", *room.read]
-    writable = [room.workdir, "/tmp", *room.write]
+    writable = [room.workdir, room.tmp, *room.write]
     return [str(found.landlock), "1" if tcp else "0", "read", *readable, "write", *writable, "dev", "/dev"]
 
 
