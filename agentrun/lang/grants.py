@@ -105,11 +105,14 @@ _WANTS = {
         ),
         "a list of strings",
     ),
-    "sandbox": '"on" or "off"',
     **dict.fromkeys(
         ("timeout", "max_processes", "max_memory_mb", "max_file_mb", "max_output"), "a whole number above 0"
     ),
 }
+
+
+# The top level's own: a tool table's `sandbox` is the real system's, read and not used, any value.
+_TOP_WANTS = {"sandbox": '"on" or "off"'}
 
 
 def _mistake(tables: Tables) -> tuple[str, str, str, str] | None:
@@ -128,7 +131,7 @@ def _mistake(tables: Tables) -> tuple[str, str, str, str] | None:
                 where = f"in [{table}]" if table else "at the top level"
                 hint = did_you_mean(key, known) or "the keys are " + ", ".join(known)
                 return table, key, f"unknown key '{key}' {where}", hint
-            want = _WANTS.get(key)
+            want = (_TOP_WANTS.get(key) if not table else None) or _WANTS.get(key)
             if want is not None and not _is(want, value):
                 return table, key, f"{f'[{table}] ' if table else ''}{key} must be {want}", ""
     return None
