@@ -294,7 +294,7 @@ def test_a_worker_says_at_start_which_layers_it_has(address, layers):
         worker.wait(timeout=30)
     assert said.startswith("sandbox layers for bash and stdio MCP servers: ")
     if layers == "none":
-        assert 'not offered unless the policy says sandbox = "off"' in said, said
+        assert 'bash is refused unless the policy says sandbox = "off"' in said, said
     else:
         assert "bubblewrap" not in said and ("Landlock ABI" in said or wall.landlock_abi() == 0), said
 

