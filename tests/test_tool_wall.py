@@ -217,6 +217,10 @@ def _read_only(p: Place, r: ToolResult) -> None:
     assert PLANTED in r.content and not (p.sibling / "f").exists(), r.content
 
 
+def _refused_by_proxy(p: Place, r: ToolResult) -> None:
+    assert p.canary.count == 0 and "403" in r.content and "connected" not in json.loads(r.content)["stdout"], r.content
+
+
 def _reached(p: Place, r: ToolResult) -> None:
     assert p.canary.count == 1 and "canary page" in r.content, r.content
 
@@ -233,6 +237,40 @@ GRANTS = [
         '[bash]\nallow_read = ["$WORKSPACE/../elsewhere"]\n',
         lambda p: f"cat {p.sibling}/secret.txt; echo x > {p.sibling}/f",
         _read_only,
+    ),
+    Grant(
+        "allow_domains lets a listed host through the worker's proxy",
+        '[bash]\nallow_domains = ["127.0.0.1"]\n[web_fetch]\nallow_private = true\n',
+        lambda p: fetches(p.canary.port),
+        _reached,
+    ),
+    Grant(
+        "allow_domains opens a CONNECT tunnel to a listed host",
+        '[bash]\nallow_domains = ["127.0.0.1"]\n[web_fetch]\nallow_private = true\n',
+        lambda p: python(
+            "import http.client as h, os, urllib.parse as u; x = u.urlsplit(os.environ['HTTPS_PROXY']); "
+            f"c = h.HTTPConnection(x.hostname, x.port); c.set_tunnel('127.0.0.1', {p.canary.port}); "
+            "c.request('GET', '/x'); print(c.getresponse().read())"
+        ),
+        _reached,
+    ),
+    Grant(
+        "allow_domains keeps every other host out",
+        '[bash]\nallow_domains = ["example.com"]\n[web_fetch]\nallow_private = true\n',
+        lambda p: (
+            fetches(p.canary.port)
+            + "; "
+            + python(
+                f"import socket; socket.create_connection(('127.0.0.1', {p.canary.port}), timeout=3); print('connected')"
+            )
+        ),
+        _refused_by_proxy,
+    ),
+    Grant(
+        "allow_domains still refuses a private address",
+        '[bash]\nallow_domains = ["127.0.0.1"]\n',
+        lambda p: fetches(p.canary.port),
+        _refused_by_proxy,
     ),
     Grant(
         "allow_network keeps the host's network",

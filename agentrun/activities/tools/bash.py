@@ -4,19 +4,23 @@ The policy decides first (tools.commands: banned commands, the denylist and allo
 outside the work directory); then the command runs in the sandbox (tools.sandbox) under the
 policy's time limit and resource limits, behind the OS boundary (tools.wall): its own root with
 the work directory the only writable place, and no network unless `[bash] allow_network`. Where
-the worker can make no boundary, bash is refused unless the policy says `sandbox = "off"`. A command that runs out of time is killed with all it
+the worker can make no boundary, bash is refused unless the policy says `sandbox = "off"`. With
+`[bash] allow_domains`, the command reaches those hosts through the worker's egress proxy
+(tools.egress), and nothing else. A command that runs out of time is killed with all it
 started, and the model reads that it was.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
 import signal
 from typing import Any
 
 from temporalio import activity
 
-from agentrun.activities.tools import commands, sandbox, wall
+from agentrun.activities.tools import commands, egress, sandbox, wall
 from agentrun.activities.tools.base import Refused, ToolContext, ToolFailed, as_json, text_arg
 
 # Why a command's process was ended, for the model: the limits it ran into.
@@ -35,16 +39,19 @@ async def call(ctx: ToolContext, args: dict[str, Any]) -> str:
     room = await asyncio.to_thread(_room, ctx)
     limits = ctx.policy.limits
     timeout_s = ctx.policy.rule("bash").timeout_s or limits.bash_timeout_s
-    outcome = await sandbox.run_command(
-        command,
-        ctx.workdir.root,
-        limits,
-        timeout_s,
-        key=ctx.idempotency_key,
-        keep_chars=max(1000, ctx.output_chars // 2 - 200),
-        heartbeat=_heartbeat,
-        room=room,
-    )
+    async with contextlib.AsyncExitStack() as stack:
+        if room is not None and _wants_proxy(ctx):
+            room = dataclasses.replace(room, proxy=await stack.enter_async_context(egress.proxy(ctx.policy)))
+        outcome = await sandbox.run_command(
+            command,
+            ctx.workdir.root,
+            limits,
+            timeout_s,
+            key=ctx.idempotency_key,
+            keep_chars=max(1000, ctx.output_chars // 2 - 200),
+            heartbeat=_heartbeat,
+            room=room,
+        )
     if outcome.exit_code is None:
         said = (outcome.stdout + outcome.stderr).strip()[-2000:]
         raise ToolFailed(
@@ -65,6 +72,13 @@ def _room(ctx: ToolContext) -> wall.Room | None:
     if not wall.layers().any:
         raise Refused(NO_BOUNDARY)
     return wall.room(ctx.policy, ctx.workdir.root)
+
+
+def _wants_proxy(ctx: ToolContext) -> bool:
+    """`[bash] allow_domains` without `allow_network`: the way out is the worker's egress proxy,
+    reached from bwrap's network namespace (Landlock alone has no private loopback to serve it on)."""
+    rule = ctx.policy.rule("bash")
+    return bool(rule.allow_domains) and not rule.allow_network and bool(wall.layers().bwrap)
 
 
 NO_BOUNDARY = (

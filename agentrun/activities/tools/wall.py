@@ -46,6 +46,8 @@ LANDLOCK_CREATE_RULESET_VERSION = 1
 SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
 # Files of /etc that hold secrets: a root worker's program, without capabilities, still owns them.
 ETC_SECRETS = ("/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/ssl/private", "/etc/ssh")
+# Where the worker's egress proxy socket is inside the sandbox (tools.egress).
+EGRESS_INSIDE = "/run/agentrun-egress.sock"
 WALK_LIMIT = 100_000  # files of the work directory looked at for protected names, at most
 
 
@@ -85,6 +87,8 @@ class Room:
     # Its temporary folder: bwrap's private /tmp; without bwrap, a folder of its own the caller
     # makes (the machine's /tmp holds other runs' folders).
     tmp: str = "/tmp"
+    # The worker's egress proxy socket for `[bash] allow_domains` (tools.egress), "" for none.
+    proxy: str = ""
 
 
 @functools.cache
@@ -185,7 +189,7 @@ def _files(workdir: str) -> Iterator[str]:
 def wrap(room: Room, argv: list[str], found: Layers | None = None) -> list[str]:
     """`argv` behind the boundary's layers: bwrap's, then the Landlock launcher's."""
     found = layers() if found is None else found
-    if found.landlock:
+    if found.landlock or room.proxy:
         argv = [sys.executable, "-I", "-S", "-c", FENCE, *_fence(room, found), "--", *argv]
     if found.bwrap:
         argv = [found.bwrap, *bwrap_args(room), "--", *argv]
@@ -240,6 +244,8 @@ def bwrap_args(room: Room) -> list[str]:
         args += ["--ro-bind", path, path]
     for path in room.emptied:
         args += ["--ro-bind", empty_file(), path]
+    if room.proxy:
+        args += ["--bind", room.proxy, EGRESS_INSIDE]
     bound = [*room.read, *room.write, room.workdir]
     for state in _state_folders():
         if _covered(state, bound):  # a work directory that holds the engine's state: not that
@@ -280,17 +286,20 @@ def _fence(room: Room, found: Layers) -> list[str]:
     tcp = not room.network and not found.bwrap
     readable = [*system_folders(), "/proc", *room.read]
     writable = [room.workdir, room.tmp, *room.write]
-    return [str(found.landlock), "1" if tcp else "0", "read", *readable, "write", *writable, "dev", "/dev"]
+    proxy = ["proxy", EGRESS_INSIDE] if room.proxy else []
+    return [str(found.landlock), "1" if tcp else "0", "read", *readable, "write", *writable, "dev", "/dev", *proxy]
 
 
 # Runs inside the sandbox, between bwrap and the program: restricts itself with Landlock (ctypes,
-# three syscalls), then becomes the program. Python without site (-I -S): about 15 ms.
+# three syscalls), starts the egress forwarder when there is a proxy, then becomes the program.
+# Python without site (-I -S): about 15 ms.
 FENCE = r"""
 import ctypes, os, signal, stat, sys
 # Python ignores these two at start, and an exec would pass that on: the program gets the defaults.
 signal.signal(signal.SIGPIPE, signal.SIG_DFL)
 signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
-# argv: ABI, TCP cut (1/0), then `read`, `write`, `dev` each followed by its folders; `--`; the program.
+# argv: ABI (0: no Landlock), TCP cut (1/0), then `read`, `write`, `dev` each followed by its
+# folders, `proxy` by the egress socket; `--`; the program.
 end = sys.argv.index("--")
 abi, tcp, rules, key = int(sys.argv[1]), sys.argv[2] == "1", {}, ""
 for word in sys.argv[3:end]:
@@ -299,42 +308,81 @@ for word in sys.argv[3:end]:
     else:
         key = word
         rules[key] = []
-libc = ctypes.CDLL(None, use_errno=True)
-libc.syscall.restype = ctypes.c_long
-def fail(what):
-    os.write(2, f"sandbox: Landlock {what} failed (errno {ctypes.get_errno()})\n".encode())
-    os._exit(126)
-fs = (1 << 13) - 1 | (abi >= 2) << 13 | (abi >= 3) << 14 | (abi >= 5) << 15
-read = 1 | 1 << 2 | 1 << 3
-file_only = 1 | 1 << 1 | 1 << 2 | 1 << 14 | 1 << 15
-dev = read | 1 << 1 | 1 << 14 | 1 << 15
-class Ruleset(ctypes.Structure):
-    _fields_ = [("fs", ctypes.c_uint64), ("net", ctypes.c_uint64), ("scoped", ctypes.c_uint64)]
-class Beneath(ctypes.Structure):
-    _pack_ = 1
-    _fields_ = [("access", ctypes.c_uint64), ("fd", ctypes.c_int32)]
-net = 3 if tcp and abi >= 4 else 0
-attr = Ruleset(fs, net, 3 if abi >= 6 else 0)
-size = 8 if abi < 4 else 16 if abi < 6 else 24
-ruleset = libc.syscall(444, ctypes.byref(attr), ctypes.c_size_t(size), 0)
-if ruleset < 0:
-    fail("create_ruleset")
-for key, access in (("read", read), ("write", fs), ("dev", dev)):
-    for path in rules.get(key, ()):
+def landlock():
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    def fail(what):
+        os.write(2, f"sandbox: Landlock {what} failed (errno {ctypes.get_errno()})\n".encode())
+        os._exit(126)
+    fs = (1 << 13) - 1 | (abi >= 2) << 13 | (abi >= 3) << 14 | (abi >= 5) << 15
+    read = 1 | 1 << 2 | 1 << 3
+    file_only = 1 | 1 << 1 | 1 << 2 | 1 << 14 | 1 << 15
+    dev = read | 1 << 1 | 1 << 14 | 1 << 15
+    class Ruleset(ctypes.Structure):
+        _fields_ = [("fs", ctypes.c_uint64), ("net", ctypes.c_uint64), ("scoped", ctypes.c_uint64)]
+    class Beneath(ctypes.Structure):
+        _pack_ = 1
+        _fields_ = [("access", ctypes.c_uint64), ("fd", ctypes.c_int32)]
+    net = 3 if tcp and abi >= 4 else 0
+    attr = Ruleset(fs, net, 3 if abi >= 6 else 0)
+    size = 8 if abi < 4 else 16 if abi < 6 else 24
+    ruleset = libc.syscall(444, ctypes.byref(attr), ctypes.c_size_t(size), 0)
+    if ruleset < 0:
+        fail("create_ruleset")
+    for key, access in (("read", read), ("write", fs), ("dev", dev)):
+        for path in rules.get(key, ()):
+            try:
+                fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+            except OSError:
+                continue
+            allowed = access & fs if stat.S_ISDIR(os.fstat(fd).st_mode) else access & fs & file_only
+            rule = Beneath(allowed, fd)
+            if libc.syscall(445, ruleset, 1, ctypes.byref(rule), 0) != 0:
+                fail(f"add_rule for {path}")
+            os.close(fd)
+    if libc.prctl(38, 1, 0, 0, 0) != 0:
+        fail("no_new_privs")
+    if libc.syscall(446, ruleset, 0) != 0:
+        fail("restrict_self")
+    os.close(ruleset)
+def forwarder(path):
+    # The sandbox's own loopback, handed on to the worker's proxy socket; the program is told by
+    # HTTP(S)_PROXY. A child of its own, which ends with the sandbox's PID namespace.
+    import socket, threading
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(64)
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}"
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"):
+        os.environ[name] = url
+    if os.fork():
+        listener.close()
+        return
+    def pipe(a, b):
         try:
-            fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+            while data := a.recv(65536):
+                b.sendall(data)
         except OSError:
+            pass
+        for s in (a, b):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+    while True:
+        conn, _ = listener.accept()
+        up = socket.socket(socket.AF_UNIX)
+        try:
+            up.connect(path)
+        except OSError:
+            conn.close()
             continue
-        allowed = access & fs if stat.S_ISDIR(os.fstat(fd).st_mode) else access & fs & file_only
-        rule = Beneath(allowed, fd)
-        if libc.syscall(445, ruleset, 1, ctypes.byref(rule), 0) != 0:
-            fail(f"add_rule for {path}")
-        os.close(fd)
-if libc.prctl(38, 1, 0, 0, 0) != 0:
-    fail("no_new_privs")
-if libc.syscall(446, ruleset, 0) != 0:
-    fail("restrict_self")
-os.close(ruleset)
+        threading.Thread(target=pipe, args=(conn, up), daemon=True).start()
+        threading.Thread(target=pipe, args=(up, conn), daemon=True).start()
+if abi:
+    landlock()
+for path in rules.get("proxy", ()):
+    forwarder(path)
 argv = sys.argv[end + 1 :]
 try:
     os.execvp(argv[0], argv)
