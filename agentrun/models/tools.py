@@ -61,7 +61,7 @@ class ToolRule(BaseModel):
     deny: list[str] = []  # path globs; deny wins over allow
     allowlist: list[str] = []  # bash: commands allowed (first words; a trailing * takes any arguments)
     denylist: list[str] = []  # bash: commands refused; deny wins
-    allow_domains: list[str] = []  # web tools: host names, `*.example.com` for subdomains
+    allow_domains: list[str] = []  # web tools, bash's egress proxy: host names, `*.example.com` for subdomains
     timeout_s: float | None = None  # bash: `timeout` in seconds; None is ToolLimits.bash_timeout_s
     # bash: folders visible inside the boundary besides the work directory ($WORKSPACE and ~ expanded)
     allow_read: list[str] = []  # read-only
