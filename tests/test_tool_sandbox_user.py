@@ -1,5 +1,5 @@
-"""The bash sandbox for a worker that is not root: its own user namespace (then PID and mount
-namespaces and /proc), RLIMIT_NPROC (which the kernel enforces for a normal user, over all of the
+"""The bash sandbox for a worker that is not root: the OS boundary (bubblewrap in a user namespace,
+Landlock), its own user namespace (then PID and mount namespaces and /proc), RLIMIT_NPROC (which the kernel enforces for a normal user, over all of the
 user's processes) and RLIMIT_AS, since a normal user has no control group to write.
 
 The suite runs as root, so this runs the sandbox in a process of the unprivileged user `nobody`:

@@ -240,8 +240,8 @@ def bwrap_args(room: Room) -> list[str]:
     for folder in room.write:
         args += ["--bind-try", folder, folder]
     args += ["--bind", room.workdir, room.workdir]
-    for path in room.readonly:
-        args += ["--ro-bind", path, path]
+    for path in room.readonly:  # -try: a file removed since the walk is no reason to fail the call
+        args += ["--ro-bind-try", path, path]
     for path in room.emptied:
         args += ["--ro-bind", empty_file(), path]
     if room.proxy:
