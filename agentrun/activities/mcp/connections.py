@@ -20,8 +20,8 @@ from mcp.shared.exceptions import MCPError
 
 from agentrun.activities.mcp.environment import server_environment
 from agentrun.activities.tools import wall
-from agentrun.activities.tools.policy import expand
 from agentrun.lang.mcp_servers import McpServer
+from agentrun.policy.paths import expand
 
 CONNECTION_CLOSED = -32000  # the SDK's code for a connection that is gone
 # How long a server may take to start and answer the handshake (`npx -y` may fetch a package first);

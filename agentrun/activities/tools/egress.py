@@ -22,8 +22,8 @@ from urllib.parse import urlsplit
 
 from agentrun.activities.tools import addresses
 from agentrun.activities.tools.base import Refused, ToolFailed
-from agentrun.activities.tools.policy import check_domain
 from agentrun.models.tools import ToolPolicy
+from agentrun.policy.web import domain_refusal
 
 HEAD_BYTES = 16_384  # a request's head, at most
 
@@ -90,7 +90,7 @@ async def _allowed(policy: ToolPolicy, host: str, port: int) -> list[str]:
     rule = policy.rule("bash")
     if not rule.allow_domains:
         raise Refused("the policy allows no domain for bash")
-    why = check_domain(policy, "bash", host)
+    why = domain_refusal(rule, "bash", host)
     if why:
         raise Refused(why)
     return await addresses.resolve(host, port, allow_private=policy.allow_private)

@@ -7,7 +7,7 @@ import os
 from typing import Any
 
 from agentrun.activities.tools.base import ToolContext, ToolFailed, text_arg
-from agentrun.activities.tools.paths import locate, open_regular
+from agentrun.activities.tools.paths import locate, open_for_reading
 
 
 async def call(ctx: ToolContext, args: dict[str, Any]) -> str:
@@ -18,7 +18,7 @@ def _read(ctx: ToolContext, path: str) -> str:
     with locate(ctx, path) as found:
         if not found.exists:
             raise ToolFailed(f"{path}: no such file")
-        fd = open_regular(found, path, os.O_RDONLY)
+        fd = open_for_reading(found, path)
         with os.fdopen(fd, "rb") as f:
             # At most 4 bytes a character: enough to fill the output cap and see that it is cut.
             data = f.read(ctx.output_chars * 4 + 4)

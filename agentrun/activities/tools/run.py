@@ -17,6 +17,7 @@ from agentrun.activities.tools.base import Refused, ToolContext, ToolFailed
 from agentrun.activities.tools.confine import Changed, NotFound, OutsideWorkdir, Workdir
 from agentrun.activities.tools.registry import TOOLS
 from agentrun.models.tools import RUN_TOOL, ToolCallInput, ToolResult, builtin_name
+from agentrun.policy import Asked, decide
 
 
 @activity.defn(name=RUN_TOOL)
@@ -49,8 +50,9 @@ async def _run(input: ToolCallInput, name: str) -> str:
     tool = TOOLS.get(name)
     if tool is None:
         raise Refused(f"there is no tool named {input.call.name}; the tools are: {', '.join(TOOLS)}")
-    if not input.policy.rule(name).enabled:
-        raise Refused(f"tool {name} is disabled by the policy")
+    decision = decide(input.policy, Asked("builtin", name))  # the tool's table: each tool asks again on what it touches
+    if not decision.allowed:
+        raise Refused(decision.reason)
     try:
         workdir = Workdir(input.workdir)
     except OSError as e:

@@ -33,8 +33,9 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from agentrun.activities.tools.policy import expand, is_protected, is_secret
+from agentrun.activities.tools.policy import is_protected, is_secret
 from agentrun.models.tools import ToolPolicy
+from agentrun.policy.paths import expand
 
 log = logging.getLogger(__name__)
 LAYERS_ENV = "AGENTRUN_SANDBOX_LAYERS"
@@ -157,7 +158,7 @@ def room(policy: ToolPolicy, workdir: str) -> Room:
     home = os.path.expanduser("~")
     readonly, emptied = [], []
     for rel in _files(workdir):
-        if is_secret(rel):  # credentials.toml, .env*: however the protected list names them
+        if is_secret(rel, policy):  # credentials.toml, .env*, the policy's protected_files: not read
             emptied.append(os.path.join(workdir, rel))
         elif is_protected(policy, rel):
             readonly.append(os.path.join(workdir, rel))
