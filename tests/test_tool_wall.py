@@ -145,6 +145,11 @@ ATTACKS = [
         needs_bwrap=True,
     ),
     Attack(
+        "make an agentrun.yaml the next run would read, named through a variable",
+        lambda p: "n=agentrun; echo 'mcp_servers: {}' > $n.yaml; ls",
+        lambda p, r: _gone(p.wd / "agentrun.yaml", r),
+    ),
+    Attack(
         "remove policy.toml named through a variable",
         lambda p: "p=policy; rm -f $p.toml",
         lambda p, r: _unchanged(p.wd / "policy.toml", "default_deny = true\n"),
@@ -156,6 +161,10 @@ ATTACKS = [
 def _stdout_lacks(r: ToolResult, text: str) -> None:
     assert r.ok, r.content
     assert text not in json.loads(r.content)["stdout"], r.content
+
+
+def _gone(path: Path, r: ToolResult) -> None:
+    assert not path.exists() and f"removed {path.name}" in r.content, r.content
 
 
 def _absent(path: Path) -> None:
@@ -194,7 +203,10 @@ async def test_a_command_cannot_reach_past_the_boundary(place, attack, layers, m
 
 
 async def test_the_work_directory_is_the_writable_place(place):
+    (place.wd / "sub").mkdir()
+    os.symlink("../policy.toml", place.wd / "sub" / "agent.toml")  # the user's own: left alone
     result = await call(place.wd, "bash", command="echo made > made.txt; cat made.txt; ls -a")
+    assert (place.wd / "sub" / "agent.toml").is_symlink()
     assert result.ok and "made" in json.loads(result.content)["stdout"]
     assert (place.wd / "made.txt").read_text() == "made\n"
     listed = json.loads(result.content)["stdout"].split()

@@ -56,13 +56,17 @@ async def call(ctx: ToolContext, args: dict[str, Any]) -> str:
             heartbeat=_heartbeat,
             room=room,
         )
+    stderr = outcome.stderr
+    if room is not None:
+        for rel in await asyncio.to_thread(wall.made_protected, ctx.policy, room):
+            stderr += f"\n[removed {rel}: agents may not make a file that steers a run or holds secrets]"
     if outcome.exit_code is None:
         said = (outcome.stdout + outcome.stderr).strip()[-2000:]
         raise ToolFailed(
             f"command timed out after {timeout_s:g}s and was killed with everything it started"
             + (f"; its output so far ends with:\n{said}" if said else "")
         )
-    result: dict[str, Any] = {"stdout": outcome.stdout, "stderr": outcome.stderr, "exit_code": outcome.exit_code}
+    result: dict[str, Any] = {"stdout": outcome.stdout, "stderr": stderr, "exit_code": outcome.exit_code}
     if outcome.signal:
         result["ended_by"] = _ended_by(outcome.signal)
     return as_json(result)

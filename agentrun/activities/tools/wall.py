@@ -88,6 +88,8 @@ class Room:
     # Its temporary folder: bwrap's private /tmp; without bwrap, a folder of its own the caller
     # makes (the machine's /tmp holds other runs' folders).
     tmp: str = "/tmp"
+    # Links with a protected name there before the command (made_protected leaves them).
+    links: tuple[str, ...] = ()
     # The worker's egress proxy socket for `[bash] allow_domains` (tools.egress), "" for none.
     proxy: str = ""
 
@@ -156,12 +158,16 @@ def room(policy: ToolPolicy, workdir: str) -> Room:
     """The bash tool's room under a run's policy."""
     rule = policy.rule("bash")
     home = os.path.expanduser("~")
-    readonly, emptied = [], []
-    for rel in _files(workdir):
-        if is_secret(rel, policy):  # credentials.toml, .env*, the policy's protected_files: not read
-            emptied.append(os.path.join(workdir, rel))
+    readonly, emptied, links = [], [], []
+    for rel in _files(workdir, links=True):
+        path = os.path.join(workdir, rel)
+        if os.path.islink(path):  # where it leads is bound (or absent) in its own right
+            if is_protected(policy, rel):
+                links.append(path)
+        elif is_secret(rel, policy):  # credentials.toml, .env*, the policy's protected_files: not read
+            emptied.append(path)
         elif is_protected(policy, rel):
-            readonly.append(os.path.join(workdir, rel))
+            readonly.append(path)
     return Room(
         workdir=workdir,
         read=tuple(os.path.normpath(expand(p, workdir, home)) for p in rule.allow_read),
@@ -169,11 +175,28 @@ def room(policy: ToolPolicy, workdir: str) -> Room:
         network=rule.allow_network,
         readonly=tuple(readonly),
         emptied=tuple(emptied),
+        links=tuple(links),
     )
 
 
-def _files(workdir: str) -> Iterator[str]:
-    """The work directory's files and folders, as paths relative to it (links not followed)."""
+def made_protected(policy: ToolPolicy, room: Room) -> list[str]:
+    """Remove the protected files a command made in the work directory (an `agentrun.yaml` or a
+    `policy.toml` where there was none, which the next run would read): those there before are
+    bound read-only in its sandbox, a new one is not. The names removed, from the work directory."""
+    before = {*room.readonly, *room.emptied, *room.links}
+    removed = []
+    for rel in _files(room.workdir, links=True):
+        path = os.path.join(room.workdir, rel)
+        if path not in before and is_protected(policy, rel):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+                removed.append(rel)
+    return removed
+
+
+def _files(workdir: str, links: bool = False) -> Iterator[str]:
+    """The work directory's files (and links, with `links`), as paths relative to it (links not
+    followed)."""
     pending, seen = [""], 0
     while pending and seen < WALK_LIMIT:
         rel = pending.pop()
@@ -183,7 +206,7 @@ def _files(workdir: str) -> Iterator[str]:
                 path = f"{rel}/{entry.name}" if rel else entry.name
                 if entry.is_dir(follow_symlinks=False):
                     pending.append(path)
-                elif not entry.is_symlink():
+                elif links or not entry.is_symlink():
                     yield path
 
 
