@@ -4,8 +4,11 @@ and a stdio MCP server, judged by side effects: what reached a canary server, wh
 outside the work directory, which planted text came back to the model.
 
 Each row fails without the boundary (checked on the code before it: the command connects, reads,
-writes; the MCP server reads its parent's environment; `allow_write`, `allow_network` and
-`sandbox` are keys the policy refused; a worker without layers ran bash anyway).
+writes, makes an agentrun.yaml; the MCP server reads its parent's environment; `allow_write`,
+`allow_read`, `allow_network`, `sandbox` and bash's `allow_domains` were keys the policy refused or
+ignored; a worker without layers ran bash anyway). The attacks run behind each layer this machine
+has, alone and together: Landlock alone cannot keep one file of the work directory read-only, so
+the protected-file rows need bubblewrap.
 """
 
 from __future__ import annotations
