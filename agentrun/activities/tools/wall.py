@@ -21,6 +21,7 @@ Two layers, each used where the machine has it:
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import ctypes
 import functools
@@ -300,7 +301,13 @@ def empty_file() -> str:
     fd, path = tempfile.mkstemp(prefix="agentrun-empty-")
     os.close(fd)
     os.chmod(path, 0o444)
+    atexit.register(_remove, path)
     return path
+
+
+def _remove(path: str) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(path)
 
 
 def _fence(room: Room, found: Layers) -> list[str]:
