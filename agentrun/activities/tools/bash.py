@@ -14,7 +14,8 @@ from typing import Any
 from temporalio import activity
 
 from agentrun.activities.tools import commands, sandbox
-from agentrun.activities.tools.base import Refused, ToolContext, ToolFailed, as_json, text_arg
+from agentrun.activities.tools.base import Refused, ToolContext, ToolFailed, as_json
+from agentrun.models.builtin_tools import BashArgs
 
 # Why a command's process was ended, for the model: the limits it ran into.
 _ENDED_BY: dict[int, str] = {
@@ -24,8 +25,8 @@ _ENDED_BY: dict[int, str] = {
 }
 
 
-async def call(ctx: ToolContext, args: dict[str, Any]) -> str:
-    command = text_arg(args, "command")
+async def call(ctx: ToolContext, args: BashArgs) -> str:
+    command = args.command
     reason = commands.refusal(command, ctx.policy, ctx.workdir.root)
     if reason:
         raise Refused(reason)

@@ -11,15 +11,15 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator
-from typing import Any
 from urllib.parse import urljoin
 
 import httpx
 
 from agentrun.activities.tools import addresses, tls
-from agentrun.activities.tools.base import Refused, ToolContext, ToolFailed, text_arg
+from agentrun.activities.tools.base import Refused, ToolContext, ToolFailed
 from agentrun.activities.tools.html_text import text_of
 from agentrun.activities.tools.policy import check_domain
+from agentrun.models.builtin_tools import WebFetchArgs
 
 MAX_REDIRECTS = 5
 TIMEOUT_S = 30.0
@@ -27,8 +27,8 @@ _REDIRECTS = (301, 302, 303, 307, 308)
 USER_AGENT = "Mozilla/5.0 (compatible; agentrun web_fetch)"
 
 
-async def call(ctx: ToolContext, args: dict[str, Any]) -> str:
-    url = text_arg(args, "url").strip()
+async def call(ctx: ToolContext, args: WebFetchArgs) -> str:
+    url = args.url.strip()
     async with httpx.AsyncClient(
         trust_env=False, follow_redirects=False, timeout=TIMEOUT_S, verify=tls.context()
     ) as client:
