@@ -417,7 +417,26 @@ def _tool_calls(state: RunState) -> list[str]:
     for key, uses in state.tool_calls.items():
         lines.append(f"- {key}: {tool_uses.counts(uses)}")
         lines += [f"  {n}. {_cell(tool_uses.line(use))}" for n, use in enumerate(uses, 1)]
-    return lines
+    return lines + _crashed_calls(state)
+
+
+def _crashed_calls(state: RunState) -> list[str]:
+    """The calls a crash touched, named by step and place: those that ran again after their worker
+    stopped (the first attempt may have partly run) and those that could not be completed."""
+    again = [
+        f"{key} #{n} {u.tool}"
+        for key, uses in state.tool_calls.items()
+        for n, u in enumerate(uses, 1)
+        if u.attempts > 1
+    ]
+    lost = [
+        f"{key} #{n} {u.tool}"
+        for key, uses in state.tool_calls.items()
+        for n, u in enumerate(uses, 1)
+        if u.outcome == "lost"
+    ]
+    lines = [f"- Ran again after a worker stopped (may have partly run twice): {', '.join(again)}"] if again else []
+    return lines + ([f"- Could not be completed: {', '.join(lost)}"] if lost else [])
 
 
 _SUB_STATUS = {"running": "RUNNING", "completed": "SUCCESS", "failed": "FAILED", "refused": "REFUSED"}

@@ -25,19 +25,21 @@ class ToolSettings(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    timeout_s: float = START_S  # one attempt; with `command_limit`, on top of the command's limit
-    command_limit: bool = False  # the policy's command time limit is part of an attempt's time
+    timeout_s: float = START_S  # one attempt; with `adds_limit`, on top of the tool's own limit
+    # The tool's own time limit is part of an attempt's (bash: the policy's command limit; an MCP
+    # tool: its server's timeout).
+    adds_limit: bool = False
     heartbeat_s: float = 5.0
     attempts: int = 3
     backoff_s: float = 1.0  # the first wait between attempts, doubled each time
 
-    def start_to_close_s(self, command_limit_s: float) -> float:
-        return self.timeout_s + (command_limit_s if self.command_limit else 0.0)
+    def start_to_close_s(self, limit_s: float) -> float:
+        return self.timeout_s + (limit_s if self.adds_limit else 0.0)
 
-    def schedule_to_close_s(self, command_limit_s: float) -> float:
+    def schedule_to_close_s(self, limit_s: float) -> float:
         """Room for every attempt to run its whole time, and the waits between attempts."""
         waits = sum(self.backoff_s * 2**n for n in range(self.attempts - 1))
-        return self.attempts * self.start_to_close_s(command_limit_s) + waits
+        return self.attempts * self.start_to_close_s(limit_s) + waits
 
 
 class BadArguments(ValueError):
@@ -184,7 +186,7 @@ BUILTINS: dict[str, BuiltinTool] = {
             BashArgs,
             # A command's own limit bounds each attempt; a command is one that may have partly run, so
             # it is attempted again once after a crash, not more.
-            ToolSettings(command_limit=True, attempts=2),
+            ToolSettings(adds_limit=True, attempts=2),
         ),
         BuiltinTool("web_fetch", "Get a web page and give back its text (an HTML page as plain text).", WebFetchArgs),
         BuiltinTool(

@@ -488,16 +488,21 @@ class ToolUse(BaseModel):
     call_id: str
     tool: str
     arguments: str = ""  # the arguments' JSON, cut to ARGUMENTS_SHOWN characters
-    outcome: Literal["running", "ok", "error", "refused"] = "running"
+    # lost: it could not be completed (its workers kept stopping, or its time ran out); the step failed
+    outcome: Literal["running", "ok", "error", "refused", "lost"] = "running"
     reason: str = ""  # the error or refusal, cut short
     duration_s: float = 0.0
     at: datetime | None = None  # when the call was made (workflow time)
     source: str = "builtin"  # builtin, mcp or local (answered by the workflow)
+    attempts: int = 1  # more than 1: it ran again after the worker running it stopped
 
-    def end(self, outcome: Literal["ok", "error", "refused"], reason: str, duration_s: float) -> None:
+    def end(
+        self, outcome: Literal["ok", "error", "refused", "lost"], reason: str, duration_s: float, attempts: int = 1
+    ) -> None:
         self.outcome = outcome
         self.reason = reason
         self.duration_s = duration_s
+        self.attempts = attempts
 
 
 ARGUMENTS_SHOWN = 120  # characters of a tool call's arguments the run state keeps
