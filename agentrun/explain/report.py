@@ -104,7 +104,8 @@ def to_json(state: RunState) -> str:
 
 def tasks_json(state: RunState) -> list[dict]:
     """The tasks as `status --json` and `report --format json` both give them: a list, in run order."""
-    return [task.model_dump(mode="json") for task in state.tasks.values()]
+    # attempts_made: every try its history has (its agent call's too), as the text of `status` shows them.
+    return [task.model_dump(mode="json") | {"attempts_made": task.attempts_made} for task in state.tasks.values()]
 
 
 def to_markdown(state: RunState, lost: list[str] | None = None) -> str:
@@ -480,7 +481,7 @@ def _cell(text: str) -> str:
 
 
 def _retries(task: TaskState) -> int:
-    return max(task.attempts - 1, 0) + task.retries
+    return task.retries_used
 
 
 def _duration(seconds: float) -> str:

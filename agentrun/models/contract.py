@@ -319,6 +319,17 @@ class TaskState(BaseModel):
         """The step's `attempt`-th try at its success criteria, from 1."""
         self.attempts = attempt
 
+    @property
+    def retries_used(self) -> int:
+        """Its tries after the first, of every kind: its success criteria's, the spec's retries, and
+        its agent call's attempts after a transport error or a lost worker (`retries`)."""
+        return max(self.attempts - 1, 0) + self.retries
+
+    @property
+    def attempts_made(self) -> int:
+        """Its tries as its history has them (0 before it started): what `status` shows as attempts."""
+        return self.retries_used + 1 if self.attempts or self.retries else 0
+
     def count_iteration(self) -> None:
         self.iterations += 1
 
