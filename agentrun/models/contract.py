@@ -159,6 +159,13 @@ class Carried(BaseModel):
     rollback: bool = False  # a cancellation asked for before it continued undoes what it did
 
 
+# An agent call's (and a model turn's, a provider call's) heartbeat timeout: a worker killed in the
+# middle of one is noticed this soon and the call runs again on another worker. Its beats are not
+# history; a shorter timeout would risk taking a worker whose event loop is merely slow for a dead
+# one, and an agent call run twice costs a prompt.
+DEFAULT_HEARTBEAT_S = 10.0
+
+
 class RunInput(BaseModel):
     """What `client start` hands the AgentRun workflow."""
 
@@ -170,7 +177,7 @@ class RunInput(BaseModel):
     resume_from: NodeId | None = None
     max_iterations: int | None = None
     lenient: bool = False
-    heartbeat_s: float = 30.0
+    heartbeat_s: float = DEFAULT_HEARTBEAT_S
     search_attributes: bool = True
     prices: dict[str, ir.Price] = {}  # a price table from the command line; the spec's own wins
     # A behaviour tree the agent walks itself over MCP: no agent is asked, the run waits for updates.
