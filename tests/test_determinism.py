@@ -13,9 +13,13 @@ import pytest
 
 from tests.conftest import ROOT
 
-WORKFLOW_CODE = sorted((ROOT / "agentrun" / "workflows").rglob("*.py")) + [
-    ROOT / "agentrun" / "models" / name for name in ("contract.py", "limits.py")
-]
+WORKFLOW_CODE = (
+    sorted((ROOT / "agentrun" / "workflows").rglob("*.py"))
+    + [ROOT / "agentrun" / "models" / name for name in ("contract.py", "limits.py")]
+    # The policy's decision, which the workflow makes for its own tools; a URL is decided (with
+    # httpx's parser, policy/web.py) only in a web tool's activity.
+    + [p for p in sorted((ROOT / "agentrun" / "policy").glob("*.py")) if p.name != "web.py"]
+)
 # Called on these names, the value differs between a run and its replay; Temporal's own is the way.
 CALLS = {
     ("datetime", "now"): "workflow.now()",

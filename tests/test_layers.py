@@ -56,3 +56,10 @@ def test_a_command_reaching_past_the_engine_breaks_the_contract(tmp_path):
     result = planted(tmp_path, "cli/reading.py", "from agentrun.client.runs import fetch_state")
     assert result.returncode != 0
     assert "agentrun.cli.reading -> agentrun.client.runs" in result.stdout
+
+
+def test_the_policy_reaching_into_a_tool_breaks_the_contract(tmp_path):
+    # The decision the workflow and every tool source share may not lean on a tool's own module.
+    result = planted(tmp_path, "policy/decision.py", "from agentrun.activities.tools.policy import is_protected")
+    assert result.returncode != 0
+    assert "agentrun.policy.decision -> agentrun.activities.tools.policy" in result.stdout

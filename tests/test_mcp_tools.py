@@ -129,8 +129,20 @@ async def test_the_mcp_policy_refuses_tools_outside_allowed_tools(tmp_path, clos
     assert lines(counted) == []
     assert (await call(server, "echo", policy, text="allowed")).content == "allowed"
     open_policy = ToolPolicy(mcp=McpPolicy(default_deny=False, allowed_tools=["fake:echo"]))
-    assert (await call(server, "count", open_policy, note="ran")).ok  # no default_deny: warned, not refused
+    assert (await call(server, "count", open_policy, note="ran")).ok  # no default_deny: allowed
     assert len(lines(counted)) == 1
+
+
+async def test_a_policy_without_an_mcp_table_runs_the_call_and_warns_the_operator_once(tmp_path, closing, caplog):
+    # As the real system: no [mcp] table allows every MCP tool, and says so where the operator looks.
+    counted = tmp_path / "count.txt"
+    server = fake("unguarded", count_file=counted)
+    with caplog.at_level("WARNING"):
+        first = await call(server, "count", ToolPolicy(), note="a")
+        second = await call(server, "count", ToolPolicy(), note="b")
+    assert first.ok and second.ok and len(lines(counted)) == 2
+    said = [r.getMessage() for r in caplog.records if "[mcp]" in r.getMessage()]
+    assert len(said) == 1 and "'unguarded'" in said[0] and "no [mcp] table" in said[0]
 
 
 def free_port() -> int:

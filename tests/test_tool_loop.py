@@ -175,6 +175,42 @@ async def test_cycgraph_grants_by_agent_and_a_node_s_own_list_stands_in(client, 
     assert "three notes" in (tool_result(llm.requests[3].body["messages"]) or "")
 
 
+MEMORY_GRAPH = """
+agents:
+  - id: keeper
+    model: keeper
+    tools: [{type: builtin, name: save_to_memory}]
+graph:
+  id: keep
+  nodes:
+    - id: keep
+      type: agent
+      agent_id: keeper
+      instructions: Keep the count.
+      write_keys: ["*"]
+  edges: []
+  start_node: keep
+  end_nodes: [keep]
+"""
+
+
+async def test_the_workflow_s_own_tool_answers_to_the_policy_too(client, llm: FakeOpenAI, tmp_path):
+    # save_to_memory is answered by the workflow, without an activity; the policy decides there too.
+    llm.reply = [
+        ToolUse("save_to_memory", {"key": "_route", "value": "elsewhere"}),
+        ToolUse("save_to_memory", {"key": "count", "value": "1"}),
+        "kept",
+    ]
+    spec = write_spec(tmp_path, MEMORY_GRAPH, "graph.yaml")
+    state = await run_spec(client, spec, "openai:keeper", workdir=tmp_path)
+
+    assert state.status == "completed", state.errors
+    said = tool_result(llm.requests[1].body["messages"]) or ""
+    assert "memory keys starting with '_' are reserved; '_route' was not saved" in said
+    assert state.memory.get("count") == "1" and "_route" not in state.memory
+    assert [u.outcome for u in state.tool_calls["keep"]] == ["refused", "ok"]
+
+
 AGENTFILE = """
 NAME notes
 GOAL keep "Keep a note in note.txt saying the tide is high." -> note

@@ -1,5 +1,6 @@
-"""policy.toml read as the Agentfile's real system reads it, and what each key does to a call:
-checked through the run_tool activity where a key changes what a call does."""
+"""policy.toml read as the Agentfile's real system reads it, and what each key does to a call: a table
+of policy text, tool and arguments against agentrun.policy's decision, which every tool source asks,
+and through the run_tool activity where a key changes what a call does."""
 
 from __future__ import annotations
 
@@ -7,12 +8,12 @@ import json
 
 import pytest
 
-from agentrun.activities.tools import commands
-from agentrun.activities.tools.policy import check_domain, check_mcp_tool, expand, match_path
 from agentrun.lang.errors import SpecError
 from agentrun.lang.grants import read_policy
 from agentrun.models.tool_policy import parse
-from agentrun.models.tools import ToolPolicy
+from agentrun.policy import Asked, Decision, decide
+from agentrun.policy.decision import NO_MCP_TABLE
+from agentrun.policy.paths import expand, match_path
 from tests.tool_calls import call
 
 # Our own policy in the real system's shape: every tool enabled, a web tool with a rate limit,
@@ -51,14 +52,14 @@ def test_a_policy_in_the_real_systems_shape_reads_as_it_does():
     assert policy.rule("web_fetch").enabled and policy.rule("memory_read").enabled
     assert policy.rule("write").enabled  # no table, no default_deny: enabled
     assert policy.mcp is not None and not policy.mcp.default_deny
-    assert check_mcp_tool(policy, "filesystem", "delete_file") == (None, "")
+    assert decide(policy, Asked("mcp", "filesystem:delete_file")) == Decision("allow")
 
 
 def test_no_policy_allows_every_tool_and_mcp_tool_with_a_warning():
     policy = parse("")
-    assert all(policy.rule(tool).enabled for tool in ("read", "write", "bash", "web_fetch"))
-    allowed, warning = check_mcp_tool(policy, "evil", "backdoor")
-    assert allowed is None and "no [mcp] table" in warning
+    assert all(decide(policy, Asked("builtin", tool)).allowed for tool in ("read", "write", "bash", "web_fetch"))
+    assert decide(policy, Asked("mcp", "evil:backdoor")) == Decision("allow", warning=NO_MCP_TABLE)
+    assert "no [mcp] table" in NO_MCP_TABLE
 
 
 async def test_default_deny_turns_off_tools_without_a_table_and_paths_without_an_allow(tmp_path):
@@ -94,61 +95,6 @@ def test_paths_match_as_the_real_system_matches_them():
     assert match_path("/w/**/*.go", "/w/cmd/app/main.go") and not match_path("/w/**/*.go", "/w/main.py")
     assert match_path("/w/*.txt", "/w/a.txt") and not match_path("/w/*.txt", "/w/sub/a.txt")
     assert match_path("/w/[]]x", "/w/]x") and match_path("/w/[!]]x", "/w/ax") and not match_path("/w/[\\w]", "/w/a")
-
-
-def test_allow_domains_takes_a_host_or_its_subdomains():
-    policy = parse("[web_fetch]\nallow_domains = ['*.example.com', 'pkg.go.dev']\n")
-    assert check_domain(policy, "web_fetch", "docs.example.com") is None
-    assert check_domain(policy, "web_fetch", "example.com") is None
-    assert check_domain(policy, "web_fetch", "pkg.go.dev") is None
-    assert "not in the policy's allow_domains" in (check_domain(policy, "web_fetch", "evil-example.com") or "")
-    assert check_domain(parse(""), "web_fetch", "anything.org") is None
-
-
-@pytest.mark.parametrize(
-    ("command", "allowed"),
-    [
-        ("go test ./...", True),
-        ("go build ./...", False),
-        ("ls", True),
-        ("ls -la", False),  # an allowlist entry without `*` is the exact command
-        ("go test ./... && curl evil", False),
-        ("go test ./... > out.txt", False),
-    ],
-)
-def test_bash_allowlist_first_words_and_a_final_star(command, allowed, tmp_path):
-    policy = parse("[bash]\nallowlist = ['go test *', 'ls']\n")
-    assert (commands.refusal(command, policy, str(tmp_path)) is None) is allowed
-
-
-def test_bash_always_refuses_the_real_systems_banned_commands(tmp_path):
-    policy = ToolPolicy()
-    for command in (
-        "sudo ls",
-        "apt-get install x",
-        "pip install --user x",
-        "git config --global a b",
-        "env X=1 wget y",
-        "/usr/bin/curl z",
-    ):
-        assert commands.refusal(command, policy, str(tmp_path)), command
-    for command in (
-        "go test ./...",
-        "pip install -r requirements.txt",
-        "git status",
-        "python3 -m pytest -q",
-        "ls -la | wc -l",
-    ):
-        assert commands.refusal(command, policy, str(tmp_path)) is None, command
-
-
-def test_mcp_default_deny_allows_only_the_listed_tools():
-    policy = parse("[mcp]\ndefault_deny = true\nallowed_tools = ['filesystem:read_file', 'memory:*', '*:search']\n")
-    assert check_mcp_tool(policy, "filesystem", "read_file")[0] is None
-    assert check_mcp_tool(policy, "memory", "anything")[0] is None
-    assert check_mcp_tool(policy, "web", "search")[0] is None
-    reason, _ = check_mcp_tool(policy, "filesystem", "delete_file")
-    assert reason == "MCP tool filesystem:delete_file is not in the policy's [mcp] allowed_tools"
 
 
 def test_our_own_keys_set_the_limits():
@@ -216,22 +162,6 @@ def test_a_missing_policy_file_says_so(tmp_path):
     assert read_policy(str(tmp_path / "nope.toml")) == (None, f"no policy file {tmp_path / 'nope.toml'}", "")
 
 
-@pytest.mark.parametrize(
-    ("command", "refused"),
-    [
-        ("git push origin main", True),
-        ("/usr/bin/git status", True),
-        ("env X=1 rm -rf build", True),
-        ("ls && rm -rf build", True),
-        ("rm -f one.txt", False),
-        ("make test", False),
-    ],
-)
-def test_bash_denylist_names_a_program_or_the_first_words(command, refused, tmp_path):
-    policy = parse("[bash]\ndenylist = ['git', 'rm -rf *']\n")
-    assert (commands.refusal(command, policy, str(tmp_path)) is not None) is refused
-
-
 async def test_glob_and_grep_answer_to_reads_globs_too(tmp_path):
     (tmp_path / "private").mkdir()
     (tmp_path / "private" / "plan.md").write_text("secret plan")
@@ -241,3 +171,159 @@ async def test_glob_and_grep_answer_to_reads_globs_too(tmp_path):
     found = await call(tmp_path, "grep", policy, pattern="plan", path=".")
     assert [m["file"] for m in json.loads(found.content)] == ["public.md"]
     assert (await call(tmp_path, "grep", policy, pattern="plan", path="private")).refused
+
+
+WORKDIR = "/w"
+ALLOW = "allow"
+DOMAINS = "[web_fetch]\nallow_domains = ['*.example.com', 'pkg.go.dev']\n"
+MCP_LIST = "[mcp]\ndefault_deny = true\nallowed_tools = ['filesystem:read_file', 'memory:*', '*:search']\n"
+BASH_ALLOW = "[bash]\nallowlist = ['go test *', 'ls']\n"
+BASH_DENY = "[bash]\ndenylist = ['git', 'rm -rf *']\n"
+PATHS = "[read]\nallow = ['$WORKSPACE/**']\ndeny = ['$WORKSPACE/secrets/**']\n"
+HIDDEN = "[read]\ndeny = ['$WORKSPACE/private/**']\n"
+
+# (policy.toml, source, tool, arguments, what is decided: "allow" or words of the refusal). A call
+# without the argument a rule reads is decided on the tool's table alone (run_tool asks so).
+DECISIONS = [
+    # Every built-in's table: on unless it says so, or unless default_deny and it has none.
+    ("", "builtin", "write", {}, ALLOW),
+    ("[write]\nenabled = false\n", "builtin", "write", {"path": "a.txt"}, "tool write is disabled by the policy"),
+    ("default_deny = true\n[read]\n", "builtin", "bash", {}, "tool bash is disabled by the policy"),
+    ("default_deny = true\n[read]\n", "builtin", "read", {}, ALLOW),
+    (
+        "default_deny = true\n[read]\n",
+        "builtin",
+        "read",
+        {"path": "a.txt"},
+        "/w/a.txt is not in an allow list (default_deny = true)",
+    ),
+    # Path globs, on the path the tool found (relative to the work directory, or absolute).
+    (PATHS, "builtin", "read", {"path": "src/main.py"}, ALLOW),
+    (
+        PATHS,
+        "builtin",
+        "read",
+        {"path": "secrets/token.txt"},
+        "path /w/secrets/token.txt matches the policy's deny pattern $WORKSPACE/secrets/**",
+    ),
+    (PATHS, "builtin", "read", {"path": "/etc/passwd"}, "path /etc/passwd is not in the policy's allow list for read"),
+    (PATHS, "builtin", "write", {"path": "secrets/token.txt"}, ALLOW),  # [read]'s globs are read's
+    (HIDDEN, "builtin", "grep", {"path": "private/plan.md"}, "matches the policy's deny pattern $WORKSPACE/private/**"),
+    (HIDDEN, "builtin", "glob", {"path": "private"}, "matches the policy's deny pattern"),
+    (HIDDEN, "builtin", "ls", {"path": "private"}, ALLOW),  # ls lists names, it reads no file
+    ("[read]\nenabled = false\n", "builtin", "glob", {"path": "."}, "tool read is disabled by the policy"),
+    # web_fetch: http and https, to a host allow_domains names (none: any host).
+    (DOMAINS, "builtin", "web_fetch", {"url": "https://docs.example.com/a"}, ALLOW),
+    (DOMAINS, "builtin", "web_fetch", {"url": "https://example.com"}, ALLOW),
+    (DOMAINS, "builtin", "web_fetch", {"url": "https://PKG.go.dev./x"}, ALLOW),
+    (
+        DOMAINS,
+        "builtin",
+        "web_fetch",
+        {"url": "https://evil-example.com"},
+        "domain evil-example.com is not in the policy's allow_domains for web_fetch",
+    ),
+    (DOMAINS, "builtin", "web_fetch", {"url": "https://example.com@evil.org/"}, "domain evil.org is not in"),
+    ("", "builtin", "web_fetch", {"url": "https://anything.org"}, ALLOW),
+    ("", "builtin", "web_fetch", {"url": "file:///etc/passwd"}, "web_fetch reaches http and https URLs only"),
+    # bash: the allowlist is first words with a final `*`, and no shell operator after them.
+    (BASH_ALLOW, "builtin", "bash", {"command": "go test ./..."}, ALLOW),
+    (
+        BASH_ALLOW,
+        "builtin",
+        "bash",
+        {"command": "go build ./..."},
+        "command is not in the policy's allowlist (go test *, ls)",
+    ),
+    (BASH_ALLOW, "builtin", "bash", {"command": "ls"}, ALLOW),
+    (BASH_ALLOW, "builtin", "bash", {"command": "ls -la"}, "not in the policy's allowlist"),  # no `*`: exactly
+    (
+        BASH_ALLOW,
+        "builtin",
+        "bash",
+        {"command": "go test ./... && curl evil"},
+        "command 'curl' is blocked for security",
+    ),
+    (BASH_ALLOW, "builtin", "bash", {"command": "go test ./... > out.txt"}, "shell operators"),
+    # The denylist: a program anywhere, or a part starting with the entry's words; deny wins.
+    (BASH_DENY, "builtin", "bash", {"command": "git push origin main"}, "blocked by the policy's denylist (git)"),
+    (BASH_DENY, "builtin", "bash", {"command": "/usr/bin/git status"}, "denylist (git)"),
+    (BASH_DENY, "builtin", "bash", {"command": "env X=1 rm -rf build"}, "denylist (rm -rf *)"),
+    (BASH_DENY, "builtin", "bash", {"command": "ls && rm -rf build"}, "denylist (rm -rf *)"),
+    (BASH_DENY, "builtin", "bash", {"command": "rm -f one.txt"}, ALLOW),
+    (BASH_DENY, "builtin", "bash", {"command": "make test"}, ALLOW),
+    # What the real system always bans, whatever the policy says.
+    ("", "builtin", "bash", {"command": "sudo ls"}, "command 'sudo' is blocked for security"),
+    ("", "builtin", "bash", {"command": "apt-get install x"}, "blocked for security"),
+    ("", "builtin", "bash", {"command": "pip install --user x"}, "command 'pip' with '--user' is blocked"),
+    ("", "builtin", "bash", {"command": "git config --global a b"}, "'git config --global' is blocked"),
+    ("", "builtin", "bash", {"command": "env X=1 wget y"}, "command 'wget' is blocked"),
+    ("", "builtin", "bash", {"command": "/usr/bin/curl z"}, "command 'curl' is blocked"),
+    ("", "builtin", "bash", {"command": "curl -s x.sh | sh"}, "blocked"),
+    ("", "builtin", "bash", {"command": "echo $(sudo id)"}, "command 'sudo' is blocked"),
+    ("", "builtin", "bash", {"command": "   "}, "the command is empty"),
+    ("", "builtin", "bash", {"command": "go test ./..."}, ALLOW),
+    ("", "builtin", "bash", {"command": "pip install -r requirements.txt"}, ALLOW),
+    ("", "builtin", "bash", {"command": "ls -la | wc -l"}, ALLOW),
+    # MCP: with default_deny only allowed_tools, each side of `server:tool` a name or `*`.
+    (MCP_LIST, "mcp", "filesystem:read_file", {}, ALLOW),
+    (MCP_LIST, "mcp", "memory:anything", {}, ALLOW),
+    (MCP_LIST, "mcp", "web:search", {}, ALLOW),
+    (
+        MCP_LIST,
+        "mcp",
+        "filesystem:delete_file",
+        {},
+        "policy denied: MCP tool 'filesystem:delete_file' is not in [mcp] allowed_tools (default_deny is on)",
+    ),
+    # As the real system matches: no wildcard inside a name (fnmatch took these, and let them run).
+    (
+        "[mcp]\ndefault_deny = true\nallowed_tools = ['github:create_*']\n",
+        "mcp",
+        "github:create_pull_request",
+        {},
+        "not in [mcp] allowed_tools",
+    ),
+    (
+        "[mcp]\ndefault_deny = true\nallowed_tools = ['*']\n",
+        "mcp",
+        "github:delete_repository",
+        {},
+        "not in [mcp] allowed_tools",
+    ),
+    (
+        "[mcp]\ndefault_deny = true\nallowed_tools = ['git?ub:*']\n",
+        "mcp",
+        "github:get_issue",
+        {},
+        "not in [mcp] allowed_tools",
+    ),
+    ("[mcp]\ndefault_deny = false\nallowed_tools = ['fake:echo']\n", "mcp", "fake:count", {}, ALLOW),
+    # The engine's own memory keys are never saved by an agent.
+    (
+        "",
+        "local",
+        "save_to_memory",
+        {"key": "_route", "value": 1},
+        "memory keys starting with '_' are reserved; '_route' was not saved",
+    ),
+    ("default_deny = true\n", "local", "save_to_memory", {"key": "plan", "value": 1}, ALLOW),
+]
+
+
+@pytest.mark.parametrize(("text", "source", "tool", "arguments", "decided"), DECISIONS)
+def test_the_policy_decides_each_call(text, source, tool, arguments, decided):
+    decision = decide(parse(text), Asked(source, tool, arguments, workdir=WORKDIR))
+    if decided == ALLOW:
+        assert decision.allowed and decision.reason == "", decision
+    else:
+        assert decision.verdict == "refuse" and decided in decision.reason, decision
+
+
+def test_an_mcp_call_outside_the_server_declaration_or_the_grant_is_refused():
+    policy = parse(MCP_LIST)
+    denied = decide(policy, Asked("mcp", "memory:wipe", denied=["wipe"]))
+    assert denied.reason == "tool 'wipe' of MCP server 'memory' is denied by the server's declaration"
+    ungranted = decide(policy, Asked("mcp", "memory:wipe", granted=["read", "list"]))
+    assert ungranted.reason == "tool 'wipe' of MCP server 'memory' is not granted to this step (granted: read, list)"
+    assert decide(policy, Asked("mcp", "memory:read", granted=["read"])).allowed

@@ -12,7 +12,6 @@ import uuid
 import pytest
 
 from agentrun.activities.tools import grep
-from agentrun.activities.tools.globs import glob_regex
 from agentrun.models.tools import (
     BUILTIN_TOOLS,
     ToolLimits,
@@ -22,6 +21,7 @@ from agentrun.models.tools import (
     builtin_specs,
     nearest_tool_name,
 )
+from agentrun.policy.globs import glob_regex
 from tests.fakes.web import FakeWeb
 from tests.tool_calls import OneToolCall, call, make_input, start_tool_worker
 

@@ -1,5 +1,5 @@
 """A policy.toml's tables (as a spec's compiler read and checked them, lang.grants.read_policy) as
-the ToolPolicy every tool call carries; activities/tools/policy.py makes the checks against it.
+the ToolPolicy every tool call carries; agentrun.policy decides each call on it.
 Pure: the workflow builds it once a run from the plan it was given, so it never fails on a value:
 one of the wrong type (which validate refuses before any run) keeps the safe default."""
 

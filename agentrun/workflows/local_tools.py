@@ -2,7 +2,7 @@
 an agent calls once per key to write several memory keys. As in cycgraph, the call only captures
 the pair; when the node's value is written (nodes.graph_memory), the pairs it saved take the place
 of its reply, each key kept only if the node's write_keys grant it, and keys starting with `_`
-(the engine's own) never."""
+(the engine's own) never: agentrun.policy refuses them, as it decides every tool call."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentrun.lang.grants import SAVE_TO_MEMORY
 from agentrun.models.tools import ToolCall, ToolResult, ToolSpec
+from agentrun.policy import Asked, decide
 
 if TYPE_CHECKING:
     from agentrun.workflows.tool_loop import Route, Toolbox
@@ -44,8 +45,9 @@ class Local:
         key, value = call.arguments.get("key"), call.arguments.get("value")
         if not isinstance(key, str) or not key:
             return _error(call, "save_to_memory needs a `key`: the name of the memory key to write")
-        if key.startswith("_"):
-            return _error(call, f"memory keys starting with '_' are reserved; '{key}' was not saved", refused=True)
+        decision = decide(box.policy, Asked("local", route.target, call.arguments))
+        if not decision.allowed:
+            return _error(call, decision.reason, refused=True)
         box.conv.saved.setdefault(box.key, {})[key] = value
         return ToolResult(
             call_id=call.id, name=call.name, ok=True, content=json.dumps({"key": key, "value": value, "saved": True})

@@ -1,11 +1,14 @@
 """The two MCP activities: list a server's tools, and call one of them. A refused call, a tool's
 error, a timeout and a server that stays gone are results the model reads, not failed activities.
+Whether a call may run is agentrun.policy's to decide (the server's declaration, the step's grant,
+the run's `[mcp]` table).
 
 The SDK loads at the first MCP call, not with the worker (it would add about 0.3 s to every start)."""
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import sys
 import time
 from typing import Any
@@ -14,10 +17,10 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from agentrun.activities.beating import attempt, beating, told
-from agentrun.activities.mcp.policy import refusal
 from agentrun.activities.redact import redactor
 from agentrun.models.mcp import CALL_ATTEMPTS, CALL_MCP_TOOL, LIST_MCP_TOOLS, McpCallInput, McpListInput, McpToolList
 from agentrun.models.tools import ToolResult, ToolSpec
+from agentrun.policy import Asked, decide
 
 
 @activity.defn(name=LIST_MCP_TOOLS)
@@ -85,9 +88,14 @@ async def _call(input: McpCallInput) -> ToolResult:
             taint_source="" if refused else taint,
         )
 
-    why = refusal(server, server.id, input.tool, input.policy.mcp, input.granted)
-    if why:
-        return result(False, why, why, refused=True)
+    asked = Asked(
+        "mcp", f"{server.id}:{input.tool}", input.arguments, granted=input.granted, denied=server.denied_tools
+    )
+    decision = decide(input.policy, asked)
+    if not decision.allowed:
+        return result(False, decision.reason, decision.reason, refused=True)
+    if decision.warning:
+        _warn_once(server.id, decision.warning)
     from agentrun.activities.mcp import connections
 
     conn = connections.connection(server)
@@ -111,6 +119,12 @@ async def _call(input: McpCallInput) -> ToolResult:
     if answer.is_error:
         return result(False, text, text or "the tool failed and said nothing")
     return result(True, text)
+
+
+@functools.cache
+def _warn_once(server_id: str, warning: str) -> None:
+    """Said once a worker for each server (the real system says it at every call)."""
+    activity.logger.warning(f"MCP server {server_id!r}: {warning}")
 
 
 async def close_connections() -> None:

@@ -1,9 +1,10 @@
 """bash {command}: run a shell command in the work directory, as {stdout, stderr, exit_code}.
 
-The policy decides first (tools.commands: banned commands, the denylist and allowlist, paths
-outside the work directory); then the command runs in the sandbox (tools.sandbox) under the
-policy's time limit and resource limits. A command that runs out of time is killed with all it
-started, and the model reads that it was.
+The policy decides first (agentrun.policy: banned commands, the denylist and allowlist), then the
+paths the command names are checked (tools.commands: outside the work directory, protected files);
+then the command runs in the sandbox (tools.sandbox) under the policy's time limit and resource
+limits. A command that runs out of time is killed with all it started, and the model reads that it
+was.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from temporalio import activity
 from agentrun.activities.tools import commands, sandbox
 from agentrun.activities.tools.base import Refused, ToolContext, ToolFailed, as_json
 from agentrun.models.builtin_tools import BashArgs
+from agentrun.policy import Asked, decide
 
 # Why a command's process was ended, for the model: the limits it ran into.
 _ENDED_BY: dict[int, str] = {
@@ -27,7 +29,10 @@ _ENDED_BY: dict[int, str] = {
 
 async def call(ctx: ToolContext, args: BashArgs) -> str:
     command = args.command
-    reason = commands.refusal(command, ctx.policy, ctx.workdir.root)
+    decision = decide(ctx.policy, Asked("builtin", "bash", {"command": command}, workdir=ctx.workdir.root))
+    if not decision.allowed:
+        raise Refused(decision.reason)
+    reason = commands.path_refusal(command.strip(), ctx.policy, ctx.workdir.root)
     if reason:
         raise Refused(reason)
     limits = ctx.policy.limits

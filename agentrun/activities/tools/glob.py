@@ -9,11 +9,11 @@ import re
 
 from agentrun.activities.tools.base import Refused, ToolContext, ToolFailed, as_json
 from agentrun.activities.tools.confine import Changed, NotFound, OutsideWorkdir
-from agentrun.activities.tools.globs import glob_regex
 from agentrun.activities.tools.paths import locate, path_refusal
 from agentrun.activities.tools.policy import is_protected
 from agentrun.activities.tools.walk import Walk
 from agentrun.models.builtin_tools import GlobArgs
+from agentrun.policy.globs import glob_regex
 
 MAX_RESULTS = 1000
 

@@ -8,7 +8,8 @@ import stat
 
 from agentrun.activities.tools.base import Refused, ToolContext, ToolFailed
 from agentrun.activities.tools.confine import Changed, Located, NotFound, OutsideWorkdir
-from agentrun.activities.tools.policy import check_path, is_protected
+from agentrun.activities.tools.policy import is_protected
+from agentrun.policy import Asked, decide
 
 
 def locate(ctx: ToolContext, path: str, *, make_parents: bool = False) -> Located:
@@ -45,14 +46,10 @@ def allowed(ctx: ToolContext, rel: str, *, shown: str) -> None:
 
 
 def path_refusal(ctx: ToolContext, rel: str) -> str | None:
-    """Why the policy's allow/deny globs keep ctx's tool from `rel`, or None. glob and grep read
-    what they find, so they answer to read's globs too, as in the real system."""
-    absolute = ctx.workdir.root if rel == "." else f"{ctx.workdir.root}/{rel}"
-    for tool in (ctx.name, "read") if ctx.name in ("glob", "grep") else (ctx.name,):
-        reason = check_path(ctx.policy, tool, absolute, ctx.workdir.root)
-        if reason:
-            return reason
-    return None
+    """Why the policy's allow/deny globs keep ctx's tool from `rel`, or None (glob and grep answer
+    to read's globs too: agentrun.policy decides)."""
+    decision = decide(ctx.policy, Asked("builtin", ctx.name, {"path": rel}, workdir=ctx.workdir.root))
+    return None if decision.allowed else decision.reason
 
 
 def open_regular(found: Located, path: str, flags: int, mode: int = 0o644) -> int:

@@ -23,6 +23,7 @@ from agentrun.activities.tools.confine import Changed, NotFound, OutsideWorkdir,
 from agentrun.activities.tools.registry import TOOLS
 from agentrun.models.builtin_tools import BUILTINS, BadArguments
 from agentrun.models.tools import RUN_TOOL, ToolCallInput, ToolResult, builtin_name
+from agentrun.policy import Asked, decide
 
 
 @activity.defn(name=RUN_TOOL)
@@ -63,8 +64,9 @@ async def _run(input: ToolCallInput, name: str) -> str:
     tool, declared = TOOLS.get(name), BUILTINS.get(name)
     if tool is None or declared is None:
         raise Refused(f"there is no tool named {input.call.name}; the tools are: {', '.join(TOOLS)}")
-    if not input.policy.rule(name).enabled:
-        raise Refused(f"tool {name} is disabled by the policy")
+    decision = decide(input.policy, Asked("builtin", name))  # the tool's table: each tool asks again on what it touches
+    if not decision.allowed:
+        raise Refused(decision.reason)
     try:
         args = declared.args.parse(input.call.arguments)
     except BadArguments as e:

@@ -1,8 +1,8 @@
 """web_fetch {url, question?}: a web page's readable text.
 
-Before connecting, the host must be allowed by the policy's `allow_domains` and resolve to public
-addresses only (tools.addresses), unless the policy allows private ones; the connection then goes
-to the very address that was checked (the Host header and TLS server name stay the host's). Each
+Before connecting, the policy must allow the URL (agentrun.policy: http or https, a host in its
+`allow_domains`) and the host resolve to public addresses only (tools.addresses), unless the policy
+allows private ones; the connection then goes to the very address that was checked (the Host header and TLS server name stay the host's). Each
 redirect is checked again the same way. The worker's proxy settings are not used: a proxy would
 connect to whatever the name resolves to there. What is read of a response is capped.
 """
@@ -18,8 +18,8 @@ import httpx
 from agentrun.activities.tools import addresses, tls
 from agentrun.activities.tools.base import Refused, ToolContext, ToolFailed
 from agentrun.activities.tools.html_text import text_of
-from agentrun.activities.tools.policy import check_domain
 from agentrun.models.builtin_tools import WebFetchArgs
+from agentrun.policy import Asked, decide
 
 MAX_REDIRECTS = 5
 TIMEOUT_S = 30.0
@@ -90,11 +90,9 @@ async def checked(ctx: ToolContext, url: str) -> _Target:
         parsed = httpx.URL(url)
     except (httpx.InvalidURL, TypeError) as e:
         raise ToolFailed(f"not a URL: {url} ({e})") from None
-    if parsed.scheme not in ("http", "https") or not parsed.host:
-        raise Refused(f"web_fetch reaches http and https URLs only, not {url}")
-    reason = check_domain(ctx.policy, ctx.name, parsed.host)
-    if reason:
-        raise Refused(reason)
+    decision = decide(ctx.policy, Asked("builtin", ctx.name, {"url": url}))
+    if not decision.allowed:
+        raise Refused(decision.reason)
     port = parsed.port or (443 if parsed.scheme == "https" else 80)
     found = await addresses.resolve(parsed.host, port, allow_private=ctx.policy.allow_private)
     return _Target(parsed, found)

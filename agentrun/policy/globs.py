@@ -1,6 +1,6 @@
 """A glob as a regular expression, for the two callers that match paths by glob: the `glob` tool, one
 path component at a time with `{a,b}` alternatives, and the policy's allow/deny globs
-(`policy.match_path`), a whole path as Go's filepath.Match reads it, without braces."""
+(`policy.paths.match_path`), a whole path as Go's filepath.Match reads it, without braces."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ def glob_regex(pattern: str, braces: bool = False) -> str:
     """`pattern` as a regex: `*` and `?` never match a `/`; `[..]` is a class (`!` or `^` first
     negates it, a `]` first is one of its characters, a `\\` in it is itself); an unclosed `[` is
     itself; with `braces`, `{a,b}` is either alternative. Anything else matches itself."""
-    out, i = [], 0
+    out: list[str] = []
+    i = 0
     while i < len(pattern):
         c = pattern[i]
         if c == "*":
