@@ -6,16 +6,16 @@ settings (no AGENTRUN_HEARTBEAT_S, no AGENTRUN_STICKY_S), on one dev server of i
 Each case runs a one-step run on a worker process (`python -m agentrun.worker`), killed with SIGKILL
 while the step's work is under way; a second worker, started just before the kill so its start-up
 is not counted, takes the run over. The three cases:
-- agent call: a task tree's step with its agent (a fake agentapi server on loopback, busy 2 s a
-  prompt); killed once the agent has the prompt;
-- tool call: a model's bash call, `echo start >> tally.txt; sleep 2; echo end >> tally.txt`;
+- agent call: a task tree's step with its agent (the shell agent of examples/agents behind a fake agentapi
+  server on loopback, busy 5 s a prompt); killed once the agent has the prompt;
+- tool call: a model's bash call, `echo start >> tally.txt; sleep 5; echo end >> tally.txt`;
   killed once `start` is written;
 - model turn: a model's turn in a tool loop (its second, after a bash call), held by the fake
   OpenAI server; killed while held.
 Printed per case, the median of `--repeat` runs: `again`, from the kill to the moment the work
 reached the outside world again (the agent's second prompt, the second `start`, the model's next
 request), and `done`, from the kill to the run's completion (which includes the work's own time:
-2 s for the agent and the command).
+5 s for the agent and the command).
 """
 
 from __future__ import annotations
@@ -39,8 +39,10 @@ sys.path.insert(1, str(Path(__file__).resolve().parent.parent))
 from overhead import dev_server  # noqa: E402
 from temporalio.client import Client, WorkflowExecutionStatus  # noqa: E402
 
+import agentrun  # noqa: E402
 from tests.fakes.agentapi_server import FakeAgentAPI  # noqa: E402
 from tests.fakes.openai_server import FakeOpenAI, Messages, Reply, ToolUse  # noqa: E402
+from tests.runs import SHELL_BRAIN, sh  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 QUEUE = "agentrun-bench-crash"
@@ -56,7 +58,8 @@ workflow:
     - id: work
       agent: m
 """
-TREE = "name: crash\nsubtasks:\n  t1: {instructions: say done}\n"
+# A task tree's step (its agent is reused, as a server you started): the shell agent runs the fenced line.
+TREE = "name: crash\nsubtasks:\n  t1: {instructions: " + sh("echo done") + "}\n"
 
 
 def command_model(command: str) -> Callable[[Messages], Reply]:
@@ -116,7 +119,8 @@ class Case:
         handle = client.get_workflow_handle(self.rid)
         while (await handle.describe()).status == WorkflowExecutionStatus.RUNNING:
             await asyncio.sleep(POLL_S)
-        assert (await handle.describe()).status == WorkflowExecutionStatus.COMPLETED
+        ended = (await handle.describe()).status
+        assert ended == WorkflowExecutionStatus.COMPLETED, f"run {self.rid} ended {ended}"
 
     def stop(self) -> None:
         for proc in self.workers:
@@ -134,7 +138,7 @@ async def until(predicate: Callable[[], bool], timeout_s: float = 300) -> float:
 
 
 async def agent_call(client: Client, case: Case) -> tuple[float | None, float]:
-    with FakeAgentAPI(command="cat", busy_s=2.0) as agent:
+    with FakeAgentAPI(command=SHELL_BRAIN, busy_s=5.0, cwd=str(case.work)) as agent:
         case.worker()
         case.start(TREE, f"agentapi:{agent.url}")
         await until(lambda: len(agent.received) == 1)
@@ -146,7 +150,7 @@ async def agent_call(client: Client, case: Case) -> tuple[float | None, float]:
 
 async def tool_call(client: Client, case: Case) -> tuple[float | None, float]:
     tally = case.work / "tally.txt"
-    model = command_model("echo start >> tally.txt; sleep 2; echo end >> tally.txt")
+    model = command_model("echo start >> tally.txt; sleep 5; echo end >> tally.txt")
 
     def starts() -> int:
         return tally.read_text().count("start") if tally.exists() else 0
@@ -210,7 +214,8 @@ async def bench(repeat: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=2)
-    asyncio.run(bench(parser.parse_args().repeat))
+    # agentrun.run: the SDK's threads can abort a finalizing interpreter after the figures are printed.
+    agentrun.run(bench(parser.parse_args().repeat))
 
 
 if __name__ == "__main__":
