@@ -29,9 +29,11 @@ async def beating() -> AsyncIterator[None]:
 
 
 async def _beat_forever() -> None:
+    # The heartbeat timeout runs from the attempt's start, so the first beat can wait: a call that
+    # ends within a second (most reads, edits, greps) costs no heartbeat call to the server.
     while True:
-        activity.heartbeat()
         await asyncio.sleep(EVERY_S)
+        activity.heartbeat()
 
 
 def attempt() -> int:
