@@ -12,6 +12,8 @@ from typing import Any
 
 from agentrun.lang import ir
 from agentrun.lang.errors import Problem, did_you_mean
+from agentrun.lang.protected import secret_name
+from agentrun.lang.source import note
 from agentrun.lang.tool_names import BUILTIN_TOOLS, nearest_tool_name
 
 SAVE_TO_MEMORY = "save_to_memory"
@@ -30,6 +32,7 @@ def unknown(name: str, known: list[str] | tuple[str, ...] = ()) -> tuple[str, st
 def read_policy(path: str) -> tuple[Tables | None, str, str]:
     """The tables of the policy.toml at `path`, or None, why not (with its line) and a hint ("" for
     none), as `check_policy_text` finds it."""
+    note(path)
     try:
         with open(path, "rb") as f:
             text = f.read().decode("utf-8", "replace")
@@ -64,10 +67,10 @@ def check_policy_text(text: str, path: str) -> tuple[Tables | None, Problem | No
     return None, Problem(path, _line_of(text, table, key), 1, message, hint)
 
 
-# The keys the real system's policy.toml knows, with ours among them (protected_files, max_output,
-# bash's max_processes / max_memory_mb / max_file_mb, web_fetch's allow_private). Any table other
-# than [mcp] and [security] is a tool's: the real system has tools we do not.
-_TOP_KEYS = ("default_deny", "protected_files", "max_output", "allowed_dirs")
+# The keys the real system's policy.toml knows, with ours among them (protected_files, writable_files,
+# max_output, bash's max_processes / max_memory_mb / max_file_mb, web_fetch's allow_private). Any
+# table other than [mcp] and [security] is a tool's: the real system has tools we do not.
+_TOP_KEYS = ("default_deny", "protected_files", "writable_files", "max_output", "allowed_dirs")
 _TOOL_KEYS = (
     "enabled",
     "allow",
@@ -88,7 +91,17 @@ _SECTION_KEYS = {"mcp": ("default_deny", "allowed_tools"), "security": ("extra_p
 _WANTS = {
     **dict.fromkeys(("enabled", "default_deny", "allow_private"), "true or false"),
     **dict.fromkeys(
-        ("allow", "deny", "allowlist", "denylist", "allow_domains", "allowed_dirs", "allowed_tools", "protected_files"),
+        (
+            "allow",
+            "deny",
+            "allowlist",
+            "denylist",
+            "allow_domains",
+            "allowed_dirs",
+            "allowed_tools",
+            "protected_files",
+            "writable_files",
+        ),
         "a list of strings",
     ),
     **dict.fromkeys(
@@ -116,6 +129,9 @@ def _mistake(tables: Tables) -> tuple[str, str, str, str] | None:
             want = _WANTS.get(key)
             if want is not None and not _is(want, value):
                 return table, key, f"{f'[{table}] ' if table else ''}{key} must be {want}", ""
+            if not table and key == "writable_files" and (secret := next(filter(secret_name, value), None)):
+                hint = "keys go in the worker's environment; an agent never reads or writes a secret file"
+                return table, key, f"writable_files may not name a secret file ({secret})", hint
     return None
 
 

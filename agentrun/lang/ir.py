@@ -530,6 +530,9 @@ class Plan(Model):
     # file it came from; None: the built-in defaults.
     tool_policy: dict[str, Any] | None = None
     policy_file: str = ""
+    # Every file the spec was made from (itself, what it includes or $refs, its policy, agent.toml,
+    # prompt and skill files, success-check scripts), by real path: no agent of its runs changes them.
+    files: list[str] = []
     # MCP servers the spec itself declares (an Agentfile's agent.toml), by id; agentrun.yaml's are
     # added when a run starts, the spec's winning.
     mcp_servers: dict[str, McpServer] = {}

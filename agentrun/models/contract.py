@@ -191,6 +191,9 @@ class RunInput(BaseModel):
     parent_run: str = ""  # a subgraph's run: the run whose node started it as a child workflow
     # The MCP servers the run's tools may reach, by id: agentrun.yaml's and the spec's declarations.
     mcp_servers: dict[str, McpServer] = {}
+    # The files the run was made from that lie in its work directory (the spec, what it includes,
+    # its policy, agentrun.yaml), as paths from it: its agents' tools may not change them.
+    steering_files: list[str] = []
 
     def agent_uri(self, agent_id: str) -> str:
         return self.agents.get(agent_id, self.default_agent)

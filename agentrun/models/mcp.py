@@ -31,6 +31,9 @@ class McpToolList(BaseModel):
 
     server_id: str
     tools: list[ToolSpec] = []
+    # Why the server could not list them (it did not start, or died, at every attempt): the step is
+    # offered its granted tools all the same, and each call answers this.
+    error: str = ""
 
 
 class McpCallInput(BaseModel):

@@ -46,6 +46,7 @@ def from_tables(tables: Tables | None, source: str = "") -> ToolPolicy:
         default_deny=tables.get("default_deny") is True,
         tools=rules,
         protected_files=_strings(tables.get("protected_files")),
+        writable_files=_strings(tables.get("writable_files")),
         mcp=McpPolicy(default_deny=mcp.get("default_deny") is True, allowed_tools=_strings(mcp.get("allowed_tools")))
         if mcp is not None
         else None,

@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from agentrun.lang.protected import SECRET_NAMES, STEERING_NAMES
 from agentrun.lang.tool_names import BUILTIN_TOOLS, PIPELINE_NAMES, builtin_name, nearest_tool_name
 from agentrun.models.builtin_tools import BUILTINS
 
@@ -33,8 +34,9 @@ __all__ = [
 
 RUN_TOOL = "run_tool"
 
-# Files a tool never writes or edits, and glob/grep/ls never list, wherever they are (by name).
-PROTECTED_FILES = ("agent.toml", "credentials.toml", "policy.toml", ".env")
+# Files a tool never writes or edits, wherever they are (by name, in any case; globs): the secret
+# ones are not read or listed either (agentrun.lang.protected).
+PROTECTED_FILES = STEERING_NAMES + SECRET_NAMES
 
 
 class ToolSpec(BaseModel):
@@ -95,7 +97,11 @@ class ToolPolicy(BaseModel):
 
     default_deny: bool = False
     tools: dict[str, ToolRule] = {}
-    protected_files: list[str] = []  # names or paths added to PROTECTED_FILES
+    protected_files: list[str] = []  # names or paths never read, listed, written or edited (secret)
+    writable_files: list[str] = []  # steering names or paths agents may write after all (never a secret one)
+    # The files this run was read from (its spec, what it includes, its policy, agentrun.yaml), as
+    # paths from the work directory: set when the run starts, never written by an agent.
+    steering_files: list[str] = []
     mcp: McpPolicy | None = None
     limits: ToolLimits = Field(default_factory=ToolLimits)
     # web_fetch may reach loopback, private and link-local addresses (a test's server, an intranet).

@@ -7,9 +7,9 @@ tool (`[read]`, `[bash]`, ...) with `enabled`, `allow` / `deny` path globs (`$WO
 expanded, `**` recursive, deny wins), bash's `allowlist` / `denylist` and `timeout`, web tools'
 `allow_domains`; `[mcp]` with `default_deny` and `allowed_tools = ["server:tool"]`. A tool with a
 table is enabled unless it says otherwise; a tool without one is enabled unless `default_deny`.
-Our own keys, which the real system ignores: top-level `protected_files` (activities.tools.policy)
-and `max_output`; in `[bash]` `max_processes`, `max_memory_mb`, `max_file_mb`; in `[web_fetch]`
-`allow_private`. The file is read once, by a spec's compiler (lang.grants.read_policy, which
+Our own keys, which the real system ignores: top-level `protected_files` and `writable_files`
+(activities.tools.policy) and `max_output`; in `[bash]` `max_processes`, `max_memory_mb`,
+`max_file_mb`; in `[web_fetch]` `allow_private`. The file is read once, by a spec's compiler (lang.grants.read_policy, which
 refuses an unknown key or a value of the wrong type), into the ToolPolicy of models.tool_policy.
 
 A layer of its own, below the workflows and the activities that call it and above the models: it

@@ -38,7 +38,7 @@ class Conversation:
         self.rolling_back = False  # compensations run whatever the budget says
         self.reservations = Reservations(state)
         self.prices = {**inp.prices, **inp.plan.prices}  # the run's own, then the spec's; fixed for the run
-        self.tool_policy = tool_loop.policy_of(inp.plan)
+        self.tool_policy = tool_loop.policy_of(inp.plan, inp.steering_files)
         self.tool_calls_made: dict[str, int] = {}  # by run key, against its max_tool_calls
         # The run's MCP servers (agentrun.yaml's, then the spec's own), each listed once.
         self.mcp = McpTools({**inp.mcp_servers, **inp.plan.mcp_servers})

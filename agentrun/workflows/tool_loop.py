@@ -29,7 +29,7 @@ from agentrun.workflows.failures import CallNotCompleted, TaskFailed
 from agentrun.workflows.local_tools import Local
 from agentrun.workflows.mcp_tools import Mcp
 from agentrun.workflows.scope import Scope
-from agentrun.workflows.taint import untrusted
+from agentrun.workflows.taint import fence
 
 if TYPE_CHECKING:
     from agentrun.workflows.conversation import Conversation
@@ -101,7 +101,7 @@ class Toolbox:
                 )
             result = await self._one(call)
             content = result.content or _said(result)
-            fenced = untrusted(content) if self.conv.inp.plan.security == "paranoid" else content
+            fenced = fence(content) if self.conv.inp.plan.security == "paranoid" else content
             done.append(calls.ChatMessage(role="tool", content=fenced, tool_call_id=call.id))
         return done
 
@@ -218,6 +218,8 @@ class Builtin:
 SOURCES: dict[str, Source] = {"builtin": Builtin(), "mcp": Mcp(), "local": Local()}
 
 
-def policy_of(plan: ir.Plan) -> ToolPolicy:
-    """The run's policy: the policy.toml its spec named (or found beside it), else the defaults."""
-    return from_tables(plan.tool_policy, plan.policy_file)
+def policy_of(plan: ir.Plan, steering_files: list[str] | None = None) -> ToolPolicy:
+    """The run's policy: the policy.toml its spec named (or found beside it), else the defaults;
+    with the files of the work directory the run was made from, which no tool may change."""
+    policy = from_tables(plan.tool_policy, plan.policy_file)
+    return policy.model_copy(update={"steering_files": list(steering_files or [])})

@@ -46,6 +46,8 @@ def path_refusal(command: str, policy: ToolPolicy, workdir: str) -> str | None:
             continue
         normal = os.path.normpath(word)
         if normal == root or normal.startswith(root.rstrip("/") + "/"):
+            if is_protected(policy, os.path.relpath(normal, root)):  # the spec by its absolute path
+                return f"'{word}' is a protected file: no command reads or changes it"
             continue
         if any(normal == system or normal.startswith(system + "/") for system in SYSTEM_PATHS):
             continue

@@ -6,7 +6,7 @@ import asyncio
 import os
 
 from agentrun.activities.tools.base import ToolContext, ToolFailed
-from agentrun.activities.tools.paths import locate, open_regular
+from agentrun.activities.tools.paths import locate, open_for_reading
 from agentrun.models.builtin_tools import ReadArgs
 
 
@@ -18,7 +18,7 @@ def _read(ctx: ToolContext, path: str) -> str:
     with locate(ctx, path) as found:
         if not found.exists:
             raise ToolFailed(f"{path}: no such file")
-        fd = open_regular(found, path, os.O_RDONLY)
+        fd = open_for_reading(found, path)
         with os.fdopen(fd, "rb") as f:
             # At most 4 bytes a character: enough to fill the output cap and see that it is cut.
             data = f.read(ctx.output_chars * 4 + 4)
