@@ -8,7 +8,7 @@ How each was checked to fail on unprotected code (done by hand on a copy, not ke
 confine.locate replaced by os.path.join and an open that follows links, every traversal and link
 row fails (21 rows); with a realpath check before such an open (check, then use), the two race
 tests fail in most runs (the folder race in about half); without the hard-link check its row fails;
-with paths.is_protected always False the protected rows fail (10); with commands.refusal returning
+with paths.is_protected and is_secret always False the protected rows fail (10); with commands.refusal returning
 None the 13 command rows fail (their commands are harmless when they do run: they read, or touch a
 file of the test's folder); with the worker's own environment and no namespaces the secrets test
 fails; without the control group the process-count test forks all 60; killing only the direct
@@ -267,19 +267,21 @@ async def test_attack_is_refused_and_changes_nothing_outside(place, attack):
     attack.check(place, result)
 
 
-async def test_glob_grep_and_ls_leave_protected_files_out(place):
+async def test_glob_grep_and_ls_leave_secret_files_out(place):
+    """The secret files are never listed; the steering ones (agent.toml, policy.toml) are read-only,
+    so they are listed like any other."""
     (place.wd / "other.toml").write_text("x = 1")
     globbed = await call(place.wd, "glob", pattern="*.toml")
-    assert globbed.ok and globbed.content.count(".toml") == 1 and "other.toml" in globbed.content
+    assert globbed.ok and json.loads(globbed.content) == ["agent.toml", "other.toml", "policy.toml"]
     everything = await call(place.wd, "glob", pattern="**")
     assert ".env" not in everything.content and "credentials" not in everything.content
     grepped = await call(place.wd, "grep", pattern="api_key|API_KEY", path=".")
     assert grepped.ok and [match["file"] for match in json.loads(grepped.content)] == ["notes.txt"]
     assert "sk-" not in grepped.content
     listed = await call(place.wd, "ls", path=".")
-    for name in ("agent.toml", "policy.toml", "credentials.toml", ".env"):
+    for name in ("credentials.toml", ".env"):
         assert f'"{name}"' not in listed.content
-    assert '"notes.txt"' in listed.content
+    assert '"notes.txt"' in listed.content and '"policy.toml"' in listed.content
 
 
 # Swaps a name between two things as fast as it can, in a process of its own (a thread would wait

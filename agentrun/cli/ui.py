@@ -23,6 +23,7 @@ PORT = 8280
 HOST = "127.0.0.1"
 TOKEN_ENV = "AGENTRUN_UI_TOKEN"
 MAKE_TOKEN = "python -c 'import secrets; print(secrets.token_urlsafe(24))'"
+MIN_TOKEN = 16  # characters of a token guarding a page served beyond loopback: not one to guess
 
 
 def add_commands(sub: Any) -> None:
@@ -74,6 +75,11 @@ def checked(args: argparse.Namespace, token: str | None) -> tuple[tuple[str, ...
         raise UsageError(
             f"listening on {host} lets whoever reaches it read your runs and answer their gates: "
             f"set a token first\n  hint: export {TOKEN_ENV}=$({MAKE_TOKEN})"
+        )
+    if not loopback(host) and token and len(token) < MIN_TOKEN:
+        raise UsageError(
+            f"{TOKEN_ENV} has {len(token)} characters: a page served on {host} needs a token of at least "
+            f"{MIN_TOKEN}, which no one guesses\n  hint: export {TOKEN_ENV}=$({MAKE_TOKEN})"
         )
     if bool(args.certfile) != bool(args.keyfile):
         raise UsageError("--certfile and --keyfile go together\n  hint: give both, or neither for plain HTTP")

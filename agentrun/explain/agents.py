@@ -154,6 +154,11 @@ def _capabilities(path: Path | None, data: dict) -> dict[str, str]:
     return {str(k): v for k, v in found.items()}
 
 
+def config_path(spec_dir: str) -> Path | None:
+    """The agentrun.yaml that applies to a spec (next to it, or in the current folder), if any."""
+    return _config_file(spec_dir)[0]
+
+
 def _config_file(spec_dir: str) -> tuple[Path | None, dict]:
     """The first agentrun.yaml next to the spec or in the current folder, and what it holds."""
     for folder in (Path(spec_dir), Path.cwd()):

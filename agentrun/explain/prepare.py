@@ -98,7 +98,7 @@ def prepare_input(
     workdir_flag: str = "workdir",
 ) -> RunInput:
     """The run's input from a loaded spec. Raises SpecError or UsageError."""
-    from agentrun.models.contract import RunInput  # the spec commands (dry-run) need only load_run
+    from agentrun.models.contract import DEFAULT_HEARTBEAT_S, RunInput  # the spec commands (dry-run) need only load_run
 
     plan, values, default, per_agent = loaded
     if no_human:
@@ -125,12 +125,24 @@ def prepare_input(
         agents=per_agent,
         prices=agents.prices(plan.spec_dir),
         mcp_servers=agents.mcp_servers(plan.spec_dir, plan.mcp_servers),
+        steering_files=steering_files(plan, folder),
         resume_from=resume,
         max_iterations=max_iterations,
         lenient=lenient,
-        heartbeat_s=float(os.environ.get("AGENTRUN_HEARTBEAT_S", "30")),
+        heartbeat_s=float(os.environ.get("AGENTRUN_HEARTBEAT_S", DEFAULT_HEARTBEAT_S)),
         history_limit=_history_limit(),
     )
+
+
+def steering_files(plan: ir.Plan, workdir: str) -> list[str]:
+    """The files a run of `plan` was made from that lie in `workdir` (the spec, what it includes, its
+    policy, the agentrun.yaml that applies), as paths from it: the files an agent must not change
+    to steer the next start of the same spec."""
+    root = os.path.realpath(workdir)
+    config = agents.config_path(plan.spec_dir)
+    found = [*plan.files, *([os.path.realpath(config)] if config is not None else [])]
+    inside = [os.path.relpath(path, root) for path in found if path.startswith(root.rstrip(os.sep) + os.sep)]
+    return list(dict.fromkeys(inside))
 
 
 def undeclared_servers(plan: ir.Plan, servers: dict[str, Any]) -> list[str]:

@@ -12,6 +12,8 @@ from typing import Any
 
 from agentrun.lang import ir
 from agentrun.lang.errors import Problem, did_you_mean
+from agentrun.lang.protected import secret_name
+from agentrun.lang.source import note
 from agentrun.lang.tool_names import BUILTIN_TOOLS, nearest_tool_name
 
 SAVE_TO_MEMORY = "save_to_memory"
@@ -30,6 +32,7 @@ def unknown(name: str, known: list[str] | tuple[str, ...] = ()) -> tuple[str, st
 def read_policy(path: str) -> tuple[Tables | None, str, str]:
     """The tables of the policy.toml at `path`, or None, why not (with its line) and a hint ("" for
     none), as `check_policy_text` finds it."""
+    note(path)
     try:
         with open(path, "rb") as f:
             text = f.read().decode("utf-8", "replace")
@@ -64,10 +67,19 @@ def check_policy_text(text: str, path: str) -> tuple[Tables | None, Problem | No
     return None, Problem(path, _line_of(text, table, key), 1, message, hint)
 
 
-# The keys the real system's policy.toml knows, with ours among them (protected_files, max_output,
-# bash's max_processes / max_memory_mb / max_file_mb, web_fetch's allow_private). Any table other
-# than [mcp] and [security] is a tool's: the real system has tools we do not.
-_TOP_KEYS = ("default_deny", "protected_files", "max_output", "allowed_dirs")
+# The keys the real system's policy.toml knows, with ours among them (protected_files, writable_files,
+# max_output, sandbox, ask_timeout, bash's max_processes / max_memory_mb / max_file_mb / allow_read /
+# allow_write / allow_network, web_fetch's allow_private, every tool's ask). Any table other than
+# [mcp] and [security] is a tool's: the real system has tools we do not.
+_TOP_KEYS = (
+    "default_deny",
+    "protected_files",
+    "writable_files",
+    "max_output",
+    "allowed_dirs",
+    "sandbox",
+    "ask_timeout",
+)
 _TOOL_KEYS = (
     "enabled",
     "allow",
@@ -83,18 +95,44 @@ _TOOL_KEYS = (
     "max_memory_mb",
     "max_file_mb",
     "allow_private",
+    "ask",
+    "allow_read",
+    "allow_write",
+    "allow_network",
 )
-_SECTION_KEYS = {"mcp": ("default_deny", "allowed_tools"), "security": ("extra_patterns", "extra_keywords")}
+_SECTION_KEYS = {
+    "mcp": ("default_deny", "allowed_tools", "ask_tools"),
+    "security": ("extra_patterns", "extra_keywords"),
+}
 _WANTS = {
-    **dict.fromkeys(("enabled", "default_deny", "allow_private"), "true or false"),
+    **dict.fromkeys(("enabled", "default_deny", "allow_private", "allow_network"), "true or false"),
     **dict.fromkeys(
-        ("allow", "deny", "allowlist", "denylist", "allow_domains", "allowed_dirs", "allowed_tools", "protected_files"),
+        (
+            "allow",
+            "deny",
+            "allowlist",
+            "denylist",
+            "allow_domains",
+            "allowed_dirs",
+            "allowed_tools",
+            "ask_tools",
+            "protected_files",
+            "allow_read",
+            "allow_write",
+            "writable_files",
+        ),
         "a list of strings",
     ),
     **dict.fromkeys(
-        ("timeout", "max_processes", "max_memory_mb", "max_file_mb", "max_output"), "a whole number above 0"
+        ("timeout", "max_processes", "max_memory_mb", "max_file_mb", "max_output", "ask_timeout"),
+        "a whole number above 0",
     ),
+    "ask": "true or false, or a list of strings",
 }
+
+
+# The top level's own: a tool table's `sandbox` is the real system's, read and not used, any value.
+_TOP_WANTS = {"sandbox": '"on" or "off"'}
 
 
 def _mistake(tables: Tables) -> tuple[str, str, str, str] | None:
@@ -113,9 +151,12 @@ def _mistake(tables: Tables) -> tuple[str, str, str, str] | None:
                 where = f"in [{table}]" if table else "at the top level"
                 hint = did_you_mean(key, known) or "the keys are " + ", ".join(known)
                 return table, key, f"unknown key '{key}' {where}", hint
-            want = _WANTS.get(key)
+            want = (_TOP_WANTS.get(key) if not table else None) or _WANTS.get(key)
             if want is not None and not _is(want, value):
                 return table, key, f"{f'[{table}] ' if table else ''}{key} must be {want}", ""
+            if not table and key == "writable_files" and (secret := next(filter(secret_name, value), None)):
+                hint = "keys go in the worker's environment; an agent never reads or writes a secret file"
+                return table, key, f"writable_files may not name a secret file ({secret})", hint
     return None
 
 
@@ -142,8 +183,12 @@ def _edits(a: str, b: str) -> int:
 def _is(want: str, value: Any) -> bool:
     if want == "true or false":
         return isinstance(value, bool)
+    if want == '"on" or "off"':
+        return value in ("on", "off") or isinstance(value, bool)
     if want == "a list of strings":
         return isinstance(value, list) and all(isinstance(v, str) for v in value)
+    if want == "true or false, or a list of strings":
+        return _is("true or false", value) or _is("a list of strings", value)
     return isinstance(value, int) and not isinstance(value, bool) and value > 0
 
 

@@ -440,6 +440,7 @@ Node = Annotated[
 NOT_RUNNABLE_YET = frozenset({"supervised"})
 DONE = "__done__"  # what a supervisor answers to finish
 APPROVE, REJECT = "approve", "reject"
+APPROVE_PATTERN = "approve-pattern"  # a tool call approved, and every later one its ask pattern matches
 
 # A task `input` that stands for every earlier step's output.
 ALL_PRIOR = "all prior context"
@@ -531,6 +532,9 @@ class Plan(Model):
     # file it came from; None: the built-in defaults.
     tool_policy: dict[str, Any] | None = None
     policy_file: str = ""
+    # Every file the spec was made from (itself, what it includes or $refs, its policy, agent.toml,
+    # prompt and skill files, success-check scripts), by real path: no agent of its runs changes them.
+    files: list[str] = []
     # MCP servers the spec itself declares (an Agentfile's agent.toml), by id; agentrun.yaml's are
     # added when a run starts, the spec's winning.
     mcp_servers: dict[str, McpServer] = {}

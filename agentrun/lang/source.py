@@ -1,12 +1,18 @@
 """A spec file's text as the loader reads it: a size limit and the encodings people save in.
 
 Shared by the loader and by dialects that read more files than the one given (a behaviour tree's
-`$ref` fragments), so every file a spec is made of is read under the same limits.
+`$ref` fragments), so every file a spec is made of is read under the same limits. Every file a load
+reads (these, and a policy, an agent.toml, a prompt's or a skill's file) is noted, so the plan can
+name the files it was made from: a run's agents may read them, never change them.
 """
 
 from __future__ import annotations
 
 import codecs
+import contextlib
+import os
+from collections.abc import Iterator
+from contextvars import ContextVar
 
 from agentrun.lang import roots
 from agentrun.lang.errors import Problem, SpecError
@@ -14,9 +20,37 @@ from agentrun.lang.errors import Problem, SpecError
 MAX_SPEC_BYTES = 512 * 1024  # the largest example is under 10 KB
 
 
+_read: ContextVar[list[str] | None] = ContextVar("agentrun_files_read", default=None)
+
+
+@contextlib.contextmanager
+def noting() -> Iterator[list[str]]:
+    """The files read in this block (`note`), each once, by its real path; a block inside another
+    adds its files to the outer one's too."""
+    outer = _read.get()
+    found: list[str] = []
+    token = _read.set(found)
+    try:
+        yield found
+    finally:
+        _read.reset(token)
+        if outer is not None:
+            outer.extend(p for p in found if p not in outer)
+
+
+def note(path: str) -> None:
+    """That the load in progress read `path` (nothing outside `noting`)."""
+    found = _read.get()
+    if found is not None:
+        real = os.path.realpath(path)
+        if real not in found:
+            found.append(real)
+
+
 def read_text(path: str, hint: str = "check the path; it is relative to the current folder") -> str:
     """The text of the file at `path`; SpecError if it cannot be read, is too large or is not text,
     or lies outside the folders this load may read (agentrun.lang.roots)."""
+    note(path)
     if roots.outside(path):
         raise SpecError([Problem(path, 0, 0, "this file is outside the folders this server reads", roots.HINT)])
     try:

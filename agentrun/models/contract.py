@@ -159,6 +159,13 @@ class Carried(BaseModel):
     rollback: bool = False  # a cancellation asked for before it continued undoes what it did
 
 
+# An agent call's (and a model turn's, a provider call's) heartbeat timeout: a worker killed in the
+# middle of one is noticed this soon and the call runs again on another worker. Its beats are not
+# history; a shorter timeout would risk taking a worker whose event loop is merely slow for a dead
+# one, and an agent call run twice costs a prompt.
+DEFAULT_HEARTBEAT_S = 10.0
+
+
 class RunInput(BaseModel):
     """What `client start` hands the AgentRun workflow."""
 
@@ -170,7 +177,7 @@ class RunInput(BaseModel):
     resume_from: NodeId | None = None
     max_iterations: int | None = None
     lenient: bool = False
-    heartbeat_s: float = 30.0
+    heartbeat_s: float = DEFAULT_HEARTBEAT_S
     search_attributes: bool = True
     prices: dict[str, ir.Price] = {}  # a price table from the command line; the spec's own wins
     # A behaviour tree the agent walks itself over MCP: no agent is asked, the run waits for updates.
@@ -184,6 +191,9 @@ class RunInput(BaseModel):
     parent_run: str = ""  # a subgraph's run: the run whose node started it as a child workflow
     # The MCP servers the run's tools may reach, by id: agentrun.yaml's and the spec's declarations.
     mcp_servers: dict[str, McpServer] = {}
+    # The files the run was made from that lie in its work directory (the spec, what it includes,
+    # its policy, agentrun.yaml), as paths from it: its agents' tools may not change them.
+    steering_files: list[str] = []
 
     def agent_uri(self, agent_id: str) -> str:
         return self.agents.get(agent_id, self.default_agent)
@@ -194,6 +204,8 @@ class AnswerInput(BaseModel):
     value: str
     comment: str = ""
     by: str = ""
+    # A tool call's gate: the digest of the arguments the person saw; another call's is refused.
+    digest: str = ""
 
 
 class EvalInput(BaseModel):
@@ -319,6 +331,17 @@ class TaskState(BaseModel):
         """The step's `attempt`-th try at its success criteria, from 1."""
         self.attempts = attempt
 
+    @property
+    def retries_used(self) -> int:
+        """Its tries after the first, of every kind: its success criteria's, the spec's retries, and
+        its agent call's attempts after a transport error or a lost worker (`retries`)."""
+        return max(self.attempts - 1, 0) + self.retries
+
+    @property
+    def attempts_made(self) -> int:
+        """Its tries as its history has them (0 before it started): what `status` shows as attempts."""
+        return self.retries_used + 1 if self.attempts or self.retries else 0
+
     def count_iteration(self) -> None:
         self.iterations += 1
 
@@ -355,6 +378,23 @@ class Answer(BaseModel):
 GateKind = Literal["question", "approval", "budget"]
 
 
+class ToolAsk(BaseModel):
+    """A tool call that waits for a person's approval (the policy's `ask`), as they see it: the
+    step, the tool, its whole arguments (a write or edit also as a diff against the file as it was
+    when the gate opened) and the agent's words before the call. Approving runs exactly these
+    arguments, once: `digest` binds the answer to them."""
+
+    step: str
+    tool: str
+    source: str = "builtin"
+    call_id: str = ""
+    arguments: str = ""  # the call's arguments as JSON, whole
+    digest: str = ""  # sha256 of the tool and its arguments
+    words: str = ""  # what the agent said before the call
+    diff: str = ""  # a write or edit: the change to the file as it is now (unified diff)
+    pattern: str = ""  # what the policy's ask matched: `approve-pattern` approves it for the rest of the run
+
+
 class Gate(BaseModel):
     """A question a run put to people; open until answered or its timeout passes."""
 
@@ -368,6 +408,7 @@ class Gate(BaseModel):
     opened_at: datetime | None = None
     timeout_at: datetime | None = None
     answer: Answer | None = None
+    call: ToolAsk | None = None  # a tool call waiting for approval
 
 
 class QueuedRefusal(BaseModel):
@@ -488,16 +529,21 @@ class ToolUse(BaseModel):
     call_id: str
     tool: str
     arguments: str = ""  # the arguments' JSON, cut to ARGUMENTS_SHOWN characters
-    outcome: Literal["running", "ok", "error", "refused"] = "running"
+    # lost: it could not be completed (its workers kept stopping, or its time ran out); the step failed
+    outcome: Literal["running", "ok", "error", "refused", "lost"] = "running"
     reason: str = ""  # the error or refusal, cut short
     duration_s: float = 0.0
     at: datetime | None = None  # when the call was made (workflow time)
     source: str = "builtin"  # builtin, mcp or local (answered by the workflow)
+    attempts: int = 1  # more than 1: it ran again after the worker running it stopped
 
-    def end(self, outcome: Literal["ok", "error", "refused"], reason: str, duration_s: float) -> None:
+    def end(
+        self, outcome: Literal["ok", "error", "refused", "lost"], reason: str, duration_s: float, attempts: int = 1
+    ) -> None:
         self.outcome = outcome
         self.reason = reason
         self.duration_s = duration_s
+        self.attempts = attempts
 
 
 ARGUMENTS_SHOWN = 120  # characters of a tool call's arguments the run state keeps
@@ -635,6 +681,7 @@ class RunState(BaseModel):
     waiting_timeout_at: datetime | None = None
     gates: dict[str, Gate] = {}  # by GateId
     human: dict[str, str | None] = {}  # gate id -> the answer, as templates read it
+    approved_patterns: list[str] = []  # `tool pattern` a person approved for the rest of the run
     budget: ir.Budget | None = None  # the run's limits, as raised by people
     step_budgets: dict[str, ir.Budget] = {}
     total_cost_usd: float = 0.0
@@ -884,7 +931,7 @@ class RunState(BaseModel):
         gate = self.gates[gate_id]
         gate.answer = answer
         gate.status = "answered"
-        if gate.kind != "budget":
+        if gate.kind != "budget" and gate.call is None:
             self.human[gate.name] = answer.value  # templates read the latest answer
         return answer
 

@@ -11,7 +11,7 @@ from agentrun.lang.errors import SpecError
 from agentrun.lang.grants import Tables, check_policy_text
 from agentrun.models.tools import McpPolicy, ToolLimits, ToolPolicy, ToolRule
 
-_LISTS = ("allow", "deny", "allowlist", "denylist", "allow_domains")
+_LISTS = ("allow", "deny", "allowlist", "denylist", "allow_domains", "allow_read", "allow_write")
 # [bash] keys that set a limit: the ToolLimits field and the unit the key counts in.
 _BASH_LIMITS: dict[str, tuple[str, int]] = {
     "max_processes": ("processes", 1),
@@ -46,12 +46,19 @@ def from_tables(tables: Tables | None, source: str = "") -> ToolPolicy:
         default_deny=tables.get("default_deny") is True,
         tools=rules,
         protected_files=_strings(tables.get("protected_files")),
-        mcp=McpPolicy(default_deny=mcp.get("default_deny") is True, allowed_tools=_strings(mcp.get("allowed_tools")))
+        writable_files=_strings(tables.get("writable_files")),
+        mcp=McpPolicy(
+            default_deny=mcp.get("default_deny") is True,
+            allowed_tools=_strings(mcp.get("allowed_tools")),
+            ask_tools=_strings(mcp.get("ask_tools")),
+        )
         if mcp is not None
         else None,
         limits=ToolLimits().model_copy(update=update),
         allow_private=sections.get("web_fetch", {}).get("allow_private") is True,
+        sandbox=tables.get("sandbox") not in ("off", False),
         source=source,
+        ask_timeout_s=float(ask_timeout) if (ask_timeout := _count(tables, "ask_timeout")) else None,
     )
 
 
@@ -63,7 +70,10 @@ def _rule(table: Table) -> ToolRule:
     timeout = _count(table, "timeout")
     return ToolRule(
         enabled=table.get("enabled") is not False,
+        allow_network=table.get("allow_network") is True,
         timeout_s=float(timeout) if timeout else None,
+        ask=_strings(table.get("ask")),
+        ask_all=table.get("ask") is True,
         **{key: _strings(table.get(key)) for key in _LISTS},
     )
 

@@ -11,11 +11,14 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from agentrun.lang.protected import SECRET_NAMES, STEERING_NAMES
 from agentrun.lang.tool_names import BUILTIN_TOOLS, PIPELINE_NAMES, builtin_name, nearest_tool_name
+from agentrun.models.builtin_tools import BUILTINS
 
 __all__ = [
     "BUILTIN_TOOLS",
     "PIPELINE_NAMES",
+    "PREVIEW_TOOL",
     "RUN_TOOL",
     "McpPolicy",
     "ToolCall",
@@ -31,9 +34,11 @@ __all__ = [
 ]
 
 RUN_TOOL = "run_tool"
+PREVIEW_TOOL = "preview_tool"  # a write or edit as a diff, for the person who approves it
 
-# Files a tool never writes or edits, and glob/grep/ls never list, wherever they are (by name).
-PROTECTED_FILES = ("agent.toml", "credentials.toml", "policy.toml", ".env")
+# Files a tool never writes or edits, wherever they are (by name, in any case; globs): the secret
+# ones are not read or listed either (agentrun.lang.protected).
+PROTECTED_FILES = STEERING_NAMES + SECRET_NAMES
 
 
 class ToolSpec(BaseModel):
@@ -61,8 +66,16 @@ class ToolRule(BaseModel):
     deny: list[str] = []  # path globs; deny wins over allow
     allowlist: list[str] = []  # bash: commands allowed (first words; a trailing * takes any arguments)
     denylist: list[str] = []  # bash: commands refused; deny wins
-    allow_domains: list[str] = []  # web tools: host names, `*.example.com` for subdomains
+    allow_domains: list[str] = []  # web tools, bash's egress proxy: host names, `*.example.com` for subdomains
     timeout_s: float | None = None  # bash: `timeout` in seconds; None is ToolLimits.bash_timeout_s
+    # A person approves a call first: `ask = true` every call; a list, the calls that match one of
+    # its patterns (bash: a command glob; a path tool: a path glob; a web tool: a URL glob).
+    ask: list[str] = []
+    ask_all: bool = False
+    # bash: folders visible inside the boundary besides the work directory ($WORKSPACE and ~ expanded)
+    allow_read: list[str] = []  # read-only
+    allow_write: list[str] = []  # read-write
+    allow_network: bool = False  # bash: the host's network; without it, a network namespace with none
 
 
 class McpPolicy(BaseModel):
@@ -71,6 +84,7 @@ class McpPolicy(BaseModel):
 
     default_deny: bool = False
     allowed_tools: list[str] = []
+    ask_tools: list[str] = []  # `server:tool` patterns whose calls a person approves first
 
 
 class ToolLimits(BaseModel):
@@ -94,12 +108,19 @@ class ToolPolicy(BaseModel):
 
     default_deny: bool = False
     tools: dict[str, ToolRule] = {}
-    protected_files: list[str] = []  # names or paths added to PROTECTED_FILES
+    protected_files: list[str] = []  # names or paths never read, listed, written or edited (secret)
+    writable_files: list[str] = []  # steering names or paths agents may write after all (never a secret one)
+    # The files this run was read from (its spec, what it includes, its policy, agentrun.yaml), as
+    # paths from the work directory: set when the run starts, never written by an agent.
+    steering_files: list[str] = []
     mcp: McpPolicy | None = None
     limits: ToolLimits = Field(default_factory=ToolLimits)
     # web_fetch may reach loopback, private and link-local addresses (a test's server, an intranet).
     allow_private: bool = False
+    # `sandbox = "off"`: bash runs without an OS boundary where none can be made (rather than not at all).
+    sandbox: bool = True
     source: str = ""  # the policy.toml it was read from, for messages; "" for the defaults
+    ask_timeout_s: float | None = None  # how long a call waits for a person's approval; then it is rejected
 
     def rule(self, tool: str) -> ToolRule:
         """The tool's table, or what default_deny makes of a tool without one."""
@@ -134,127 +155,16 @@ class ToolResult(BaseModel):
     truncated: bool = False  # content was cut to the policy's output cap
     duration_s: float = 0.0
     taint_source: str = ""  # where the content came from: "tool:<name>" (an MCP tool: "mcp:<server>:<tool>")
+    attempt: int = 1  # more than 1: the call ran again after its worker stopped (the content says so)
     kept: str = ""  # where the conversation store keeps the content (ToolCallInput.keep); '' if it does not
 
 
-_PATH = {"type": "string", "description": "The file, as a path inside the work directory"}
+def _spec(name: str) -> ToolSpec:
+    tool = BUILTINS[name]
+    return ToolSpec(name=tool.name, description=tool.description, parameters=tool.parameters)
 
-_BUILTIN_SPECS: dict[str, ToolSpec] = {
-    spec.name: spec
-    for spec in (
-        ToolSpec(
-            name="read",
-            description="Give back the whole text of one file of the work directory.",
-            parameters={"type": "object", "properties": {"path": _PATH}, "required": ["path"]},
-        ),
-        ToolSpec(
-            name="write",
-            description="Put text into a file of the work directory, replacing what it held; missing folders are made.",
-            parameters={
-                "type": "object",
-                "properties": {
-                    "path": _PATH,
-                    "content": {"type": "string", "description": "The file's new text"},
-                },
-                "required": ["path", "content"],
-            },
-        ),
-        ToolSpec(
-            name="edit",
-            description=(
-                "Change one passage of a file: the first place `old` stands, letter for letter (spaces and "
-                "line breaks too), becomes `new`. An error when the file or the passage is missing."
-            ),
-            parameters={
-                "type": "object",
-                "properties": {
-                    "path": _PATH,
-                    "old": {"type": "string", "description": "The passage as the file has it now"},
-                    "new": {"type": "string", "description": "What the passage becomes"},
-                },
-                "required": ["path", "old", "new"],
-            },
-        ),
-        ToolSpec(
-            name="glob",
-            description=(
-                "List the files of the work directory whose path fits a pattern: * stands for any name part "
-                "within a folder, ? for one character, ** for any depth of folders (docs/**/*.md)."
-            ),
-            parameters={
-                "type": "object",
-                "properties": {"pattern": {"type": "string", "description": "The pattern, e.g. *.py or src/**/*.yaml"}},
-                "required": ["pattern"],
-            },
-        ),
-        ToolSpec(
-            name="grep",
-            description=(
-                "Look for a regular expression in a file, or in every file under a folder; each line that "
-                "matches comes back with its file and line number."
-            ),
-            parameters={
-                "type": "object",
-                "properties": {
-                    "pattern": {"type": "string", "description": "The regular expression"},
-                    "path": {"type": "string", "description": "The file or folder to look in"},
-                },
-                "required": ["pattern", "path"],
-            },
-        ),
-        ToolSpec(
-            name="ls",
-            description=(
-                "Name what one folder holds, one level deep: each entry's name, whether it is a file or a "
-                "folder, and its size."
-            ),
-            parameters={
-                "type": "object",
-                "properties": {"path": {"type": "string", "description": "The folder, inside the work directory"}},
-                "required": ["path"],
-            },
-        ),
-        ToolSpec(
-            name="bash",
-            description=(
-                "Run a shell command line in the work directory and give back what it printed and its exit "
-                "status. A command still running at the time limit is stopped, so start nothing that never ends."
-            ),
-            parameters={
-                "type": "object",
-                "properties": {"command": {"type": "string", "description": "The command line"}},
-                "required": ["command"],
-            },
-        ),
-        ToolSpec(
-            name="web_fetch",
-            description="Get a web page and give back its text (an HTML page as plain text).",
-            parameters={
-                "type": "object",
-                "properties": {
-                    "url": {"type": "string", "description": "The page's address, http or https"},
-                    "question": {"type": "string", "description": "What you want from the page (optional)"},
-                },
-                "required": ["url"],
-            },
-        ),
-        ToolSpec(
-            name="web_search",
-            description=(
-                "Ask a web search service; each result comes back as a title, an address and a few lines. "
-                "Read a result's page with web_fetch."
-            ),
-            parameters={
-                "type": "object",
-                "properties": {
-                    "query": {"type": "string", "description": "What to search for"},
-                    "count": {"type": "integer", "description": "How many results, 1 to 10 (5 when left out)"},
-                },
-                "required": ["query"],
-            },
-        ),
-    )
-}
+
+_BUILTIN_SPECS: dict[str, ToolSpec] = {name: _spec(name) for name in BUILTINS}
 
 
 def builtin_specs(names: list[str] | tuple[str, ...] = BUILTIN_TOOLS) -> list[ToolSpec]:

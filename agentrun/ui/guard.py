@@ -4,7 +4,9 @@ In order, for each request:
 - the Host header must name this server (421 otherwise): a website that rebinds its own name to
   127.0.0.1 reaches this port, but its requests carry its name, not ours;
 - a request body is at most BODY_MAX bytes (413);
-- with a token, the request carries it (bearer, or the cookie a `?token=` link sets once);
+- with a token, the request carries it (bearer), or the session cookie a `?token=` link sets once:
+  a value derived from the token (an HMAC of it), never the token itself, so a cookie read off a
+  disk or a proxy's log is no bearer token and dies with the token;
 - anything sent here (not a GET) comes from no page of another origin, and a form carries
   the CSRF field the page gave it;
 - every response forbids framing, sniffing and referrers, and lets run only the page's own scripts:
@@ -32,6 +34,7 @@ from agentrun.models import limits
 TOKEN_COOKIE = "agentrun_ui_token"
 CSRF_COOKIE = "agentrun_csrf"
 CSRF_FIELD = "csrf"
+SESSION_LABEL = b"agentrun ui session"  # what the session cookie's HMAC signs, keyed by the token
 SIGNED_IN_COOKIE = "agentrun_signed_in"  # set with the token's cookie: the next page says to bookmark the bare URL
 # A form holds at most a note or an answer (limits.NOTE_CHARS characters: up to 4 bytes each in UTF-8,
 # 3 characters for each byte once percent-encoded) and a few short fields.
@@ -91,6 +94,7 @@ class Guard:
     def __init__(self, app: ASGIApp, hosts: frozenset[str], token: str | None, tls: bool = False) -> None:
         self.app, self.hosts, self.token, self.tls = app, hosts, token, tls
         self.secret = secrets.token_bytes(32)  # signs CSRF fields: a cookie set from elsewhere cannot be matched
+        self.session = session_value(token) if token else None  # the cookie a signed-in browser holds
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -151,10 +155,10 @@ class Guard:
         if given is not None and _same(given, self.token):
             bare = url.remove_query_params("token")
             response = RedirectResponse(str(bare), status_code=303, headers={"Cache-Control": "no-store"})
-            response.set_cookie(TOKEN_COOKIE, self.token or "", httponly=True, samesite="strict", secure=self.tls)
+            response.set_cookie(TOKEN_COOKIE, self.session or "", httponly=True, samesite="strict", secure=self.tls)
             response.set_cookie(SIGNED_IN_COOKIE, "1", max_age=60, httponly=True, samesite="strict", secure=self.tls)
             return response
-        if self._by_bearer(headers) or _same(cookies.get(TOKEN_COOKIE, ""), self.token):
+        if self._by_bearer(headers) or _same(cookies.get(TOKEN_COOKIE, ""), self.session):
             return None
         return PlainTextResponse(
             "401: this page needs the token in AGENTRUN_UI_TOKEN: open it once with ?token=TOKEN, or send "
@@ -197,6 +201,12 @@ class Guard:
             await send(message)
 
         return headed
+
+
+def session_value(token: str) -> str:
+    """The session cookie's value for `token`: the same across restarts of the page (a bookmarked
+    address still works), another for another token, and no way back to the token."""
+    return hmac.new(token.encode(), SESSION_LABEL, hashlib.sha256).hexdigest()
 
 
 def _security_headers(nonce: str, tls: bool) -> dict[str, str]:

@@ -42,7 +42,7 @@ def questions_of(state: RunState) -> list[Question]:
             spec=state.spec,
             gate=gate,
             choices=gates.choices(gate),
-            draft=state.outputs.get(gate.node, "") if gate.kind == "approval" else "",
+            draft=state.outputs.get(gate.node, "") if gate.kind == "approval" and gate.call is None else "",
             spent=_spent(state) if gate.kind == "budget" else "",
             corrects=gate.kind == "approval" and gate.name.endswith(SUPERVISE_GATE),
         )

@@ -4,7 +4,10 @@ the run and kept (so the list is in history once, and a server that changes its 
 not change what the run offers); each call is its own activity.
 
 A call the workflow can refuse by itself (a server no one declared) is refused here, without an
-activity, as the model's answer: the step goes on. `Mcp` is the tool loop's source for them."""
+activity, as the model's answer: the step goes on. So is a call of a server that could not list its
+tools (it did not start, or died, at every attempt): the step is offered the tools its grant names
+(one stand-in for a whole server), each described and answered by the server's error. `Mcp` is the
+tool loop's source for them."""
 
 from __future__ import annotations
 
@@ -14,10 +17,18 @@ from typing import TYPE_CHECKING
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError
+from temporalio.exceptions import ActivityError, CancelledError
 
 from agentrun.lang.mcp_servers import McpServer, tool_name
-from agentrun.models.mcp import CALL_ATTEMPTS, CALL_MCP_TOOL, LIST_MCP_TOOLS, McpCallInput, McpListInput, McpToolList
+from agentrun.models.mcp import (
+    CALL_ATTEMPTS,
+    CALL_MCP_TOOL,
+    CALL_SETTINGS,
+    LIST_MCP_TOOLS,
+    McpCallInput,
+    McpListInput,
+    McpToolList,
+)
 from agentrun.models.tools import ToolCall, ToolPolicy, ToolResult, ToolSpec
 from agentrun.workflows import activity_calls
 
@@ -28,6 +39,10 @@ if TYPE_CHECKING:
 CALL_RETRY = RetryPolicy(initial_interval=timedelta(milliseconds=200), maximum_attempts=CALL_ATTEMPTS)
 LIST_RETRY = RetryPolicy(initial_interval=timedelta(milliseconds=200), maximum_attempts=3)
 START_S = 30.0  # room for a stdio server to start on top of its own timeout
+TOOL_CRASHES = "tool-calls-heartbeat"  # as workflows.tool_loop's: calls run as models.mcp.CALL_SETTINGS say
+# Runs recorded before this failed the step when a server could not list its tools.
+UNLISTED_ANSWERS = "mcp-unlisted-answers"
+STAND_IN = "unavailable"  # the tool offered for a whole server that could not list its own
 
 
 class McpTools:
@@ -43,6 +58,13 @@ class McpTools:
         if server is None:
             return []
         listed = await self._listed(server)
+        if listed.error:
+            about = f"Not available in this run: {listed.error}. A call answers with this error."
+            empty = {"type": "object", "properties": {}}
+            return [
+                ToolSpec(name=tool_name(server_id, t), description=about, parameters=empty)
+                for t in tool_names or [STAND_IN]
+            ]
         return [
             ToolSpec(name=tool_name(server_id, t.name), description=t.description, parameters=t.parameters)
             for t in listed.tools
@@ -67,6 +89,10 @@ class McpTools:
         if server is None:
             why = f"MCP server {server_id!r} is not declared for this run; no call was made"
             return ToolResult(call_id=call.id, name=call.name, ok=False, content=why, refused=True, error=why)
+        listing = self.listed.get(server_id)
+        if listing is not None and listing.done() and not listing.cancelled() and listing.result().error:
+            said = listing.result().error
+            return ToolResult(call_id=call.id, name=call.name, ok=False, content=f"error: {said}", error=said)
         arg = McpCallInput(
             server=server,
             tool=call.name,
@@ -79,6 +105,10 @@ class McpTools:
             idempotency_key=idempotency_key,
             granted=granted or [],
         )
+        if workflow.patched(TOOL_CRASHES):
+            return await activity_calls.call_tool(
+                CALL_MCP_TOOL, arg, ToolResult, CALL_SETTINGS, limit_s=server.timeout_s, summary=summary or arg.name
+            )
         return await workflow.execute_activity(
             CALL_MCP_TOOL,
             arg,
@@ -95,14 +125,19 @@ class McpTools:
         return await found
 
     async def _list(self, server: McpServer) -> McpToolList:
-        return await workflow.execute_activity(
-            LIST_MCP_TOOLS,
-            McpListInput(server=server),
-            result_type=McpToolList,
-            start_to_close_timeout=timedelta(seconds=server.timeout_s + START_S),
-            retry_policy=LIST_RETRY,
-            summary=f"tools of MCP server {server.id}",
-        )
+        try:
+            return await workflow.execute_activity(
+                LIST_MCP_TOOLS,
+                McpListInput(server=server),
+                result_type=McpToolList,
+                start_to_close_timeout=timedelta(seconds=server.timeout_s + START_S),
+                retry_policy=LIST_RETRY,
+                summary=f"tools of MCP server {server.id}",
+            )
+        except ActivityError as exc:
+            if isinstance(exc.cause, CancelledError) or not workflow.patched(UNLISTED_ANSWERS):
+                raise
+            return McpToolList(server_id=server.id, error=activity_calls.reason(exc))
 
 
 class Mcp:
@@ -135,5 +170,7 @@ class Mcp:
                 summary=box.summary(call.model_copy(update={"name": tool_name(server_id, tool)})),
             )
         except ActivityError as exc:
+            if workflow.patched(TOOL_CRASHES):
+                raise activity_calls.not_completed(box.key, n, call, exc, CALL_SETTINGS) from None
             said = f"the MCP tool could not be called: {activity_calls.reason(exc)}"
             return ToolResult(call_id=call.id, name=call.name, ok=False, content=said, error=said)

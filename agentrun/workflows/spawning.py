@@ -16,7 +16,7 @@ from agentrun.models.drivers import driver_of
 from agentrun.models.texts.spawn_text import Ask, Request, follow_up, results, sub_agent, wants_to_spawn
 from agentrun.workflows.failures import TaskFailed
 from agentrun.workflows.scope import Scope
-from agentrun.workflows.taint import untrusted
+from agentrun.workflows.taint import fence
 
 if TYPE_CHECKING:
     from agentrun.workflows.conversation import Conversation
@@ -37,8 +37,8 @@ async def answer(conv: Conversation, node: ir.Task, scope: Scope, ask: Ask, *, r
     records = [_record(str(scope.key), n, r) for n, r in numbered]
     conv.state.add_spawned(str(scope.key), records)
     outcomes = await asyncio.gather(*(_run(conv, node, scope, n, r, q) for (n, q), r in zip(numbered, records)))
-    fence = untrusted if conv.inp.plan.security == "paranoid" else str
-    return results([(r.role, fence(o)) for r, o in zip(records, outcomes)])
+    fenced = fence if conv.inp.plan.security == "paranoid" else str
+    return results([(r.role, fenced(o)) for r, o in zip(records, outcomes)])
 
 
 def go_on(

@@ -9,11 +9,29 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
+from temporalio import workflow
+
 from agentrun.lang import expressions, ir
-from agentrun.lang.render import TemplateSyntaxError, names_used
-from agentrun.lang.render import untrusted as untrusted
+from agentrun.lang.render import TemplateSyntaxError, names_used, untrusted
 from agentrun.models.contract import RunState, TaintMark
 from agentrun.workflows.scope import Scope
+
+# Runs recorded before this fenced untrusted text with fixed markers, which the text itself could
+# hold: a tool result writing the end marker closed the fence early.
+FENCE_TAGS = "fence-tags"
+
+
+def fence(text: str) -> str:
+    """`text` fenced as untrusted data, its markers carrying a tag drawn for this fence from the
+    workflow's seeded random (deterministic on replay), after the text exists: the text cannot
+    hold it, so no end marker inside it closes the fence."""
+    if not workflow.patched(FENCE_TAGS):
+        return untrusted(text)
+    rng = workflow.random()
+    tag = f"{rng.getrandbits(64):016x}"
+    while tag in text:  # one chance in 2**64 a position; drawn again rather than trusted
+        tag = f"{rng.getrandbits(64):016x}"
+    return untrusted(text, tag)
 
 
 def source_of(node: ir.NodeBase) -> str | None:

@@ -20,20 +20,24 @@ from temporalio.exceptions import ActivityError, CancelledError
 
 from agentrun.lang import ir
 from agentrun.models import calls
+from agentrun.models.builtin_tools import BUILTINS
 from agentrun.models.contract import ARGUMENTS_SHOWN, ToolUse
 from agentrun.models.tool_policy import from_tables
 from agentrun.models.tools import RUN_TOOL, ToolCall, ToolCallInput, ToolPolicy, ToolResult, ToolSpec, builtin_specs
-from agentrun.workflows import activity_calls, tracing
-from agentrun.workflows.failures import TaskFailed
+from agentrun.workflows import activity_calls, approvals, mcp_tools, tracing
+from agentrun.workflows.failures import CallNotCompleted, TaskFailed
 from agentrun.workflows.local_tools import Local
 from agentrun.workflows.mcp_tools import Mcp
 from agentrun.workflows.scope import Scope
-from agentrun.workflows.taint import untrusted
+from agentrun.workflows.taint import fence
 
 if TYPE_CHECKING:
     from agentrun.workflows.conversation import Conversation
 
 TOOL_LOOP = "tool-loop"  # the patch under which a granted agent is offered its tools
+# The patch under which a tool call heartbeats and runs again after a crash as its declaration says,
+# and one that could not be completed fails the step.
+TOOL_CRASHES = mcp_tools.TOOL_CRASHES
 REASON_SHOWN = 300  # characters of an error or refusal the run state keeps
 
 
@@ -61,6 +65,7 @@ class Toolbox:
         self.conv, self.node, self.scope, self.grant = conv, node, scope, grant
         self.key = str(scope.key)
         self.routes: dict[str, Route] = {}
+        self.words = ""  # what the model said with the calls it asks for now (a person approving one reads it)
 
     @property
     def policy(self) -> ToolPolicy:
@@ -81,9 +86,10 @@ class Toolbox:
                     specs.append(spec)
         return specs
 
-    async def answer(self, asked: list[calls.ToolCall]) -> list[calls.ChatMessage]:
+    async def answer(self, asked: list[calls.ToolCall], words: str = "") -> list[calls.ChatMessage]:
         """Each call answered in order, as the tool turns a chat API takes next; past the step's
-        max_tool_calls the step fails saying so."""
+        max_tool_calls the step fails saying so. `words`: what the model said with the calls."""
+        self.words = words
         done: list[calls.ChatMessage] = []
         for call in asked:
             made = self.conv.tool_calls_made.get(self.key, 0) + 1
@@ -97,7 +103,7 @@ class Toolbox:
                 )
             result = await self._one(call)
             content = result.content or _said(result)
-            fenced = untrusted(content) if self.conv.inp.plan.security == "paranoid" else content
+            fenced = fence(content) if self.conv.inp.plan.security == "paranoid" else content
             done.append(calls.ChatMessage(role="tool", content=fenced, tool_call_id=call.id))
             self.conv.threads.kept_at(done[-1], result)
         return done
@@ -114,11 +120,18 @@ class Toolbox:
         )
         self.conv.state.record_tool_call(self.key, use)
         with tracing.tool_call(self.key, asked.name, asked.id, use.source) as ended:
-            result = await self._run(asked, route)
+            try:
+                result = await self._run(asked, route)
+            except CallNotCompleted as exc:
+                took = round((workflow.now() - began).total_seconds(), 3)
+                use.end("lost", exc.message[:REASON_SHOWN], took, exc.attempts)
+                ended(use.outcome, use.reason)
+                raise
             use.end(
                 "ok" if result.ok else "refused" if result.refused else "error",
                 (result.error or "")[:REASON_SHOWN],
                 round((workflow.now() - began).total_seconds(), 3),
+                result.attempt,
             )
             ended(use.outcome, use.reason)
         return result
@@ -136,6 +149,10 @@ class Toolbox:
         if not isinstance(arguments, dict):
             return _failed(asked, "the arguments must be a JSON object")
         call = ToolCall(id=asked.id, name=route.target, arguments=arguments)
+        # The policy's `ask`: a person approves the call before it is scheduled, or it is not made.
+        refusal = await approvals.ask(self, route, call)
+        if refusal is not None:
+            return _refused(asked, refusal)
         return await SOURCES[route.source].call(self, route, call)
 
     def summary(self, call: ToolCall) -> str:
@@ -184,14 +201,24 @@ class Builtin:
             keep=box.conv.threads.keeps(),
         )
         rule = box.policy.rule(call.name)
-        # The command's own limit, and time to start it and read its output.
-        timeout_s = (rule.timeout_s or box.policy.limits.bash_timeout_s) + 60.0
+        limit_s = rule.timeout_s or box.policy.limits.bash_timeout_s
+        declared = BUILTINS.get(call.name)
+        if declared is not None and workflow.patched(TOOL_CRASHES):
+            settings = declared.settings
+            try:
+                return await activity_calls.call_tool(
+                    RUN_TOOL, arg, ToolResult, settings, limit_s=limit_s, summary=box.summary(call)
+                )
+            except ActivityError as exc:
+                raise activity_calls.not_completed(box.key, n, call, exc, settings) from None
+        # Before TOOL_CRASHES: no heartbeat, and a call that could not be run was an error the model read.
         try:
-            return await activity_calls.call(RUN_TOOL, arg, ToolResult, summary=box.summary(call), timeout_s=timeout_s)
+            return await activity_calls.call(
+                RUN_TOOL, arg, ToolResult, summary=box.summary(call), timeout_s=limit_s + 60.0
+            )
         except ActivityError as exc:
             if isinstance(exc.cause, CancelledError):
                 raise asyncio.CancelledError() from None  # the run or this branch was cancelled
-            # The tool could not be run at all (its worker kept failing): the model is told, the step goes on.
             return _failed(call, f"the tool could not be run: {activity_calls.reason(exc)}")
 
 
@@ -199,6 +226,8 @@ class Builtin:
 SOURCES: dict[str, Source] = {"builtin": Builtin(), "mcp": Mcp(), "local": Local()}
 
 
-def policy_of(plan: ir.Plan) -> ToolPolicy:
-    """The run's policy: the policy.toml its spec named (or found beside it), else the defaults."""
-    return from_tables(plan.tool_policy, plan.policy_file)
+def policy_of(plan: ir.Plan, steering_files: list[str] | None = None) -> ToolPolicy:
+    """The run's policy: the policy.toml its spec named (or found beside it), else the defaults;
+    with the files of the work directory the run was made from, which no tool may change."""
+    policy = from_tables(plan.tool_policy, plan.policy_file)
+    return policy.model_copy(update={"steering_files": list(steering_files or [])})

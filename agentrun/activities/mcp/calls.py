@@ -16,6 +16,7 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from agentrun.activities.beating import attempt, beating, told
 from agentrun.activities.redact import redactor
 from agentrun.models.mcp import CALL_ATTEMPTS, CALL_MCP_TOOL, LIST_MCP_TOOLS, McpCallInput, McpListInput, McpToolList
 from agentrun.models.tools import ToolResult, ToolSpec
@@ -58,6 +59,16 @@ async def _all_tools(client: Any) -> list[Any]:
 
 @activity.defn(name=CALL_MCP_TOOL)
 async def call_mcp_tool(input: McpCallInput) -> ToolResult:
+    """Heartbeating while the server answers: a call whose worker dies runs again on another, and
+    its result says so at its head."""
+    async with beating():
+        result = await _call(input)
+    result.attempt = attempt()
+    result.content = told(result.content, result.attempt)
+    return result
+
+
+async def _call(input: McpCallInput) -> ToolResult:
     started = time.monotonic()
     server = input.server
     taint = f"mcp:{server.id}:{input.tool}"
@@ -81,7 +92,7 @@ async def call_mcp_tool(input: McpCallInput) -> ToolResult:
         "mcp", f"{server.id}:{input.tool}", input.arguments, granted=input.granted, denied=server.denied_tools
     )
     decision = decide(input.policy, asked)
-    if not decision.allowed:
+    if decision.refused:  # "ask": the workflow had a person approve it first
         return result(False, decision.reason, decision.reason, refused=True)
     if decision.warning:
         _warn_once(server.id, decision.warning)

@@ -1,25 +1,25 @@
 """glob {pattern}: the paths in the work directory that match (`*`, `?`, `[..]`, `**` for any depth,
-`{a,b}`), relative to it; protected files and links that lead outside are left out."""
+`{a,b}`), relative to it; secret files and links that lead outside are left out."""
 
 from __future__ import annotations
 
 import asyncio
 import os
 import re
-from typing import Any
 
-from agentrun.activities.tools.base import Refused, ToolContext, ToolFailed, as_json, text_arg
+from agentrun.activities.tools.base import Refused, ToolContext, ToolFailed, as_json
 from agentrun.activities.tools.confine import Changed, NotFound, OutsideWorkdir
 from agentrun.activities.tools.paths import locate, path_refusal
-from agentrun.activities.tools.policy import is_protected
+from agentrun.activities.tools.policy import is_secret
 from agentrun.activities.tools.walk import Walk
+from agentrun.models.builtin_tools import GlobArgs
 from agentrun.policy.globs import glob_regex
 
 MAX_RESULTS = 1000
 
 
-async def call(ctx: ToolContext, args: dict[str, Any]) -> str:
-    return await asyncio.to_thread(_glob, ctx, text_arg(args, "pattern"))
+async def call(ctx: ToolContext, args: GlobArgs) -> str:
+    return await asyncio.to_thread(_glob, ctx, args.pattern)
 
 
 def _glob(ctx: ToolContext, pattern: str) -> str:
@@ -79,9 +79,9 @@ def _fixed_prefix(parts: list[str]) -> list[str]:
 
 
 def _shown(ctx: ToolContext, rel: str, is_link: bool) -> bool:
-    """Whether a match is listed: not protected, allowed by the policy's globs for glob, and for a
+    """Whether a match is listed: not secret, allowed by the policy's globs for glob, and for a
     link, one that resolves inside the work directory to something that is itself shown."""
-    if is_protected(ctx.policy, rel):
+    if is_secret(rel, ctx.policy):
         return False
     if path_refusal(ctx, rel):
         return False
@@ -89,7 +89,7 @@ def _shown(ctx: ToolContext, rel: str, is_link: bool) -> bool:
         return True
     try:
         with ctx.workdir.locate(rel) as target:
-            return target.exists and not is_protected(ctx.policy, target.rel)
+            return target.exists and not is_secret(target.rel, ctx.policy)
     except (OutsideWorkdir, NotFound, Changed, OSError):
         return False
 

@@ -1,5 +1,6 @@
 """grep {pattern, path}: the lines that match a regular expression in a file, or in every file of
-a folder, each {file, line, content}; protected files are left out, links are not followed.
+a folder, each {file, line, content}; secret files and files with other hard links are left out,
+links are not followed.
 
 The expression runs under a time limit (the `regex` module's timeout): a pattern that backtracks
 forever on a long line ends the call with an error, not a worker thread.
@@ -15,10 +16,11 @@ from typing import Any
 
 import regex
 
-from agentrun.activities.tools.base import ToolContext, ToolFailed, as_json, text_arg
-from agentrun.activities.tools.paths import locate, open_regular, path_refusal
-from agentrun.activities.tools.policy import is_protected
+from agentrun.activities.tools.base import ToolContext, ToolFailed, as_json
+from agentrun.activities.tools.paths import locate, open_for_reading, path_refusal
+from agentrun.activities.tools.policy import is_secret
 from agentrun.activities.tools.walk import Walk
+from agentrun.models.builtin_tools import GrepArgs
 
 MAX_MATCHES = 1000
 MAX_FILE_BYTES = 10 << 20  # larger files are skipped, as are binary ones
@@ -26,8 +28,8 @@ MAX_LINE_CHARS = 500  # a matching line is shown up to this long
 TIME_LIMIT_S = 20.0
 
 
-async def call(ctx: ToolContext, args: dict[str, Any]) -> str:
-    pattern, path = text_arg(args, "pattern"), text_arg(args, "path", required=False, default=".")
+async def call(ctx: ToolContext, args: GrepArgs) -> str:
+    pattern, path = args.pattern, args.path
     return await asyncio.to_thread(_grep, ctx, pattern, path or ".")
 
 
@@ -56,7 +58,7 @@ def _grep(ctx: ToolContext, pattern: str, path: str) -> str:
                         break
             else:
                 os.close(fd)
-                fd = open_regular(found, path, os.O_RDONLY)
+                fd = open_for_reading(found, path)
                 search.file(fd, found.rel)
         finally:
             try:
@@ -78,7 +80,7 @@ class _Search:
         return len(self.matches) >= MAX_MATCHES
 
     def wanted(self, rel: str) -> bool:
-        if is_protected(self.ctx.policy, rel):
+        if is_secret(rel, self.ctx.policy):
             return False
         return path_refusal(self.ctx, rel) is None
 
@@ -86,7 +88,8 @@ class _Search:
         """Search one open file (the descriptor is closed here); a binary or huge file is skipped."""
         with os.fdopen(fd, "rb") as f:
             info = os.fstat(f.fileno())
-            if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_FILE_BYTES:
+            # A file with other hard links may be one outside the work directory: not read.
+            if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_FILE_BYTES or info.st_nlink > 1:
                 return
             data = f.read(MAX_FILE_BYTES)
         if b"\0" in data[:8192]:

@@ -1,4 +1,4 @@
-"""ls {path}: a folder's entries, each {name, is_dir, size}; protected files are left out."""
+"""ls {path}: a folder's entries, each {name, is_dir, size}; secret files are left out."""
 
 from __future__ import annotations
 
@@ -7,15 +7,16 @@ import os
 import stat
 from typing import Any
 
-from agentrun.activities.tools.base import ToolContext, ToolFailed, as_json, text_arg
+from agentrun.activities.tools.base import ToolContext, ToolFailed, as_json
 from agentrun.activities.tools.paths import locate, open_dir
-from agentrun.activities.tools.policy import is_protected
+from agentrun.activities.tools.policy import is_secret
+from agentrun.models.builtin_tools import LsArgs
 
 MAX_ENTRIES = 2000
 
 
-async def call(ctx: ToolContext, args: dict[str, Any]) -> str:
-    return await asyncio.to_thread(_ls, ctx, text_arg(args, "path", required=False, default="."))
+async def call(ctx: ToolContext, args: LsArgs) -> str:
+    return await asyncio.to_thread(_ls, ctx, args.path)
 
 
 def _ls(ctx: ToolContext, path: str) -> str:
@@ -28,7 +29,7 @@ def _ls(ctx: ToolContext, path: str) -> str:
         try:
             with os.scandir(fd) as listing:
                 for entry in sorted(listing, key=lambda e: e.name):
-                    if is_protected(ctx.policy, prefix + entry.name):
+                    if is_secret(prefix + entry.name, ctx.policy):
                         continue
                     # The entry itself, a link as a link: listing never follows one out.
                     info = entry.stat(follow_symlinks=False)

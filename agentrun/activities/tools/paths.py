@@ -8,8 +8,10 @@ import stat
 
 from agentrun.activities.tools.base import Refused, ToolContext, ToolFailed
 from agentrun.activities.tools.confine import Changed, Located, NotFound, OutsideWorkdir
-from agentrun.activities.tools.policy import is_protected
+from agentrun.activities.tools.policy import is_protected, is_secret
 from agentrun.policy import Asked, decide
+
+WRITING = ("write", "edit")  # the tools that change a file: they answer to the protected list
 
 
 def locate(ctx: ToolContext, path: str, *, make_parents: bool = False) -> Located:
@@ -37,9 +39,15 @@ def locate(ctx: ToolContext, path: str, *, make_parents: bool = False) -> Locate
 
 
 def allowed(ctx: ToolContext, rel: str, *, shown: str) -> None:
-    """Refuse a protected file, or a path the policy's globs keep from this tool."""
-    if is_protected(ctx.policy, rel):
-        raise Refused(f"{shown} is a protected file: no tool reads, writes or lists it")
+    """Refuse a secret file to any tool, a protected one to a tool that writes, or a path the
+    policy's globs keep from this tool."""
+    if is_secret(rel, ctx.policy):
+        raise Refused(f"{shown} is a secret file: no tool reads, writes or lists it")
+    if ctx.name in WRITING and is_protected(ctx.policy, rel):
+        raise Refused(
+            f"{shown} steers this run or the next one (its spec, policy or configuration): agents may read it, "
+            "not change it"
+        )
     reason = path_refusal(ctx, rel)
     if reason:
         raise Refused(reason)
@@ -49,7 +57,7 @@ def path_refusal(ctx: ToolContext, rel: str) -> str | None:
     """Why the policy's allow/deny globs keep ctx's tool from `rel`, or None (glob and grep answer
     to read's globs too: agentrun.policy decides)."""
     decision = decide(ctx.policy, Asked("builtin", ctx.name, {"path": rel}, workdir=ctx.workdir.root))
-    return None if decision.allowed else decision.reason
+    return decision.reason if decision.refused else None
 
 
 def open_regular(found: Located, path: str, flags: int, mode: int = 0o644) -> int:
@@ -68,6 +76,16 @@ def open_regular(found: Located, path: str, flags: int, mode: int = 0o644) -> in
         os.close(fd)
         raise ToolFailed(f"{path} is not a regular file")
     os.set_blocking(fd, True)
+    return fd
+
+
+def open_for_reading(found: Located, path: str) -> int:
+    """Open a regular file to read it. A file with other hard links is refused, as for writing: one
+    of them may be outside the work directory (a link made by a command to a file of the machine's)."""
+    fd = open_regular(found, path, os.O_RDONLY)
+    if os.fstat(fd).st_nlink > 1:
+        os.close(fd)
+        raise Refused(f"{path} has other hard links, which may lead outside the work directory")
     return fd
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,18 +37,26 @@ class Setting:
     instructions: str  # the goal's rendered prompt
     paranoid: bool = False
     converge_message: str = ""  # the rendered `loop_until.message` of a CONVERGE goal
+    fence: Callable[[str], str] = untrusted  # how a paranoid run fences: a workflow's tags each fence
 
     def quote(self, value: Any) -> str:
         """An earlier output as a prompt shows it; in a paranoid run, fenced off as untrusted."""
         text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, indent=1)
-        return untrusted(text) if self.paranoid else text
+        return self.fence(text) if self.paranoid else text
 
     def head(self) -> list[str]:
         return [self.system, f"Goal {self.goal}:\n{self.instructions}"]
 
 
-def setting(plan: ir.Plan, node: ir.Task, values: dict[str, Any], undefined: UndefinedNames = "error") -> Setting:
-    """The goal's templates rendered; a research run's scope goes into its system text."""
+def setting(
+    plan: ir.Plan,
+    node: ir.Task,
+    values: dict[str, Any],
+    undefined: UndefinedNames = "error",
+    fence: Callable[[str], str] = untrusted,
+) -> Setting:
+    """The goal's templates rendered; a research run's scope goes into its system text. `fence`
+    fences what a paranoid run's prompts quote."""
     system = render(node.system, values, undefined) if node.system else ""
     # A dialect may already have put the scope in the goal's system text (an Agentfile does, so that
     # inspect and dry-run show it); it is said once.
@@ -55,7 +64,7 @@ def setting(plan: ir.Plan, node: ir.Task, values: dict[str, Any], undefined: Und
         system = "\n\n".join(p for p in (system, f"Research scope (stay within it): {plan.research_scope}") if p)
     instructions = render(node.prompt, values, undefined)
     message = render(node.loop_until.message, values, undefined) if node.loop_until else ""
-    return Setting(node.id, system, instructions, plan.security == "paranoid", message)
+    return Setting(node.id, system, instructions, plan.security == "paranoid", message, fence)
 
 
 def commit_prompt(at: Setting) -> str:

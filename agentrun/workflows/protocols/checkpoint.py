@@ -21,7 +21,7 @@ from agentrun.workflows.failures import TaskFailed
 from agentrun.workflows.protocols import reconcile
 from agentrun.workflows.protocols.checkpoint_read import converged, output_value, read_post, read_pre
 from agentrun.workflows.protocols.supervise import MAX_REORIENTS, Goal, decide
-from agentrun.workflows.taint import untrusted
+from agentrun.workflows.taint import fence
 
 if TYPE_CHECKING:
     from agentrun.workflows.runtime import Runtime
@@ -58,9 +58,9 @@ def _goal(engine: Runtime, node: ir.Task, scope: Scope, task: TaskState) -> Goal
     values = engine.values(scope)
     if engine.inp.plan.security == "paranoid":
         # What earlier goals stored reaches templates fenced off, like every output a prompt quotes.
-        values.update({name: untrusted(to_text(value)) for name, value in engine.state.memory.items()})
+        values.update({name: fence(to_text(value)) for name, value in engine.state.memory.items()})
     try:
-        at = setting(engine.inp.plan, node, values, engine.inp.plan.undefined)
+        at = setting(engine.inp.plan, node, values, engine.inp.plan.undefined, fence)
         value = expressions.step_input(node.input, values, engine.all_prior()) if node.input is not None else None
     except (TemplateError, expressions.ExpressionError, TypeError) as exc:
         raise TaskFailed(key, f"cannot fill in its prompt: {exc}") from None

@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 from agentrun.lang.errors import SpecError
 from agentrun.lang.mcp_servers import McpServer, read_servers
+from agentrun.lang.source import note
 
 CONFIG_FILE = "agent.toml"
 Problem = Callable[[int, int, str, str], None]
@@ -21,6 +22,7 @@ def mcp_servers(folder: str, problem: Problem) -> dict[str, McpServer]:
     path = os.path.join(folder, CONFIG_FILE)
     if not os.path.exists(path):
         return {}
+    note(path)
     try:
         with open(path, "rb") as f:
             tables = tomllib.load(f)

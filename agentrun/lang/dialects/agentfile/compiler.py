@@ -14,6 +14,7 @@ from agentrun.lang.dialects.agentfile.lex import Text, Token, read
 from agentrun.lang.dialects.agentfile.parse import Decl, Form, form_of, parse
 from agentrun.lang.dialects.agentfile.skills import SkillError, skill_prompt
 from agentrun.lang.errors import Problem, SpecError, did_you_mean
+from agentrun.lang.source import note
 
 
 def _error(problems: list[Problem], form: Form) -> SpecError:
@@ -159,6 +160,7 @@ class _Compiler:
         path = os.path.join(self.folder, decl.source.value)
         if decl.keyword == "AGENT" and os.path.isdir(path):
             return self._skill(decl.source, path)
+        note(path)
         try:
             with open(path, encoding="utf-8") as fh:
                 return Text.of_file(path, fh.read())

@@ -10,6 +10,8 @@ import os
 
 import yaml
 
+from agentrun.lang.source import note
+
 
 class SkillError(ValueError):
     """A folder that is not a skill; the message as the real parser says it, and a hint."""
@@ -27,6 +29,7 @@ def skill_prompt(folder: str) -> tuple[str, str]:
     path = os.path.join(folder, "SKILL.md")
     if not os.path.isfile(path):
         raise SkillError(f"directory {folder} is not a valid skill (missing SKILL.md)", FORMAT_HINT)
+    note(path)
     with open(path, encoding="utf-8") as fh:
         front, body = _split(fh.read())
     try:
