@@ -49,6 +49,9 @@ def add_commands(sub: Any) -> None:
     )
 
 
+WARNINGS_SHOWN = 20  # lines of warnings `pending` prints before it counts the rest
+
+
 async def _pending(engine: Engine, args: argparse.Namespace, console: Console) -> int:
     import json
 
@@ -57,10 +60,16 @@ async def _pending(engine: Engine, args: argparse.Namespace, console: Console) -
     from agentrun.explain.waiting import NO_WORKER
 
     found = await engine.pending()
-    for run in found.unanswered:
-        print(f"warning: run {run.run_id}: {NO_WORKER}; {run.fix}", file=sys.stderr)
-    for run_id, message in found.refused:
-        print(f"warning: run {run_id}: {message}", file=sys.stderr)
+    warnings = [f"warning: run {run.run_id}: {NO_WORKER}; {run.fix}" for run in found.unanswered]
+    warnings += [f"warning: run {run_id}: {message}" for run_id, message in found.refused]
+    for line in warnings[:WARNINGS_SHOWN]:
+        print(line, file=sys.stderr)
+    if len(warnings) > WARNINGS_SHOWN:  # thousands of runs on a stopped worker: a few lines say it
+        more = len(warnings) - WARNINGS_SHOWN
+        print(
+            f"warning: and {more} more like these (`{spelling.client()} pending --json` lists every question)",
+            file=sys.stderr,
+        )
     if args.json:
         print(json.dumps([q.model_dump(mode="json") for q in found.questions], indent=2))
         return EXIT_OK

@@ -22,7 +22,7 @@ from temporalio.service import RPCError
 
 from agentrun import startup
 from agentrun.client import humans, launch, listing, runs
-from agentrun.client.models import Pending, RunSummary
+from agentrun.client.models import OpenGate, Pending, RunSummary
 from agentrun.client.run import Run
 from agentrun.errors import UsageError
 from agentrun.explain import prepare
@@ -129,6 +129,15 @@ class Engine:
     async def waiting(self) -> list[RunState]:
         """The state of every running run that may wait for a person (its open gates say for what)."""
         return await humans.waiting_states(self.temporal)
+
+    async def open_gates(self) -> list[OpenGate]:
+        """Every gate open across runs, as the runs' memos in Temporal's visibility store say: no run
+        is asked (but one started before runs kept their gates there)."""
+        return await humans.open_gates_listed(self.temporal)
+
+    async def states(self, run_ids: list[str], wait_s: float = 2.0) -> dict[str, RunState]:
+        """The state of each running run a worker answers for within wait_s; the others are left out."""
+        return await humans.states_within(self.temporal, run_ids, wait_s)
 
     async def pending(self) -> Pending:
         """Every question open across runs, oldest first, and the runs whose questions no worker can

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agentrun.lang.ir import Budget
 from agentrun.models.calls import Partial
-from agentrun.models.contract import Answer, RunInput, RunState
+from agentrun.models.contract import Answer, Gate, RunInput, RunState
 
 
 class _Value(BaseModel):
@@ -121,6 +121,14 @@ class Question(_Value):
     choices: list[str] = []
     waiting_since: str | None = None  # ISO 8601, to the second
     timeout_at: str | None = None
+
+
+class OpenGate(_Value):
+    """An open gate of a running run, as the run's memo in Temporal's visibility store says it."""
+
+    run_id: str
+    spec: str
+    gate: Gate
 
 
 class Unanswered(_Value):
