@@ -8,7 +8,7 @@ import signal
 import sys
 
 from temporalio import workflow
-from temporalio.worker import Worker
+from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 from tests.conftest import run_id, start_worker, wait_for, write_spec
 
@@ -52,7 +52,7 @@ async def test_status_says_a_worker_polls_the_queue_but_does_not_take_the_run_an
     # A worker of another program polls the run's queue: it takes the run's work and cannot do it.
     queue, rid = run_id("q-other"), run_id("stuck")
     spec = write_spec(tmp_path, SLOW)
-    async with Worker(client, task_queue=queue, workflows=[NotAgentRun]):
+    async with Worker(client, task_queue=queue, workflows=[NotAgentRun], workflow_runner=UnsandboxedWorkflowRunner()):
         started = await asyncio.to_thread(
             cli, "start", str(spec), "--agent", "scripted:none.yaml", "--id", rid, "--task-queue", queue, "--detach"
         )
