@@ -71,7 +71,7 @@ async def timed(call) -> tuple[float, object]:
 
 async def approve_all(client: Client, ids: list[str]) -> list[RunState]:
     await in_flight([humans.answer(client, rid, "approve", "ship", "", "bench", 300) for rid in ids])
-    return await in_flight([client.get_workflow_handle(rid).result(result_type=RunState) for rid in ids], 500)
+    return await in_flight([client.get_workflow_handle(rid, result_type=RunState).result() for rid in ids], 500)
 
 
 async def bench(client: Client, address: str, count: int, cache: int, old: bool) -> None:
@@ -79,7 +79,9 @@ async def bench(client: Client, address: str, count: int, cache: int, old: bool)
         (Path(tmp) / "replies.yaml").write_text('default: "shipped\\nCOMPLETION_STATUS: COMPLETE"\n')
         (Path(tmp) / "waiting.yaml").write_text(SPEC)
         plan = load(str(Path(tmp) / "waiting.yaml"))
-        inp = RunInput(plan=plan, params={}, workdir=tmp, default_agent="scripted:replies.yaml", heartbeat_s=HEARTBEAT_S)
+        inp = RunInput(
+            plan=plan, params={}, workdir=tmp, default_agent="scripted:replies.yaml", heartbeat_s=HEARTBEAT_S
+        )
         worker = worker_process(
             address, "-m", "agentrun.worker", "--task-queue", QUEUE, "--max-cached-workflows", str(cache)
         )

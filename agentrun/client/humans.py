@@ -68,14 +68,15 @@ async def pending(client: Client) -> Pending:
     worker polling their queue. Read from the server's visibility store (each run's memo); only a run
     started before runs kept their gates there is asked, as before."""
     listed = await _listed(client)
-    known = [run for run in listed if run.inbox is not None]
+    known = [(run, run.inbox) for run in listed if run.inbox is not None]
     questions = [_from_memo(found) for found in _open_gates(known)]
-    refused = [(run.run_id, message) for run in known for message in run.inbox.refused if run.inbox]
-    served = await _served(client, {run.task_queue for run in known if run.inbox and run.inbox.gates})
+    refused = [(run.run_id, message) for run, box in known for message in box.refused]
+    waiting_runs = [run for run, box in known if box.gates]
+    served = await _served(client, {run.task_queue for run in waiting_runs})
     unanswered = [
         Unanswered(run_id=run.run_id, spec=run.spec, waiting=True, fix=waiting.hint(run.run_id, run.task_queue))
-        for run in known
-        if run.inbox and run.inbox.gates and not served[run.task_queue]
+        for run in waiting_runs
+        if not served[run.task_queue]
     ]
     old = await _asked(client, {run.run_id: run.waiting_for for run in listed if run.inbox is None})
     questions = sorted(questions + old.questions, key=lambda q: q.waiting_since or "")
@@ -88,17 +89,15 @@ async def open_gates_listed(client: Client) -> list[OpenGate]:
     """Every open gate of every running run, as the runs' memos say (the inbox); a run started before
     runs kept them there is asked for its state."""
     listed = await _listed(client)
-    found = _open_gates([run for run in listed if run.inbox is not None])
+    found = _open_gates([(run, run.inbox) for run in listed if run.inbox is not None])
     asked = await _states(client, [run.run_id for run in listed if run.inbox is None])
     return found + [
         OpenGate(run_id=state.run_id, spec=state.spec, gate=gate) for state in asked for gate in open_gates(state)
     ]
 
 
-def _open_gates(runs: list[Listed]) -> list[OpenGate]:
-    return [
-        OpenGate(run_id=run.run_id, spec=run.spec, gate=gate) for run in runs if run.inbox for gate in run.inbox.gates
-    ]
+def _open_gates(runs: list[tuple[Listed, Inbox]]) -> list[OpenGate]:
+    return [OpenGate(run_id=run.run_id, spec=run.spec, gate=gate) for run, box in runs for gate in box.gates]
 
 
 def _from_memo(found: OpenGate) -> Question:
