@@ -75,10 +75,12 @@ def _stop_asked(stop: asyncio.Event, task_queue: str) -> None:
 def _exit_now(message: str, event: str, task_queue: str) -> None:
     """End the process now: the server gives its runs' work to another worker (a running activity
     is retried after its heartbeat timeout)."""
-    logs.announce(message, event, task_queue=task_queue)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(EXIT_FORCED)
+    try:
+        logs.announce(message, event, task_queue=task_queue)
+        sys.stdout.flush()
+        sys.stderr.flush()
+    finally:  # whoever read the worker's output may be gone (a broken pipe): exit all the same
+        os._exit(EXIT_FORCED)
 
 
 EXIT_FORCED = 1  # a stop that did not finish in time
