@@ -20,19 +20,24 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Awaitable
 from pathlib import Path
+from typing import TypeVar
 
 from overhead import HEARTBEAT_S, dev_server, worker_process
 from scale import peak_rss_mb, stop
 from temporalio.client import Client
 
-from agentrun.client import humans, launch
+from agentrun.client import humans, launch, no_worker
+from agentrun.errors import UserError
 from agentrun.lang.load import load
 from agentrun.models.contract import RunInput, RunState
 
+T = TypeVar("T")
 QUEUE = "agentrun-waiting"
 WAITING = f'TaskQueue="{QUEUE}" AND AgentRunWaitingFor="human_approval"'
 AT_ONCE = 50  # starts and approvals in flight at a time
+ANSWER_WAIT_S = 60.0
 SPEC = """\
 name: waiting
 subtasks:
@@ -63,18 +68,34 @@ async def until_waiting(client: Client, count: int) -> None:
         await asyncio.sleep(0.5)
 
 
-async def timed(call) -> tuple[float, object]:
+async def timed(call: Awaitable[T]) -> tuple[float, T]:
     began = time.perf_counter()
     found = await call
     return time.perf_counter() - began, found
 
 
-async def approve_all(client: Client, ids: list[str]) -> list[RunState]:
-    await in_flight([humans.answer(client, rid, "approve", "ship", "", "bench", 300) for rid in ids])
-    return await in_flight([client.get_workflow_handle(rid, result_type=RunState).result() for rid in ids], 500)
+async def approve(client: Client, rid: str) -> str | None:
+    """Approve the run's gate; None once taken, else why not (and what `status` would say of it)."""
+    try:
+        await humans.answer(client, rid, "approve", "ship", "", "bench", ANSWER_WAIT_S)
+    except UserError as exc:
+        return f"{exc}; {await no_worker.stuck(client, rid) or 'its workflow task is not stuck'}"
+    return None
+
+
+async def approve_all(client: Client, ids: list[str]) -> tuple[list[str], list[RunState]]:
+    refused = [f"{rid}: {why}" for rid, why in zip(ids, await in_flight([approve(client, r) for r in ids])) if why]
+    taken = {line.split(":", 1)[0] for line in refused}
+    handles = [client.get_workflow_handle(rid, result_type=RunState) for rid in ids if rid not in taken]
+    return refused, await in_flight([h.result() for h in handles], 500)
+
+
+def say(text: str) -> None:
+    print(text, flush=True)
 
 
 async def bench(client: Client, address: str, count: int, cache: int, old: bool) -> None:
+    say(f"{count} runs waiting at a gate on one worker process (cache {cache} runs), {os.cpu_count()} cores:")
     with tempfile.TemporaryDirectory(prefix="agentrun-waiting-") as tmp:
         (Path(tmp) / "replies.yaml").write_text('default: "shipped\\nCOMPLETION_STATUS: COMPLETE"\n')
         (Path(tmp) / "waiting.yaml").write_text(SPEC)
@@ -89,24 +110,21 @@ async def bench(client: Client, address: str, count: int, cache: int, old: bool)
             began = time.perf_counter()
             ids = await start_all(client, inp, count)
             await until_waiting(client, count)
-            started_s = time.perf_counter() - began
+            say(f"  started and all waiting: {time.perf_counter() - began:.1f} s")
             listed_s, found = await timed(humans.pending(client))
-            questions = [q for q in found.questions if q.run_id.startswith("waiting-")]  # type: ignore[attr-defined]
-            old_s = None
+            questions = [q for q in found.questions if q.run_id.startswith("waiting-")]
+            say(f"  pending listed {len(questions)} questions in {listed_s:.2f} s (from the runs' memos)")
             if old:
                 old_s, _ = await timed(humans.waiting_states(client))
-            answered_s, states = await timed(approve_all(client, ids))
-            peak = peak_rss_mb(worker.pid)
+                say(f"  the old way, a query to each run: {old_s:.1f} s")
+            answered_s, (refused, states) = await timed(approve_all(client, ids))
+            say(f"  worker peak RSS: {peak_rss_mb(worker.pid):.0f} MB")
         finally:
             stop(worker)
-    completed = sum(1 for s in states if s.status == "completed")  # type: ignore[attr-defined]
-    print(f"{count} runs waiting at a gate on one worker process (cache {cache} runs), {os.cpu_count()} cores:")
-    print(f"  started and all waiting: {started_s:.1f} s")
-    print(f"  worker peak RSS: {peak:.0f} MB")
-    print(f"  pending listed {len(questions)} questions in {listed_s:.2f} s (from the runs' memos)")
-    if old_s is not None:
-        print(f"  the old way, a query to each run: {old_s:.1f} s")
-    print(f"  approved all in {answered_s:.1f} s ({count / answered_s:.0f}/s); completed: {completed}/{count}")
+    completed = sum(1 for s in states if s.status == "completed")
+    say(f"  approved all in {answered_s:.1f} s ({count / answered_s:.0f}/s); completed: {completed}/{count}")
+    for line in refused[:5]:
+        say(f"  not taken: {line}")
 
 
 async def main(args: argparse.Namespace) -> None:
