@@ -128,9 +128,20 @@ async def _listed(client: Client) -> list[Listed]:
 
 async def _listing(wf: WorkflowExecution) -> Listed:
     attrs = wf.typed_search_attributes
-    memo = await wf.memo_value(contract.INBOX_MEMO, None, type_hint=Inbox)
+    memo = await _inbox_memo(wf)
     spec = attrs.get(contract.SPEC) or (memo.spec if memo else "")
     return Listed(wf.id, spec, wf.task_queue or "", attrs.get(contract.WAITING_FOR) or "", memo)
+
+
+async def _inbox_memo(wf: WorkflowExecution) -> Inbox | None:
+    """The run's inbox memo; read straight from its JSON when it is plain JSON (thousands are
+    listed at once), through the data converter otherwise (a large value kept elsewhere)."""
+    payload = wf.raw_info.memo.fields.get(contract.INBOX_MEMO)
+    if payload is None:
+        return None
+    if payload.metadata.get("encoding") == b"json/plain":
+        return Inbox.model_validate_json(payload.data)
+    return await wf.memo_value(contract.INBOX_MEMO, None, type_hint=Inbox)
 
 
 # Runs started before runs kept their gates in their memo: asked by query, as they always were.
