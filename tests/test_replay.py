@@ -22,7 +22,7 @@ from agentrun.worker.blobs import data_converter
 from agentrun.worker.build import WORKFLOWS, runner
 from tests.conftest import HISTORIES, ROOT, SHELL_AGENT, TEST_QUEUE, run_id, write_spec
 from tests.fakes.openai_server import ToolUse
-from tests.runs import answer, finish, open_gate, prompts_out, run_spec, sh
+from tests.runs import answer, finish, open_gate, prompts_out, run_spec, sh, start_spec
 from tests.trees import action, composite
 
 pytestmark = pytest.mark.usefixtures("worker")
@@ -448,6 +448,31 @@ async def test_a_run_with_tool_calls_replays(client, llm, tmp_path):
     await _replays("tools", await client.get_workflow_handle(state.run_id).fetch_history(), tmp_path)
 
 
+# Recorded after the policy's ask: a deploy a person approved (it ran), one they rejected (it did not).
+ASKED = TOOLS.replace("  name: tools\n", "  name: tools-ask\n  policy: ask-policy.toml\n")
+
+
+async def test_a_run_with_tool_calls_a_person_approved_and_rejected_replays(client, llm, tmp_path):
+    from agentrun.client.run import Run
+
+    (tmp_path / "ask-policy.toml").write_text('[bash]\nask = ["sh deploy.sh *"]\n')
+    (tmp_path / "deploy.sh").write_text('echo "deployed $1"\n')
+    llm.reply = [
+        ToolUse("bash", {"command": "sh deploy.sh prod"}),
+        ToolUse("bash", {"command": "sh deploy.sh qa"}),
+        "ok",
+    ]
+    handle = await start_spec(client, write_spec(tmp_path, ASKED), "openai:coder")
+    run = Run(client, handle.id)
+    await open_gate(handle, "code.bash")
+    await run.approve("code.bash", by="ana")
+    await open_gate(handle, "code.bash#2")
+    await run.reject("code.bash#2", comment="not qa", by="ana")
+    state = await finish(client, handle)
+    assert [u.outcome for u in state.tool_calls["code"]] == ["ok", "refused"], state.errors
+    await _replays("tools-ask", await handle.fetch_history(), tmp_path)
+
+
 def _recorded() -> list[str]:
     return sorted(p.name for p in HISTORIES.glob("*.json")) if HISTORIES.exists() else []
 
@@ -466,6 +491,6 @@ async def test_committed_histories_still_replay(name):
 def test_histories_are_committed():
     recorded = [*SPECS, *AFTER_SEAMS, "gated", "agentfile", "tree", "tree-mcp", "graph", "graph-continued"]
     recorded += ["graph-fanout", "graph-subgraph", "map-batches", "map-batch", "steered"]
-    recorded += ["steered-batches", "steered-batch", "tools"]
+    recorded += ["steered-batches", "steered-batch", "tools", "tools-ask"]
     expected = sorted(f"{name}.json" for name in recorded)
     assert _recorded() == expected, "record new ones with AGENTRUN_RECORD_HISTORIES=name,name"

@@ -23,6 +23,8 @@ from tests.trees import action, composite, tree_file
 
 TOOLS = {
     "say",
+    "pending_tool_calls",
+    "answer_tool_call",
     "start_execution",
     "resume_execution",
     "reset_execution",

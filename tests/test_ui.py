@@ -378,3 +378,63 @@ def test_a_note_sent_from_a_run_page_reaches_its_steps_next_prompt(cli, queue, l
     [paint] = [p for p in llm.prompts_for("worker") if p.startswith("Paint the shed red.")][-1:]
     assert paint.count("Use oil paint.") == 1
     assert "ada" in paint
+
+
+MIGRATE = """\
+workflow:
+  name: migrator
+  policy: migrate-policy.toml
+  agents:
+    writer:
+      prompt: "Add an email column to the users table's migration."
+      tools: [Write]
+  steps:
+    - id: migrate
+      agent: writer
+"""
+OLD_MIGRATION = "CREATE TABLE users (\n  id INTEGER PRIMARY KEY\n);\n"
+NEW_MIGRATION = "CREATE TABLE users (\n  id INTEGER PRIMARY KEY,\n  email TEXT\n);\n"
+
+
+def test_a_tool_call_waits_on_a_card_that_draws_its_diff_and_runs_once_approved(
+    cli, queue, llm, person, page_url, tmp_path
+):
+    from tests.fakes.openai_server import ToolUse
+
+    def writer(messages):
+        if "users table's migration" not in str(messages[0]["content"]) + str(messages[-1]["content"]):
+            return _first_line(messages)
+        if messages[-1]["role"] == "tool":
+            return f"wrote it ({messages[-1]['content']})"
+        return ToolUse("write", {"path": "migrations/0001_users.sql", "content": NEW_MIGRATION}, text="Adding email.")
+
+    (tmp_path / "migrate-policy.toml").write_text('[write]\nask = ["migrations/**"]\n')
+    (tmp_path / "migrations").mkdir()
+    (tmp_path / "migrations" / "0001_users.sql").write_text(OLD_MIGRATION)
+    llm.reply = writer
+    try:
+        rid = run_id("migrate")
+        spec = write_spec(tmp_path, MIGRATE, "migrate.yaml")
+        started = cli(
+            "start", str(spec), "--agent", "openai:writer", "--id", rid, "--task-queue", queue,
+            "--workdir", str(tmp_path), "--detach",
+        )  # fmt: skip
+        assert started.code == 0, started.err
+        page = person()
+        card = _card(page, page_url, rid, "migrate.write")
+        assert card.locator(".tool").inner_text() == "write" and card.locator(".step").inner_text() == "migrate"
+        assert card.locator(".words").inner_text() == "Adding email."
+        assert json.loads(card.locator(".arguments").inner_text())["path"] == "migrations/0001_users.sql"
+        # The diff against the file as it is now, each changed line drawn as added or removed.
+        assert card.locator(".diff .del").all_inner_texts() == ["-  id INTEGER PRIMARY KEY"]
+        assert card.locator(".diff .add").all_inner_texts() == ["+  id INTEGER PRIMARY KEY,", "+  email TEXT"]
+        assert (tmp_path / "migrations" / "0001_users.sql").read_text() == OLD_MIGRATION  # not written yet
+        pending = cli("pending")
+        assert "migrate.write" in pending.out and "run write" in pending.out
+        card.locator("input[name=by]").fill("ada")
+        card.locator("button[value=approve]").click()
+        assert page.locator("#said").inner_text() == f"run {rid}: gate migrate.write answered: approve"
+        wait_for(lambda: json.loads(cli("status", rid, "--json").out)["status"] == "completed", timeout_s=60)
+    finally:
+        llm.reply = _first_line
+    assert (tmp_path / "migrations" / "0001_users.sql").read_text() == NEW_MIGRATION

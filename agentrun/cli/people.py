@@ -30,6 +30,13 @@ def add_commands(sub: Any) -> None:
         v.add_argument("run_id")
         v.add_argument("--gate", metavar="ID", help="which gate (default: the run's one open gate)")
         v.add_argument("--comment", metavar="TEXT")
+        v.add_argument(
+            "--digest", default="", metavar="SHA256", help="a tool call's gate: only if it asks about these arguments"
+        )
+        if name == "approve":
+            v.add_argument(
+                "--pattern", action="store_true", help="a tool call's gate: and every later call its ask pattern takes"
+            )
         delivery(v)
     b = command(sub, "budget", "raise the budget a run paused on", on_temporal(_budget))
     b.add_argument("run_id")
@@ -95,15 +102,16 @@ async def _pending(engine: Engine, args: argparse.Namespace, console: Console) -
 
 async def _answer(engine: Engine, args: argparse.Namespace, console: Console) -> int:
     """`answer`, `approve` and `reject`: the value is the command's own for the last two."""
-    from agentrun.lang.ir import APPROVE, REJECT
+    from agentrun.lang.ir import APPROVE, APPROVE_PATTERN, REJECT
 
     value = {"approve": APPROVE, "reject": REJECT}.get(args.command) or args.value
-    run, comment = engine.run(args.run_id), args.comment or ""
+    value = APPROVE_PATTERN if getattr(args, "pattern", False) else value
+    run, comment, digest = engine.run(args.run_id), args.comment or "", getattr(args, "digest", "")
     if args.no_wait:
-        given = await run.queue_answer(value, args.gate, comment, _who(args))
+        given = await run.queue_answer(value, args.gate, comment, _who(args), digest)
         _queued(console, f"answer '{value}' to gate {given.gate}")
         return EXIT_OK
-    answered = await run.answer(value, args.gate, comment, _who(args), args.wait)
+    answered = await run.answer(value, args.gate, comment, _who(args), args.wait, digest)
     console.print(f"gate {answered.gate} answered: {answered.value}", markup=False, highlight=False)
     return EXIT_OK
 

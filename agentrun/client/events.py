@@ -92,7 +92,8 @@ def _steps(state: RunState) -> list[RunEvent]:
 def _gates(state: RunState) -> list[RunEvent]:
     out: list[RunEvent] = []
     for gate in state.gates.values():
-        asked = {"gate_kind": gate.kind, "prompt": gate.prompt, "choices": gate.choices, "step": gate.node}
+        asked: dict[str, Any] = {"gate_kind": gate.kind, "prompt": gate.prompt, "choices": gate.choices}
+        asked.update(step=gate.node, call=gate.call)
         out.append(_event(QuestionOpened, state, gate.opened_at, gate.id, gate=gate.id, **asked))
         answer = gate.answer
         if answer is not None:

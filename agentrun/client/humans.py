@@ -204,6 +204,7 @@ def _question(state: RunState, gate: Gate) -> Question:
         choices=gates.choices(gate),
         waiting_since=gate.opened_at.isoformat(timespec="seconds") if gate.opened_at else None,
         timeout_at=gate.timeout_at.isoformat(timespec="seconds") if gate.timeout_at else None,
+        call=gate.call,
     )
 
 
@@ -211,13 +212,21 @@ def _question(state: RunState, gate: Gate) -> Question:
 
 
 async def answer(
-    client: Client, run_id: str, value: str, gate: str | None, comment: str, by: str, wait_s: float
+    client: Client,
+    run_id: str,
+    value: str,
+    gate: str | None,
+    comment: str,
+    by: str,
+    wait_s: float,
+    digest: str = "",
 ) -> Answered:
     """Answer `gate` (the run's one open gate when None, read from the worker that holds the run) once
-    a worker holds the run, waiting up to wait_s for one."""
+    a worker holds the run, waiting up to wait_s for one. `digest`: a tool call's gate is answered
+    only while it asks about the arguments with that digest (what the person saw)."""
 
     async def send(handle: RunHandle, chosen: str) -> Answered:
-        given = AnswerInput(gate=GateId(chosen), value=value, comment=comment, by=by)
+        given = AnswerInput(gate=GateId(chosen), value=value, comment=comment, by=by, digest=digest)
         answered: Answer = await _update(handle, contract.ANSWER, given, Answer)
         return Answered(gate=chosen, **answered.model_dump())
 
@@ -225,11 +234,13 @@ async def answer(
     return await _to_gate(client, run_id, gate, pick, send, "the answer", wait_s)
 
 
-async def queue_answer(client: Client, run_id: str, value: str, gate: str | None, comment: str, by: str) -> AnswerInput:
+async def queue_answer(
+    client: Client, run_id: str, value: str, gate: str | None, comment: str, by: str, digest: str = ""
+) -> AnswerInput:
     """Write an answer to the run's history for whichever worker takes the run next."""
     pick = functools.partial(only_open_gate, run_id, value=value)
     handle, chosen = await _queued_gate(client, run_id, gate, pick)
-    given = AnswerInput(gate=GateId(chosen), value=value, comment=comment, by=by)
+    given = AnswerInput(gate=GateId(chosen), value=value, comment=comment, by=by, digest=digest)
     await enqueue(handle, contract.QUEUE_ANSWER, given, "the answer")
     return given
 

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agentrun.lang.ir import Budget
 from agentrun.models.calls import Partial
-from agentrun.models.contract import Answer, Gate, RunInput, RunState
+from agentrun.models.contract import Answer, Gate, RunInput, RunState, ToolAsk
 
 
 class _Value(BaseModel):
@@ -121,6 +121,7 @@ class Question(_Value):
     choices: list[str] = []
     waiting_since: str | None = None  # ISO 8601, to the second
     timeout_at: str | None = None
+    call: ToolAsk | None = None  # a tool call the policy's `ask` holds: its tool, arguments, diff and digest
 
 
 class OpenGate(_Value):
@@ -226,6 +227,7 @@ class QuestionOpened(_Event):
     prompt: str = ""
     choices: list[str] = []
     step: str = ""
+    call: ToolAsk | None = None  # a tool call waiting for approval (the policy's `ask`)
 
 
 class QuestionAnswered(_Event):

@@ -162,17 +162,43 @@ class Run:
         return state
 
     async def answer(
-        self, value: str, gate: str | None = None, comment: str = "", by: str = "", wait_s: float = 60
+        self, value: str, gate: str | None = None, comment: str = "", by: str = "", wait_s: float = 60, digest: str = ""
     ) -> Answered:
         """Answer a gate (`approve`/`reject` an approval); `gate` may be left out when only one is
         open. Waits up to `wait_s` for a worker to hold the run. Raises Refused with the run's reason,
-        NoWorker if no worker took it in time."""
-        return await humans.answer(self._client, self.id, value, gate, comment, by, wait_s)
+        NoWorker if no worker took it in time. `digest`: a tool call's gate only while it asks about
+        the arguments with that digest."""
+        return await humans.answer(self._client, self.id, value, gate, comment, by, wait_s, digest)
 
-    async def queue_answer(self, value: str, gate: str | None = None, comment: str = "", by: str = "") -> AnswerInput:
+    async def approve(
+        self,
+        gate: str | None = None,
+        comment: str = "",
+        by: str = "",
+        *,
+        pattern: bool = False,
+        digest: str = "",
+        wait_s: float = 60,
+    ) -> Answered:
+        """Approve an approval gate; a tool call's (the policy's `ask`) runs once, with the arguments
+        its gate shows. `pattern`: every later call the same `ask` pattern takes runs without asking,
+        for the rest of the run. `digest` (the gate's `call.digest`): refused if the gate now asks
+        about other arguments."""
+        value = ir.APPROVE_PATTERN if pattern else ir.APPROVE
+        return await humans.answer(self._client, self.id, value, gate, comment, by, wait_s, digest)
+
+    async def reject(
+        self, gate: str | None = None, comment: str = "", by: str = "", *, digest: str = "", wait_s: float = 60
+    ) -> Answered:
+        """Reject an approval gate; a tool call's is not made, and the agent reads `comment` as its result."""
+        return await humans.answer(self._client, self.id, ir.REJECT, gate, comment, by, wait_s, digest)
+
+    async def queue_answer(
+        self, value: str, gate: str | None = None, comment: str = "", by: str = "", digest: str = ""
+    ) -> AnswerInput:
         """Write an answer to the run's history for whichever worker takes the run next (the run
         checks it then: a refusal shows in `Engine.pending()`)."""
-        return await humans.queue_answer(self._client, self.id, value, gate, comment, by)
+        return await humans.queue_answer(self._client, self.id, value, gate, comment, by, digest)
 
     async def raise_budget(
         self,

@@ -30,6 +30,11 @@ def how_to_answer(run_id: str, gate: Gate) -> str:
             f"raise it with: {base} budget {run_id} --gate {gate.id} {_raising(gate.prompt)}, or {base} "
             f"reject {run_id} --gate {gate.id}"
         )
+    if gate.call is not None:
+        return (
+            f"answer with: {base} approve {run_id} --gate {gate.id} (--pattern: and later calls like it), or "
+            f"{base} reject {run_id} --gate {gate.id} --comment WHY"
+        )
     if gate.kind == "approval":
         return f"answer with: {base} approve {run_id} --gate {gate.id} (or reject)"
     return f"answer with: {base} answer {run_id} --gate {gate.id} VALUE"

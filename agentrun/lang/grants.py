@@ -70,7 +70,7 @@ def check_policy_text(text: str, path: str) -> tuple[Tables | None, Problem | No
 # The keys the real system's policy.toml knows, with ours among them (protected_files, writable_files,
 # max_output, bash's max_processes / max_memory_mb / max_file_mb, web_fetch's allow_private). Any
 # table other than [mcp] and [security] is a tool's: the real system has tools we do not.
-_TOP_KEYS = ("default_deny", "protected_files", "writable_files", "max_output", "allowed_dirs")
+_TOP_KEYS = ("default_deny", "protected_files", "writable_files", "max_output", "allowed_dirs", "ask_timeout")
 _TOOL_KEYS = (
     "enabled",
     "allow",
@@ -86,8 +86,12 @@ _TOOL_KEYS = (
     "max_memory_mb",
     "max_file_mb",
     "allow_private",
+    "ask",
 )
-_SECTION_KEYS = {"mcp": ("default_deny", "allowed_tools"), "security": ("extra_patterns", "extra_keywords")}
+_SECTION_KEYS = {
+    "mcp": ("default_deny", "allowed_tools", "ask_tools"),
+    "security": ("extra_patterns", "extra_keywords"),
+}
 _WANTS = {
     **dict.fromkeys(("enabled", "default_deny", "allow_private"), "true or false"),
     **dict.fromkeys(
@@ -99,14 +103,17 @@ _WANTS = {
             "allow_domains",
             "allowed_dirs",
             "allowed_tools",
+            "ask_tools",
             "protected_files",
             "writable_files",
         ),
         "a list of strings",
     ),
     **dict.fromkeys(
-        ("timeout", "max_processes", "max_memory_mb", "max_file_mb", "max_output"), "a whole number above 0"
+        ("timeout", "max_processes", "max_memory_mb", "max_file_mb", "max_output", "ask_timeout"),
+        "a whole number above 0",
     ),
+    "ask": "true or false, or a list of strings",
 }
 
 
@@ -160,6 +167,8 @@ def _is(want: str, value: Any) -> bool:
         return isinstance(value, bool)
     if want == "a list of strings":
         return isinstance(value, list) and all(isinstance(v, str) for v in value)
+    if want == "true or false, or a list of strings":
+        return _is("true or false", value) or _is("a list of strings", value)
     return isinstance(value, int) and not isinstance(value, bool) and value > 0
 
 

@@ -440,6 +440,7 @@ Node = Annotated[
 NOT_RUNNABLE_YET = frozenset({"supervised"})
 DONE = "__done__"  # what a supervisor answers to finish
 APPROVE, REJECT = "approve", "reject"
+APPROVE_PATTERN = "approve-pattern"  # a tool call approved, and every later one its ask pattern matches
 
 # A task `input` that stands for every earlier step's output.
 ALL_PRIOR = "all prior context"

@@ -64,6 +64,41 @@ def build(engine: Engine, task_queue: str, roots: tuple[str, ...] = ()) -> MCPSe
             raise ToolError(str(exc)) from None
         return note.model_dump()
 
+    @server.tool(
+        description="The tool calls runs of this Temporal server wait to have approved (the policy's `ask`): each "
+        "run, gate, step, tool, its whole arguments, a write's diff against the file as it is now, and the digest "
+        "an answer names."
+    )
+    async def pending_tool_calls() -> dict[str, Any]:
+        found = await engine.pending()
+        return {"calls": [q.model_dump(mode="json") for q in found.questions if q.call is not None]}
+
+    @server.tool(
+        description="Answer a tool call's gate: approve (it runs once, with the arguments the digest names), "
+        "approve-pattern (and every later call of the run its ask pattern takes) or reject (the agent reads the "
+        "comment). Refused if the gate was answered already or asks about other arguments now."
+    )
+    async def answer_tool_call(
+        run_id: str,
+        gate: str,
+        digest: Annotated[str, Field(description="The call's digest, as pending_tool_calls gives it.")],
+        answer: Literal["approve", "approve-pattern", "reject"],
+        comment: str = "",
+        by: str = "",
+    ) -> dict[str, Any]:
+        from agentrun.errors import UserError
+
+        sender = f"{by or user() or 'someone'} via MCP"  # as `say`: for the person who started this server
+        run = engine.run(run_id)
+        try:
+            if answer == "reject":
+                said = await run.reject(gate, comment, sender, digest=digest)
+            else:
+                said = await run.approve(gate, comment, sender, pattern=answer == "approve-pattern", digest=digest)
+        except UserError as exc:
+            raise ToolError(str(exc)) from None
+        return said.model_dump(mode="json")
+
     @server.tool(description="Start a new execution of a behaviour tree file at an address of your choosing.")
     async def start_execution(
         tree_uri: Annotated[

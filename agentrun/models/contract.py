@@ -197,6 +197,8 @@ class AnswerInput(BaseModel):
     value: str
     comment: str = ""
     by: str = ""
+    # A tool call's gate: the digest of the arguments the person saw; another call's is refused.
+    digest: str = ""
 
 
 class EvalInput(BaseModel):
@@ -358,6 +360,23 @@ class Answer(BaseModel):
 GateKind = Literal["question", "approval", "budget"]
 
 
+class ToolAsk(BaseModel):
+    """A tool call that waits for a person's approval (the policy's `ask`), as they see it: the
+    step, the tool, its whole arguments (a write or edit also as a diff against the file as it was
+    when the gate opened) and the agent's words before the call. Approving runs exactly these
+    arguments, once: `digest` binds the answer to them."""
+
+    step: str
+    tool: str
+    source: str = "builtin"
+    call_id: str = ""
+    arguments: str = ""  # the call's arguments as JSON, whole
+    digest: str = ""  # sha256 of the tool and its arguments
+    words: str = ""  # what the agent said before the call
+    diff: str = ""  # a write or edit: the change to the file as it is now (unified diff)
+    pattern: str = ""  # what the policy's ask matched: `approve-pattern` approves it for the rest of the run
+
+
 class Gate(BaseModel):
     """A question a run put to people; open until answered or its timeout passes."""
 
@@ -371,6 +390,7 @@ class Gate(BaseModel):
     opened_at: datetime | None = None
     timeout_at: datetime | None = None
     answer: Answer | None = None
+    call: ToolAsk | None = None  # a tool call waiting for approval
 
 
 # What a run waits on, in its memo, so `pending` and the inbox list every open question from the
@@ -395,11 +415,19 @@ def empty_inbox(spec: str) -> dict[str, Any]:
 
 def inbox(state: RunState) -> dict[str, Any]:
     """The run's inbox memo: its open gates (prompts cut to INBOX_PROMPT_CHARS) and unsettled refusals."""
-    gates = [
-        gate.model_dump(mode="json", exclude={"answer", "status"}) | {"prompt": _cut(gate.prompt, INBOX_PROMPT_CHARS)}
-        for gate in open_gates(state)
-    ]
+    gates = [_gate_memo(gate) for gate in open_gates(state)]
     return empty_inbox(state.spec) | {"gates": gates, "refused": [r.message for r in unsettled_refusals(state)]}
+
+
+def _gate_memo(gate: Gate) -> dict[str, Any]:
+    """An open gate as the memo keeps it: long texts cut (a tool call's digest stays whole, so an
+    answer still binds to the whole arguments)."""
+    shown = gate.model_dump(mode="json", exclude={"answer", "status"})
+    shown["prompt"] = _cut(gate.prompt, INBOX_PROMPT_CHARS)
+    if gate.call is not None:
+        for field in ("arguments", "words", "diff"):
+            shown["call"][field] = _cut(getattr(gate.call, field), INBOX_PROMPT_CHARS)
+    return shown
 
 
 def _cut(text: str, chars: int) -> str:
@@ -671,6 +699,7 @@ class RunState(BaseModel):
     waiting_timeout_at: datetime | None = None
     gates: dict[str, Gate] = {}  # by GateId
     human: dict[str, str | None] = {}  # gate id -> the answer, as templates read it
+    approved_patterns: list[str] = []  # `tool pattern` a person approved for the rest of the run
     budget: ir.Budget | None = None  # the run's limits, as raised by people
     step_budgets: dict[str, ir.Budget] = {}
     total_cost_usd: float = 0.0
@@ -918,7 +947,7 @@ class RunState(BaseModel):
         gate = self.gates[gate_id]
         gate.answer = answer
         gate.status = "answered"
-        if gate.kind != "budget":
+        if gate.kind != "budget" and gate.call is None:
             self.human[gate.name] = answer.value  # templates read the latest answer
         return answer
 

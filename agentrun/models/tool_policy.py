@@ -47,12 +47,17 @@ def from_tables(tables: Tables | None, source: str = "") -> ToolPolicy:
         tools=rules,
         protected_files=_strings(tables.get("protected_files")),
         writable_files=_strings(tables.get("writable_files")),
-        mcp=McpPolicy(default_deny=mcp.get("default_deny") is True, allowed_tools=_strings(mcp.get("allowed_tools")))
+        mcp=McpPolicy(
+            default_deny=mcp.get("default_deny") is True,
+            allowed_tools=_strings(mcp.get("allowed_tools")),
+            ask_tools=_strings(mcp.get("ask_tools")),
+        )
         if mcp is not None
         else None,
         limits=ToolLimits().model_copy(update=update),
         allow_private=sections.get("web_fetch", {}).get("allow_private") is True,
         source=source,
+        ask_timeout_s=float(ask_timeout) if (ask_timeout := _count(tables, "ask_timeout")) else None,
     )
 
 
@@ -65,6 +70,8 @@ def _rule(table: Table) -> ToolRule:
     return ToolRule(
         enabled=table.get("enabled") is not False,
         timeout_s=float(timeout) if timeout else None,
+        ask=_strings(table.get("ask")),
+        ask_all=table.get("ask") is True,
         **{key: _strings(table.get(key)) for key in _LISTS},
     )
 

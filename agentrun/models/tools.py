@@ -17,6 +17,7 @@ from agentrun.lang.tool_names import BUILTIN_TOOLS, PIPELINE_NAMES, builtin_name
 __all__ = [
     "BUILTIN_TOOLS",
     "PIPELINE_NAMES",
+    "PREVIEW_TOOL",
     "RUN_TOOL",
     "McpPolicy",
     "ToolCall",
@@ -32,6 +33,7 @@ __all__ = [
 ]
 
 RUN_TOOL = "run_tool"
+PREVIEW_TOOL = "preview_tool"  # a write or edit as a diff, for the person who approves it
 
 # Files a tool never writes or edits, wherever they are (by name, in any case; globs): the secret
 # ones are not read or listed either (agentrun.lang.protected).
@@ -65,6 +67,10 @@ class ToolRule(BaseModel):
     denylist: list[str] = []  # bash: commands refused; deny wins
     allow_domains: list[str] = []  # web tools: host names, `*.example.com` for subdomains
     timeout_s: float | None = None  # bash: `timeout` in seconds; None is ToolLimits.bash_timeout_s
+    # A person approves a call first: `ask = true` every call; a list, the calls that match one of
+    # its patterns (bash: a command glob; a path tool: a path glob; a web tool: a URL glob).
+    ask: list[str] = []
+    ask_all: bool = False
 
 
 class McpPolicy(BaseModel):
@@ -73,6 +79,7 @@ class McpPolicy(BaseModel):
 
     default_deny: bool = False
     allowed_tools: list[str] = []
+    ask_tools: list[str] = []  # `server:tool` patterns whose calls a person approves first
 
 
 class ToolLimits(BaseModel):
@@ -106,6 +113,7 @@ class ToolPolicy(BaseModel):
     # web_fetch may reach loopback, private and link-local addresses (a test's server, an intranet).
     allow_private: bool = False
     source: str = ""  # the policy.toml it was read from, for messages; "" for the defaults
+    ask_timeout_s: float | None = None  # how long a call waits for a person's approval; then it is rejected
 
     def rule(self, tool: str) -> ToolRule:
         """The tool's table, or what default_deny makes of a tool without one."""

@@ -1,6 +1,6 @@
 """The run's tool policy decided: `decide(policy, Asked(source, tool, arguments))` says whether one
-call may run, for every tool source (built-in, MCP, local), as a `Decision` (allow, or refuse with
-the reason the model reads).
+call may run, for every tool source (built-in, MCP, local), as a `Decision` (allow, refuse with
+the reason the model reads, or ask: a person approves the call first, `approval`).
 
 The policy.toml, as the Agentfile's real system reads it: a top-level `default_deny`; one table per
 tool (`[read]`, `[bash]`, ...) with `enabled`, `allow` / `deny` path globs (`$WORKSPACE` and `~`
@@ -15,6 +15,6 @@ refuses an unknown key or a value of the wrong type), into the ToolPolicy of mod
 A layer of its own, below the workflows and the activities that call it and above the models: it
 reaches no server, no file and no clock, so the workflow may decide as well as a tool's activity."""
 
-from agentrun.policy.decision import ALLOW, Asked, Decision, Verdict, decide
+from agentrun.policy.decision import ALLOW, Asked, Decision, Verdict, approval, decide
 
-__all__ = ["ALLOW", "Asked", "Decision", "Verdict", "decide"]
+__all__ = ["ALLOW", "Asked", "Decision", "Verdict", "approval", "decide"]

@@ -13,12 +13,21 @@ decided, for every tool source.
   may run, with a warning for the operator, as there.
 - local (`local`, answered by the workflow): save_to_memory never writes the engine's own keys.
 
+Then `ask` (`approval`): a call the policy lets run, whose tool's table has `ask` (true, or a
+pattern the call matches: bash a command glob on the whole line or any of its commands, a path tool
+a path glob as `allow` reads them, web_fetch a URL glob, web_search a glob on its query) or whose
+MCP tool is in `[mcp] ask_tools`, is decided "ask": the workflow opens a gate before the call is scheduled and runs it once a person
+approves. A tool that meets "ask" runs the call: the workflow has asked already.
+
 Pure text: no file, clock or network is read (the worker's home only for a `~` pattern), so the
 workflow may decide too. What is decided on the file itself at the moment of access (a path inside
 the work directory, a link, a protected file, an address) stays with the tools."""
 
 from __future__ import annotations
 
+import fnmatch
+import os
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -27,8 +36,8 @@ from agentrun.lang.grants import SAVE_TO_MEMORY
 from agentrun.models.tools import ToolPolicy
 from agentrun.policy import commands, paths
 
-# "ask" (a person approves first) is the verdict to come; a caller runs a call only on "allow".
-Verdict = Literal["allow", "refuse"]
+# "ask": a person approves first (the workflow asks before it schedules the call); "refuse": never.
+Verdict = Literal["allow", "ask", "refuse"]
 Source = Literal["builtin", "mcp", "local"]
 
 PATH_TOOLS = frozenset({"read", "write", "edit", "glob", "grep", "ls"})
@@ -41,15 +50,21 @@ NO_MCP_TABLE = (
 @dataclass(frozen=True)
 class Decision:
     """The policy's answer: `reason` says why a call is refused, for the model to read; `warning`,
-    something the operator should hear of a call that runs."""
+    something the operator should hear of a call that runs; `pattern`, what an "ask" matched (a
+    person may approve it for the rest of the run)."""
 
     verdict: Verdict
     reason: str = ""
     warning: str = ""
+    pattern: str = ""
 
     @property
     def allowed(self) -> bool:
         return self.verdict == "allow"
+
+    @property
+    def refused(self) -> bool:
+        return self.verdict == "refuse"
 
 
 ALLOW = Decision("allow")
@@ -71,8 +86,53 @@ class Asked:
 
 
 def decide(policy: ToolPolicy, asked: Asked) -> Decision:
-    """Whether the call may run, and if not why."""
-    return _SOURCES[asked.source](policy, asked)
+    """Whether the call may run, and if not why; a call that may run asks when the policy says so."""
+    decision = _SOURCES[asked.source](policy, asked)
+    if decision.refused:
+        return decision
+    asking = approval(policy, asked)
+    return asking if asking.verdict == "ask" else decision
+
+
+def approval(policy: ToolPolicy, asked: Asked) -> Decision:
+    """ "ask" when a person approves the call first, with the pattern it matched; else ALLOW. Text
+    only, without the refusal checks: what the workflow asks before it schedules a call (a refused
+    call is refused by its tool, as before)."""
+    if asked.source == "mcp":
+        server, _, tool = asked.tool.partition(":")
+        wanted = policy.mcp.ask_tools if policy.mcp is not None else []
+        found = next((p for p in wanted if mcp_match(p, server, tool)), None)
+        return (
+            ALLOW if found is None else Decision("ask", f"MCP tool {asked.tool} is in [mcp] ask_tools", pattern=found)
+        )
+    if asked.source != "builtin":
+        return ALLOW
+    rule = policy.rule(asked.tool)
+    if rule.ask_all:
+        return Decision("ask", f"[{asked.tool}] ask = true", pattern="*")
+    found = next((p for p in rule.ask if _asks(p, asked)), None)
+    return ALLOW if found is None else Decision("ask", f"it matches [{asked.tool}] ask {found!r}", pattern=found)
+
+
+def _asks(pattern: str, asked: Asked) -> bool:
+    """Whether one `ask` pattern takes the call: a glob (`*` any text) on bash's command line or
+    any command in it, a path tool's path (as `allow` globs read it, relative to the work
+    directory), a web tool's URL."""
+    arguments = asked.arguments
+    if asked.tool == "bash" and "command" in arguments:
+        line = str(arguments["command"]).strip()
+        parts = [line, *commands.segments(line)]
+        parts += [_unprefixed(part) for part in parts]  # `env X=1 ./deploy.sh prod` runs ./deploy.sh
+        return any(fnmatch.fnmatchcase(part, pattern) for part in parts)
+    if asked.tool in PATH_TOOLS and "path" in arguments:
+        workdir = asked.workdir or "/"
+        where = pattern if pattern.startswith(("/", "$WORKSPACE", "~")) else f"$WORKSPACE/{pattern}"
+        absolute = os.path.normpath(os.path.join(workdir, str(arguments["path"])))
+        return paths.match_path(paths.expand(where, workdir), absolute)
+    if asked.tool in ("web_fetch", "web_search"):
+        subject = str(arguments.get("url", arguments.get("query", "")))
+        return fnmatch.fnmatchcase(subject, pattern)
+    return False
 
 
 def _refused(reason: str | None) -> Decision:
@@ -115,6 +175,14 @@ def mcp_match(pattern: str, server: str, tool: str) -> bool:
     if not colon:
         return pattern == f"{server}:{tool}"
     return wanted_server in ("*", server) and wanted_tool in ("*", tool)
+
+
+def _unprefixed(command: str) -> str:
+    """A simple command from its program on, past `VAR=value` assignments, `env`, `command` and `exec`."""
+    words = command.split()
+    while words and (re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", words[0]) or words[0] in ("env", "command", "exec")):
+        words = words[1:]
+    return " ".join(words)
 
 
 def _local(policy: ToolPolicy, asked: Asked) -> Decision:

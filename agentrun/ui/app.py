@@ -173,6 +173,16 @@ async def _send(engine: Engine, form: FormData, run_id: str, gate: GateId) -> st
             wait_s=WAIT_S,
         )
         return f"budget {raised.gate} raised to {limits_text(raised.budget)}"
+    digest = str(form.get("digest", ""))
+    if digest:  # a tool call's gate: the answer holds only for the arguments the card showed
+        run = engine.run(run_id)
+        if action == "reject":
+            answer = await run.reject(gate, comment, by, digest=digest, wait_s=WAIT_S)
+        else:
+            answer = await run.approve(
+                gate, comment, by, pattern=action == "approve-pattern", digest=digest, wait_s=WAIT_S
+            )
+        return f"gate {gate} answered: {answer.value}"
     value = {"approve": APPROVE, "reject": REJECT}.get(action) or str(form.get("value", ""))
     answer = await engine.run(run_id).answer(value, gate, comment=comment, by=by, wait_s=WAIT_S)
     return f"gate {gate} answered: {answer.value}"

@@ -49,7 +49,7 @@ def _card(run_id: str, spec: str, gate: Gate, state: RunState | None) -> Questio
         spec=spec,
         gate=gate,
         choices=gates.choices(gate),
-        draft=state.outputs.get(gate.node, "") if state and gate.kind == "approval" else "",
+        draft=state.outputs.get(gate.node, "") if state and gate.kind == "approval" and gate.call is None else "",
         spent=_spent(state) if state and gate.kind == "budget" else "",
         corrects=gate.kind == "approval" and gate.name.endswith(SUPERVISE_GATE),
     )

@@ -16,6 +16,7 @@ from agentrun.activities.criteria import check_criteria
 from agentrun.activities.mcp.calls import call_mcp_tool, list_mcp_tools
 from agentrun.activities.preconditions import check_preconditions
 from agentrun.activities.provider import call_provider
+from agentrun.activities.tools.preview import preview_tool
 from agentrun.activities.tools.run import run_tool
 from agentrun.activities.validation import validate_output
 from agentrun.models.contract import TASK_QUEUE
@@ -27,6 +28,7 @@ from agentrun.workflows.batch_run import AgentRunBatch
 ACTIVITIES = [run_agent, release_agent, check_criteria, call_provider, check_preconditions, validate_output, run_tool]
 WORKFLOWS = [AgentRun, AgentRunBatch]
 ACTIVITIES += [list_mcp_tools, call_mcp_tool]  # MCP servers as tool sources
+ACTIVITIES += [preview_tool]  # a write or edit shown as a diff to the person who approves it
 # Heartbeats reach the server at most this often (the SDK's default waits up to 80% of the heartbeat
 # timeout): a running agent call's reply so far (activities.progress) is then at most this old.
 HEARTBEAT_THROTTLE = timedelta(seconds=1)

@@ -88,6 +88,7 @@ class AgentRun:
         if inp.carried is not None:
             self.saga.restore(plan, inp.carried.undos)
         self.conversation = Conversation(inp, self.run_state, self.budgets)
+        self.conversation.humans = self.humans
         if inp.carried is not None:
             self.conversation.transcripts, self.conversation.turns = inp.carried.transcripts, inp.carried.turns
         self.rollback = inp.carried.rollback if inp.carried else False  # set by rollback_on_cancel

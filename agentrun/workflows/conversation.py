@@ -16,6 +16,7 @@ from agentrun.models.texts import spawn_text
 from agentrun.workflows import activity_calls, metrics, notes, spawning, tool_loop, tracing
 from agentrun.workflows.budgets import RESERVATIONS, BudgetExceeded, Budgets, Reservations, cost_usd
 from agentrun.workflows.failures import TaskFailed
+from agentrun.workflows.humans import Humans
 from agentrun.workflows.mcp_tools import McpTools
 from agentrun.workflows.scope import Scope
 
@@ -40,6 +41,7 @@ class Conversation:
         self.prices = {**inp.prices, **inp.plan.prices}  # the run's own, then the spec's; fixed for the run
         self.tool_policy = tool_loop.policy_of(inp.plan, inp.steering_files)
         self.tool_calls_made: dict[str, int] = {}  # by run key, against its max_tool_calls
+        self.humans: Humans | None = None  # who approves a tool call the policy's `ask` takes (AgentRun's)
         # The run's MCP servers (agentrun.yaml's, then the spec's own), each listed once.
         self.mcp = McpTools({**inp.mcp_servers, **inp.plan.mcp_servers})
         self.saved: dict[str, dict[str, Any]] = {}  # by run key: what save_to_memory calls captured
@@ -85,7 +87,7 @@ class Conversation:
                 said = [calls.ChatMessage(role="user", content=prompt)] if prompt else []
                 turn = calls.ChatMessage(role="assistant", content=reply.text, tool_calls=reply.tool_calls)
                 spawned = [c for c in reply.tool_calls if c.name == calls.SPAWN_AGENTS]
-                answers = await box.answer(calling) if box is not None else []
+                answers = await box.answer(calling, reply.text) if box is not None else []
                 answers += [_not_now(c) for c in spawned]  # each call is answered; a spawn waits for a reply of its own
                 exchange, prompt = [*exchange, *said, turn, *_in_order(reply.tool_calls, answers)], ""
                 summary = f"{self._summary(node, scope, text, phase)} (after {calling[-1].name})"

@@ -24,6 +24,11 @@ def answer_refusal(state: RunState, answer: AnswerInput) -> str | None:
             f"gate '{gate.id}' is a paused budget: raise it with `python -m client budget {state.run_id} "
             f"--gate {gate.id} --tokens N` (or --usd X), or end the run with `reject`"
         )
+    if gate.call is not None and answer.digest and answer.digest != gate.call.digest:
+        return (
+            f"gate '{gate.id}' asks about {gate.call.tool} with other arguments than the ones approved "
+            f"(digest {gate.call.digest[:12]}, not {answer.digest[:12]}): look at the call again"
+        )
     if gate.choices and answer.value not in gate.choices:
         return f"'{answer.value}' is not an answer to gate '{gate.id}': choose one of {', '.join(gate.choices)}"
     if not answer.value.strip():

@@ -12,7 +12,7 @@ from temporalio import workflow
 
 from agentrun.ids import GateId
 from agentrun.lang import ir
-from agentrun.models.contract import Answer, AnswerInput, Gate, GateKind, RunState
+from agentrun.models.contract import Answer, AnswerInput, Gate, GateKind, RunState, ToolAsk
 from agentrun.workflows import metrics, tracing
 
 
@@ -52,6 +52,25 @@ class Humans:
                 self.changed()
         return gate.answer is not None and gate.answer.value != ir.REJECT
 
+    async def approve_call(self, gate_id: str, prompt: str, call: ToolAsk, timeout_s: float | None) -> Answer | None:
+        """A tool call's gate (the policy's `ask`): open it, wait for approve, reject or
+        approve-pattern; None when its timeout passed first (the call is then rejected)."""
+        choices = [ir.APPROVE, ir.REJECT, ir.APPROVE_PATTERN]
+        gate = self._open(gate_id, "approval", prompt, choices, call.step, timeout_s, call)
+        with tracing.gate_wait(gate):
+            try:
+                await workflow.wait_condition(
+                    lambda: gate.status != "open",
+                    timeout=timeout_s,
+                    timeout_summary=f"{gate.id}: approval of {call.tool} times out",
+                )
+            except TimeoutError:
+                self.state.time_out_gate(gate.id, ir.REJECT, workflow.now())
+                return None
+            finally:
+                self.changed()
+        return gate.answer
+
     def answer(self, given: AnswerInput) -> Answer:
         """The update's effect; its validator has already refused what cannot be taken."""
         return self.close(given.gate, given.value, given.comment, given.by)
@@ -60,7 +79,14 @@ class Humans:
         return self.state.answer_gate(gate_id, Answer(value=value, comment=comment, by=by, at=workflow.now()))
 
     def _open(
-        self, gate_id: str, kind: GateKind, prompt: str, choices: list[str], guards: str, timeout_s: float | None
+        self,
+        gate_id: str,
+        kind: GateKind,
+        prompt: str,
+        choices: list[str],
+        guards: str,
+        timeout_s: float | None,
+        call: ToolAsk | None = None,
     ) -> Gate:
         key = _fresh(self.state, gate_id)
         now = workflow.now()
@@ -73,6 +99,7 @@ class Humans:
             node=guards,
             opened_at=now,
             timeout_at=now + timedelta(seconds=timeout_s) if timeout_s else None,
+            call=call,
         )
         self.state.open_gate(gate)
         workflow.set_current_details(f"Waiting for a person: **{key}** — {prompt.splitlines()[0] if prompt else ''}")

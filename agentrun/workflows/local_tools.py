@@ -46,7 +46,7 @@ class Local:
         if not isinstance(key, str) or not key:
             return _error(call, "save_to_memory needs a `key`: the name of the memory key to write")
         decision = decide(box.policy, Asked("local", route.target, call.arguments))
-        if not decision.allowed:
+        if decision.refused:  # "ask": the workflow had a person approve it first
             return _error(call, decision.reason, refused=True)
         box.conv.saved.setdefault(box.key, {})[key] = value
         return ToolResult(

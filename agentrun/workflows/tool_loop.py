@@ -23,7 +23,7 @@ from agentrun.models import calls
 from agentrun.models.contract import ARGUMENTS_SHOWN, ToolUse
 from agentrun.models.tool_policy import from_tables
 from agentrun.models.tools import RUN_TOOL, ToolCall, ToolCallInput, ToolPolicy, ToolResult, ToolSpec, builtin_specs
-from agentrun.workflows import activity_calls, tracing
+from agentrun.workflows import activity_calls, approvals, tracing
 from agentrun.workflows.failures import TaskFailed
 from agentrun.workflows.local_tools import Local
 from agentrun.workflows.mcp_tools import Mcp
@@ -61,6 +61,7 @@ class Toolbox:
         self.conv, self.node, self.scope, self.grant = conv, node, scope, grant
         self.key = str(scope.key)
         self.routes: dict[str, Route] = {}
+        self.words = ""  # what the model said with the calls it asks for now (a person approving one reads it)
 
     @property
     def policy(self) -> ToolPolicy:
@@ -81,9 +82,10 @@ class Toolbox:
                     specs.append(spec)
         return specs
 
-    async def answer(self, asked: list[calls.ToolCall]) -> list[calls.ChatMessage]:
+    async def answer(self, asked: list[calls.ToolCall], words: str = "") -> list[calls.ChatMessage]:
         """Each call answered in order, as the tool turns a chat API takes next; past the step's
-        max_tool_calls the step fails saying so."""
+        max_tool_calls the step fails saying so. `words`: what the model said with the calls."""
+        self.words = words
         done: list[calls.ChatMessage] = []
         for call in asked:
             made = self.conv.tool_calls_made.get(self.key, 0) + 1
@@ -135,6 +137,10 @@ class Toolbox:
         if not isinstance(arguments, dict):
             return _failed(asked, "the arguments must be a JSON object")
         call = ToolCall(id=asked.id, name=route.target, arguments=arguments)
+        # The policy's `ask`: a person approves the call before it is scheduled, or it is not made.
+        refusal = await approvals.ask(self, route, call)
+        if refusal is not None:
+            return _refused(asked, refusal)
         return await SOURCES[route.source].call(self, route, call)
 
     def summary(self, call: ToolCall) -> str:

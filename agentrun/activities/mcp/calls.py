@@ -81,7 +81,7 @@ async def call_mcp_tool(input: McpCallInput) -> ToolResult:
         "mcp", f"{server.id}:{input.tool}", input.arguments, granted=input.granted, denied=server.denied_tools
     )
     decision = decide(input.policy, asked)
-    if not decision.allowed:
+    if decision.refused:  # "ask": the workflow had a person approve it first
         return result(False, decision.reason, decision.reason, refused=True)
     if decision.warning:
         _warn_once(server.id, decision.warning)

@@ -29,7 +29,7 @@ _ENDED_BY: dict[int, str] = {
 async def call(ctx: ToolContext, args: dict[str, Any]) -> str:
     command = text_arg(args, "command")
     decision = decide(ctx.policy, Asked("builtin", "bash", {"command": command}, workdir=ctx.workdir.root))
-    if not decision.allowed:
+    if decision.refused:  # "ask": the workflow had a person approve it first
         raise Refused(decision.reason)
     reason = commands.path_refusal(command.strip(), ctx.policy, ctx.workdir.root)
     if reason:

@@ -57,7 +57,7 @@ def path_refusal(ctx: ToolContext, rel: str) -> str | None:
     """Why the policy's allow/deny globs keep ctx's tool from `rel`, or None (glob and grep answer
     to read's globs too: agentrun.policy decides)."""
     decision = decide(ctx.policy, Asked("builtin", ctx.name, {"path": rel}, workdir=ctx.workdir.root))
-    return None if decision.allowed else decision.reason
+    return decision.reason if decision.refused else None
 
 
 def open_regular(found: Located, path: str, flags: int, mode: int = 0o644) -> int:

@@ -51,7 +51,7 @@ async def _run(input: ToolCallInput, name: str) -> str:
     if tool is None:
         raise Refused(f"there is no tool named {input.call.name}; the tools are: {', '.join(TOOLS)}")
     decision = decide(input.policy, Asked("builtin", name))  # the tool's table: each tool asks again on what it touches
-    if not decision.allowed:
+    if decision.refused:  # "ask": the workflow had a person approve it first
         raise Refused(decision.reason)
     try:
         workdir = Workdir(input.workdir)

@@ -91,7 +91,7 @@ async def checked(ctx: ToolContext, url: str) -> _Target:
     except (httpx.InvalidURL, TypeError) as e:
         raise ToolFailed(f"not a URL: {url} ({e})") from None
     decision = decide(ctx.policy, Asked("builtin", ctx.name, {"url": url}))
-    if not decision.allowed:
+    if decision.refused:  # "ask": the workflow had a person approve it first
         raise Refused(decision.reason)
     port = parsed.port or (443 if parsed.scheme == "https" else 80)
     found = await addresses.resolve(parsed.host, port, allow_private=ctx.policy.allow_private)
