@@ -5,8 +5,9 @@
 `--runs` runs of a one-step spec whose step waits for an approval start on one `python -m worker`
 process with `--max-cached-workflows` `--cache` (default a quarter of the runs), and wait at their
 gate. Printed: the time to start them and see them all waiting, the worker's peak RSS (VmHWM), the
-time `pending` takes to list every open question (from the runs' memos in the visibility store;
-with `--old` also the way it was before, a query to each run), the time to approve them all (each
+time `pending --all` takes to list every open question (from the runs' memos in the visibility
+store; with `--old` also the way it was before, a query to each run) and plain `pending` (the 200
+latest and a count of the others), the time to approve them all (each
 approval an update the worker takes, replaying runs its cache no longer holds), and how many
 completed.
 """
@@ -38,6 +39,7 @@ QUEUE = "agentrun-waiting"
 WAITING = f'TaskQueue="{QUEUE}" AND AgentRunWaitingFor="human_approval"'
 AT_ONCE = 50  # starts and approvals in flight at a time
 ANSWER_WAIT_S = 60.0
+PAGE = 200  # what `pending` lists unless told --all
 SPEC = """\
 name: waiting
 subtasks:
@@ -113,7 +115,9 @@ async def bench(client: Client, address: str, count: int, cache: int, old: bool)
             say(f"  started and all waiting: {time.perf_counter() - began:.1f} s")
             listed_s, found = await timed(humans.pending(client))
             questions = [q for q in found.questions if q.run_id.startswith("waiting-")]
-            say(f"  pending listed {len(questions)} questions in {listed_s:.2f} s (from the runs' memos)")
+            say(f"  pending --all listed {len(questions)} questions in {listed_s:.2f} s (from the runs' memos)")
+            page_s, page = await timed(humans.pending(client, PAGE))
+            say(f"  pending (the {PAGE} latest, {page.more} more counted) in {page_s:.2f} s")
             if old:
                 old_s, _ = await timed(humans.waiting_states(client))
                 say(f"  the old way, a query to each run: {old_s:.1f} s")

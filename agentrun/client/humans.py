@@ -63,11 +63,12 @@ class Listed:
     inbox: Inbox | None  # None for a run started before runs kept their open gates in their memo
 
 
-async def pending(client: Client) -> Pending:
+async def pending(client: Client, limit: int | None = None) -> Pending:
     """Every open gate of every running run, oldest question first, and the runs that wait with no
     worker polling their queue. Read from the server's visibility store (each run's memo); only a run
-    started before runs kept their gates there is asked, as before."""
-    listed = await _listed(client)
+    started before runs kept their gates there is asked, as before. `limit`: of the runs started
+    last, at most this many (listing costs the server about a millisecond a run)."""
+    listed = await _listed(client, limit)
     known = [(run, run.inbox) for run in listed if run.inbox is not None]
     questions = [_from_memo(found) for found in _open_gates(known)]
     refused = [(run.run_id, message) for run, box in known for message in box.refused]
@@ -81,14 +82,17 @@ async def pending(client: Client) -> Pending:
     old = await _asked(client, {run.run_id: run.waiting_for for run in listed if run.inbox is None})
     questions = sorted(questions + old.questions, key=lambda q: q.waiting_since or "")
     return Pending(
-        questions=questions + _unread_rows(old), unanswered=unanswered + old.unanswered, refused=refused + old.refused
+        questions=questions + _unread_rows(old),
+        unanswered=unanswered + old.unanswered,
+        refused=refused + old.refused,
+        more=await _beyond(client, limit, len(listed)),
     )
 
 
-async def open_gates_listed(client: Client) -> list[OpenGate]:
-    """Every open gate of every running run, as the runs' memos say (the inbox); a run started before
-    runs kept them there is asked for its state."""
-    listed = await _listed(client)
+async def open_gates_listed(client: Client, limit: int | None = None) -> list[OpenGate]:
+    """Every open gate of every running run (of the `limit` started last), as the runs' memos say
+    (the inbox); a run started before runs kept them there is asked for its state."""
+    listed = await _listed(client, limit)
     found = _open_gates([(run, run.inbox) for run in listed if run.inbox is not None])
     asked = await _states(client, [run.run_id for run in listed if run.inbox is None])
     return found + [
@@ -115,15 +119,31 @@ async def _served(client: Client, queues: set[str]) -> dict[str, bool]:
     return dict(zip(queues, await asyncio.gather(*(polled(q) for q in queues)), strict=True))
 
 
-async def _listed(client: Client) -> list[Listed]:
-    """The running runs that may wait for someone, from the visibility store: those whose search
-    attribute says they wait, or every running run on a server without it."""
+async def _listed(client: Client, limit: int | None = None) -> list[Listed]:
+    """The running runs that may wait for someone (the `limit` started last), from the visibility
+    store: those whose search attribute says they wait, or every running run on a server without it."""
+    page = min(limit, 1000) if limit else 1000
     for query in (WAITING_QUERY, RUNNING_QUERY):
         try:
-            return [await _listing(wf) async for wf in client.list_workflows(query)]
+            return [await _listing(wf) async for wf in client.list_workflows(query, limit=limit, page_size=page)]
         except RPCError:
             continue
     return []
+
+
+async def count_waiting(client: Client) -> int:
+    """How many running runs wait for someone, as their search attribute says (0 without it)."""
+    try:
+        return (await client.count_workflows(WAITING_QUERY)).count
+    except RPCError:
+        return 0
+
+
+async def _beyond(client: Client, limit: int | None, listed: int) -> int:
+    """The waiting runs a listing of `limit` left out."""
+    if limit is None or listed < limit:
+        return 0
+    return max(0, await count_waiting(client) - listed)
 
 
 async def _listing(wf: WorkflowExecution) -> Listed:

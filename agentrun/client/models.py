@@ -149,6 +149,7 @@ class Pending(_Value):
     questions: list[Question] = []
     unanswered: list[Unanswered] = []
     refused: list[tuple[str, str]] = []  # (run id, why)
+    more: int = 0  # waiting runs beyond the limit asked for (the latest started are listed)
 
 
 class Answered(Answer):

@@ -55,32 +55,34 @@ def _card(run_id: str, spec: str, gate: Gate, state: RunState | None) -> Questio
     )
 
 
-INBOX_PAGE = 50  # the cards the inbox shows, newest first; only their runs are asked for more
+INBOX_PAGE = 50  # the waiting runs the inbox shows, the latest started; only they are asked for more
 
 
 @dataclass
 class Inbox:
     questions: list[Question]
-    more: int  # open questions beyond the page
+    more: int  # waiting runs beyond the page
 
 
 async def inbox(engine: Engine) -> Inbox:
     """The newest open questions across runs, from the runs' memos; only the runs shown are asked
     for what their cards show beyond the question (a draft, what a budget has used)."""
-    found = await _newest(engine)
-    shown = found[:INBOX_PAGE]
+    shown = await _newest(engine)
     states = await engine.states(sorted({g.run_id for g in shown}))
     cards = [_card(g.run_id, g.spec, g.gate, states.get(g.run_id)) for g in shown]
-    return Inbox(questions=cards, more=len(found) - len(shown))
+    runs = len({g.run_id for g in shown})
+    more = await engine.count_waiting() - runs if runs >= INBOX_PAGE else 0
+    return Inbox(questions=cards, more=max(0, more))
 
 
 async def inbox_keys(engine: Engine) -> list[str]:
     """The keys of the cards the inbox shows now (no run is asked)."""
-    return sorted(f"{g.run_id}/{g.gate.id}" for g in (await _newest(engine))[:INBOX_PAGE])
+    return sorted(f"{g.run_id}/{g.gate.id}" for g in await _newest(engine))
 
 
 async def _newest(engine: Engine) -> list[OpenGate]:
-    found = await engine.open_gates()
+    """The open gates of the INBOX_PAGE waiting runs started last, newest question first."""
+    found = await engine.open_gates(INBOX_PAGE)
     return sorted(found, key=lambda g: g.gate.opened_at.isoformat() if g.gate.opened_at else "", reverse=True)
 
 
