@@ -1,6 +1,6 @@
 """Many runs waiting at a gate on one worker whose workflow cache is smaller than their number.
 
-    python bench/waiting.py [--runs 1000] [--cache N] [--old]
+    python bench/waiting.py [--runs 1000] [--cache N] [--old] [--list-only]
 
 `--runs` runs of a one-step spec whose step waits for an approval start on one `python -m worker`
 process with `--max-cached-workflows` `--cache` (default a quarter of the runs), and wait at their
@@ -96,7 +96,7 @@ def say(text: str) -> None:
     print(text, flush=True)
 
 
-async def bench(client: Client, address: str, count: int, cache: int, old: bool) -> None:
+async def bench(client: Client, address: str, count: int, cache: int, old: bool, list_only: bool) -> None:
     say(f"{count} runs waiting at a gate on one worker process (cache {cache} runs), {os.cpu_count()} cores:")
     with tempfile.TemporaryDirectory(prefix="agentrun-waiting-") as tmp:
         (Path(tmp) / "replies.yaml").write_text('default: "shipped\\nCOMPLETION_STATUS: COMPLETE"\n')
@@ -121,6 +121,9 @@ async def bench(client: Client, address: str, count: int, cache: int, old: bool)
             if old:
                 old_s, _ = await timed(humans.waiting_states(client))
                 say(f"  the old way, a query to each run: {old_s:.1f} s")
+            if list_only:
+                say(f"  worker peak RSS: {peak_rss_mb(worker.pid):.0f} MB (no approvals sent)")
+                return
             answered_s, (refused, states) = await timed(approve_all(client, ids))
             say(f"  worker peak RSS: {peak_rss_mb(worker.pid):.0f} MB")
         finally:
@@ -136,7 +139,7 @@ async def main(args: argparse.Namespace) -> None:
     async with env:
         address = env.client.service_client.config.target_host
         for count in [int(n) for n in args.runs.split(",")]:
-            await bench(env.client, address, count, args.cache or max(1, count // 4), args.old)
+            await bench(env.client, address, count, args.cache or max(1, count // 4), args.old, args.list_only)
 
 
 if __name__ == "__main__":
@@ -144,6 +147,7 @@ if __name__ == "__main__":
     parser.add_argument("--runs", default="1000", help="waiting runs, comma-separated (1000,5000,10000)")
     parser.add_argument("--cache", type=int, default=0, help="the worker's --max-cached-workflows (default runs/4)")
     parser.add_argument("--old", action="store_true", help="also list them the old way, a query to each run")
+    parser.add_argument("--list-only", action="store_true", help="start and list them, send no approval")
     arguments = parser.parse_args()
     asyncio.run(main(arguments))
     sys.stdout.flush()
