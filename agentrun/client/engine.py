@@ -22,7 +22,7 @@ from temporalio.service import RPCError
 
 from agentrun import startup
 from agentrun.client import humans, launch, listing, runs
-from agentrun.client.models import Pending, RunSummary
+from agentrun.client.models import OpenGate, Pending, RunSummary
 from agentrun.client.run import Run
 from agentrun.errors import UsageError
 from agentrun.explain import prepare
@@ -130,10 +130,25 @@ class Engine:
         """The state of every running run that may wait for a person (its open gates say for what)."""
         return await humans.waiting_states(self.temporal)
 
-    async def pending(self) -> Pending:
-        """Every question open across runs, oldest first, and the runs whose questions no worker can
-        read right now."""
-        return await humans.pending(self.temporal)
+    async def open_gates(self, limit: int | None = None) -> list[OpenGate]:
+        """Every gate open across runs (of the `limit` waiting runs started last), as the runs' memos
+        in Temporal's visibility store say: no run is asked (but one started before runs kept their
+        gates there)."""
+        return await humans.open_gates_listed(self.temporal, limit)
+
+    async def count_waiting(self) -> int:
+        """How many running runs wait for a person or a budget raise."""
+        return await humans.count_waiting(self.temporal)
+
+    async def states(self, run_ids: list[str], wait_s: float = 2.0) -> dict[str, RunState]:
+        """The state of each running run a worker answers for within wait_s; the others are left out."""
+        return await humans.states_within(self.temporal, run_ids, wait_s)
+
+    async def pending(self, limit: int | None = None) -> Pending:
+        """Every question open across runs, oldest first, and the runs that wait with no worker to
+        take an answer; `limit`: of at most this many waiting runs, the latest started (`more` says
+        how many others wait). Read from Temporal's visibility store: no run is asked."""
+        return await humans.pending(self.temporal, limit)
 
     def web_url(self, run_id: str) -> str | None:
         """The run's page on Temporal Web, where it is known (the embedded server's, or TEMPORAL_UI_URL)."""

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agentrun.lang.ir import Budget
 from agentrun.models.calls import Partial
-from agentrun.models.contract import Answer, RunInput, RunState, ToolAsk
+from agentrun.models.contract import Answer, Gate, RunInput, RunState, ToolAsk
 
 
 class _Value(BaseModel):
@@ -124,6 +124,14 @@ class Question(_Value):
     call: ToolAsk | None = None  # a tool call the policy's `ask` holds: its tool, arguments, diff and digest
 
 
+class OpenGate(_Value):
+    """An open gate of a running run, as the run's memo in Temporal's visibility store says it."""
+
+    run_id: str
+    spec: str
+    gate: Gate
+
+
 class Unanswered(_Value):
     """A running run no worker holds now; `waiting` when it said, last time a worker held it, that it
     waits for a person; `fix` how to get a worker to it."""
@@ -141,6 +149,7 @@ class Pending(_Value):
     questions: list[Question] = []
     unanswered: list[Unanswered] = []
     refused: list[tuple[str, str]] = []  # (run id, why)
+    more: int = 0  # waiting runs beyond the limit asked for (the latest started are listed)
 
 
 class Answered(Answer):

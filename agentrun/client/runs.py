@@ -114,7 +114,8 @@ async def _running_state(client: Client, handle: RunHandle, task_queue: str) -> 
         state, polled = await state_if_polled(client, handle, task_queue)
         if state:
             return state
-        if time.monotonic() >= deadline or not polled:
+        # A worker that polls but fails or sits on the run's work will not answer by waiting longer.
+        if time.monotonic() >= deadline or not polled or await no_worker.stuck(client, handle.id):
             return await no_worker.state(client, handle.id, task_queue, polled)
         await asyncio.sleep(0.5)  # a query refused at once must not spin
 
