@@ -18,6 +18,7 @@ with startup.loading():  # what a worker loads lives as long as it: later collec
     from agentrun.worker import logs, telemetry, terminal_log
     from agentrun.worker.build import build_worker
     from agentrun.worker.connection import connect
+    from agentrun.worker.versioning import from_options
 
 
 async def main(args: argparse.Namespace) -> None:
@@ -29,20 +30,25 @@ async def main(args: argparse.Namespace) -> None:
         forward_logs=log_format == "json",
         metrics_host=args.metrics_host,
     ):
+        versioning = from_options(args.versioning, args.build_suffix, args.deployment)
         client = await connect()
         worker = build_worker(
             client,
             task_queue,
             args.max_concurrent_activities,
             max_cached_workflows=args.max_cached_workflows,
+            versioning=versioning,
         )
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
         async with worker:
+            build = f" as build {versioning.build_id} of deployment {versioning.deployment}" if versioning else ""
             logs.announce(
-                f"worker polling task queue '{task_queue}' (Ctrl-C to stop)", "worker.started", task_queue=task_queue
+                f"worker polling task queue '{task_queue}'{build} (Ctrl-C to stop)",
+                "worker.started",
+                task_queue=task_queue,
             )
             await stop.wait()
             logs.announce("worker stopping: finishing running activities", "worker.stopping", task_queue=task_queue)
