@@ -22,10 +22,14 @@ def add_commands(sub: Any) -> None:
     u = command(sub, "upgrade", "check open runs against this install's code; pin, promote and move builds", _usage)
     which = u.add_subparsers(dest="action", metavar="ACTION", required=True)
     c = command(which, "check", "replay the open runs with the code installed here", on_temporal(_check))
-    c.add_argument("--query", metavar="QUERY", help='only the runs of this visibility query, e.g. \'AgentRunSpec = "review"\'')
+    c.add_argument(
+        "--query", metavar="QUERY", help="only the runs of this visibility query, e.g. 'AgentRunSpec = \"review\"'"
+    )
     c.add_argument("--json", action="store_true", help="one JSON object per run on stdout")
     p = command(which, "promote", "make a build current: new runs go to its workers", on_temporal(_promote))
-    p.add_argument("build", metavar="BUILD", help="the build id its workers registered (`agentrun worker --versioning`)")
+    p.add_argument(
+        "build", metavar="BUILD", help="the build id its workers registered (`agentrun worker --versioning`)"
+    )
     p.add_argument("--deployment", metavar="NAME", help="default: AGENTRUN_DEPLOYMENT, else agentrun")
     m = command(which, "move", "pin runs that replay on this install's code to its build", on_temporal(_move))
     m.add_argument("runs", nargs="+", metavar="RUN")
@@ -42,7 +46,9 @@ async def _check(engine: Engine, args: argparse.Namespace, console: Console) -> 
 
     with Progress(console=Console(file=sys.stderr), transient=True) as bar:
         task = bar.add_task("replaying open runs", total=None)
-        results = await engine.check_upgrade(args.query, lambda done, total: bar.update(task, completed=done, total=total))
+        results = await engine.check_upgrade(
+            args.query, lambda done, total: bar.update(task, completed=done, total=total)
+        )
     broken = [r for r in results if not r.replays]
     for result in results:
         if args.json:

@@ -55,6 +55,13 @@ class Run:
         Raises NoSuchRun."""
         return await fetch_state(self._client, self.id)
 
+    async def build(self) -> str | None:
+        """The build the run is pinned to (`deployment:build`), where its workers are versioned
+        (docs/operations.md, "Upgrading"); None otherwise. Raises NoSuchRun."""
+        from agentrun.worker.versioning import build_of
+
+        return build_of(await describe(self._client, self.id))
+
     async def info(self) -> RunInfo:
         """Whether the run still runs and which task queue it waits on. Raises NoSuchRun."""
         desc = await describe(self._client, self.id)
