@@ -125,11 +125,11 @@ async def test_a_run_stays_on_the_build_it_started_on(versioned, monkeypatch, tm
         await answer(new, "b", "approve")
         assert (await new.result())["status"] == "completed"
         assert not answered.done()
-        status = cli_on(address, tmp_path, "status", old.id)
         listed = cli_on(address, tmp_path, "list", "--json")
     async with old_worker(monkeypatch, client, queue, versioning=a, identity="worker-A"):
         await answered
         assert (await old.result())["status"] == "completed"
+        status = cli_on(address, tmp_path, "status", old.id)
     assert await identities(old) == {"worker-A"}  # build B never took build A's run
     assert await identities(new) == {"worker-B"}  # and took the new one once promoted
     assert "build: agentrun:A" in status.out, status
