@@ -40,7 +40,9 @@ class OldAgentRun(AgentRun):
 
 
 OLD_BUILD = [OldAgentRun, AgentRunBatch]
-GATED = f"subtasks:\n  a:\n    instructions: {sh('echo a')}\n  b:\n    approval: true\n    instructions: {sh('echo b')}\n"
+GATED = (
+    f"subtasks:\n  a:\n    instructions: {sh('echo a')}\n  b:\n    approval: true\n    instructions: {sh('echo b')}\n"
+)
 
 
 def old_worker(monkeypatch: pytest.MonkeyPatch, client: Client, queue: str, **options):
@@ -118,8 +120,14 @@ async def test_a_run_stays_on_the_build_it_started_on(versioned, monkeypatch, tm
     async with old_worker(monkeypatch, client, queue, versioning=a, identity="worker-A"):
         await promote(client, "A", patience_s=30)
         old = await at_gate(client, tmp_path, "legacy-old", queue)
+        steady = await at_gate(client, tmp_path, "steady", queue)
     async with build.build_worker(client, queue, versioning=b, identity="worker-B"):
         await promote(client, "B", patience_s=30)
+        # Only the run that replays on build B's code moves to it.
+        moved, kept = await Engine(client).move_runs([old.id, steady.id], "B")
+        assert ([r.run_id for r in moved], [r.run_id for r in kept]) == ([steady.id], [old.id])
+        await answer(steady, "b", "approve")
+        assert (await steady.result())["status"] == "completed"
         answered = asyncio.create_task(answer(old, "b", "approve"))  # waits for a worker of build A
         new = await at_gate(client, tmp_path, "legacy-new", queue)
         await answer(new, "b", "approve")
@@ -132,6 +140,7 @@ async def test_a_run_stays_on_the_build_it_started_on(versioned, monkeypatch, tm
         status = cli_on(address, tmp_path, "status", old.id)
     assert await identities(old) == {"worker-A"}  # build B never took build A's run
     assert await identities(new) == {"worker-B"}  # and took the new one once promoted
+    assert await identities(steady) == {"worker-A", "worker-B"}  # moved, it went on on build B
     assert "build: agentrun:A" in status.out, status
     builds = {row["run_id"]: row.get("build") for row in json.loads(listed.out)}
     assert builds[old.id] == "agentrun:A" and builds[new.id] == "agentrun:B", listed

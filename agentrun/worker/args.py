@@ -63,7 +63,9 @@ def versioning(parser: argparse.ArgumentParser) -> None:
         help="added to agentrun's version in the build id, e.g. your image tag (default: AGENTRUN_BUILD_SUFFIX)",
     )
     parser.add_argument(
-        "--deployment", metavar="NAME", help="the worker deployment's name (default: AGENTRUN_DEPLOYMENT, else agentrun)"
+        "--deployment",
+        metavar="NAME",
+        help="the worker deployment's name (default: AGENTRUN_DEPLOYMENT, else agentrun)",
     )
 
 

@@ -12,6 +12,8 @@ import asyncio
 import os
 from dataclasses import dataclass
 
+from google.protobuf.field_mask_pb2 import FieldMask
+from temporalio.api.common.v1 import WorkflowExecution
 from temporalio.api.deployment.v1 import WorkerDeploymentVersion as VersionMessage
 from temporalio.api.workflow.v1 import VersioningOverride, WorkflowExecutionOptions
 from temporalio.api.workflowservice.v1 import (
@@ -121,9 +123,9 @@ async def move(client: Client, run_id: str, build: str, deployment: str | None =
     await client.workflow_service.update_workflow_execution_options(
         UpdateWorkflowExecutionOptionsRequest(
             namespace=client.namespace,
-            workflow_execution={"workflow_id": run_id},
+            workflow_execution=WorkflowExecution(workflow_id=run_id),
             workflow_execution_options=WorkflowExecutionOptions(versioning_override=override),
-            update_mask={"paths": ["versioning_override"]},
+            update_mask=FieldMask(paths=["versioning_override"]),
             identity=client.identity,
         )
     )
