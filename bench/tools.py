@@ -13,6 +13,10 @@ one activity per read, with the timeouts the tool loop gives its calls:
 A warm-up run of each first (it starts the MCP server), then `--repeat` rounds of the three, the
 order turning each round. Printed: ms per call (median) and each tool's ratio to plain, for wall
 time and this process's CPU (the MCP server's own CPU is not counted).
+
+Then a bash call's cost (`true`, through the run_tool activity, `--bash-calls` in a row, median of
+`--repeat` rounds): outside the OS boundary (the policy's `sandbox = "off"`) and inside it, with
+each layer this machine has alone (bubblewrap, Landlock) and both (what a worker uses).
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from pathlib import Path
 
 from temporalio import activity, workflow
 from temporalio.client import Client
+from temporalio.testing import ActivityEnvironment
 from temporalio.worker import Worker
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -41,9 +46,11 @@ with workflow.unsafe.imports_passed_through():
     from pydantic import BaseModel
 
     from agentrun.activities.mcp import connections
+    from agentrun.activities.tools import wall
+    from agentrun.activities.tools.run import run_tool
     from agentrun.lang.mcp_servers import McpServer
     from agentrun.models.mcp import CALL_MCP_TOOL, McpCallInput
-    from agentrun.models.tools import RUN_TOOL, ToolCall, ToolCallInput, ToolResult
+    from agentrun.models.tools import RUN_TOOL, ToolCall, ToolCallInput, ToolPolicy, ToolResult
     from agentrun.worker.build import ACTIVITIES, WORKFLOWS, runner
 
 QUEUE = "agentrun-bench-tools"
@@ -143,7 +150,8 @@ async def bench(calls: int, repeat: int) -> None:
         with tempfile.TemporaryDirectory(prefix="agentrun-bench-") as tmp:
             (Path(tmp) / "note.txt").write_text(TEXT)
             fake = Path(__file__).resolve().parent.parent / "tests" / "fakes" / "mcp_server.py"
-            server = McpServer(id="fake", command=sys.executable, args=[str(fake)])
+            # Behind the boundary it sees its script and the file it reads when the declaration opens them.
+            server = McpServer(id="fake", command=sys.executable, args=[str(fake)], allow_read=[str(fake.parent), tmp])
             sides = ("plain", "builtin", "mcp")
             chains = {side: Chain(side=side, calls=calls, workdir=tmp, server=server) for side in sides}
             samples: dict[str, list[Sample]] = {side: [] for side in sides}
@@ -160,12 +168,49 @@ async def bench(calls: int, repeat: int) -> None:
     print(f"mcp call / plain activity:      ratio {ratio(samples['mcp'], samples['plain'])}")
 
 
+async def bash_calls(calls: int, repeat: int) -> None:
+    """ms per bash call outside the boundary and inside it, by layer."""
+    found = wall.layers()
+    sides: dict[str, wall.Layers | None] = {
+        "outside": None,
+        "bubblewrap": wall.Layers(found.bwrap, 0),
+        "landlock": wall.Layers("", found.landlock),
+        "both": found,
+    }
+    medians: dict[str, float] = {}
+    with tempfile.TemporaryDirectory(prefix="agentrun-bench-") as tmp:
+        for name, layers in sides.items():
+            if layers is not None and not layers.any:
+                print(f"bash, {name + ':':12}not on this machine")
+                continue
+            call = ToolCallInput(
+                call=ToolCall(id="b", name="bash", arguments={"command": "true"}),
+                workdir=tmp,
+                policy=ToolPolicy(sandbox=layers is not None),
+            )
+            wall.layers = (lambda chosen=layers: chosen) if layers is not None else (lambda: found)  # type: ignore[assignment]
+            rounds = []
+            for _ in range(repeat):
+                started = time.perf_counter()
+                for _ in range(calls):
+                    result = await ActivityEnvironment().run(run_tool, call)
+                    if not result.ok:
+                        raise RuntimeError(f"bash {name}: {result.content}")
+                rounds.append((time.perf_counter() - started) / calls * 1000)
+            medians[name] = statistics.median(rounds)
+            print(f"bash, {name + ':':12}{medians[name]:.1f} ms/call (rounds: {', '.join(f'{r:.1f}' for r in rounds)})")
+    if "both" in medians:
+        print(f"bash inside / outside the boundary: ratio {medians['both'] / medians['outside']:.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--calls", type=int, default=200, help="reads in one run (default 200)")
     parser.add_argument("--repeat", type=int, default=3, help="runs of each side (default 3)")
+    parser.add_argument("--bash-calls", type=int, default=50, help="bash calls in one round (default 50)")
     args = parser.parse_args()
     asyncio.run(bench(args.calls, args.repeat))
+    asyncio.run(bash_calls(args.bash_calls, args.repeat))
 
 
 if __name__ == "__main__":

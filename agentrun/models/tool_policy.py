@@ -11,7 +11,7 @@ from agentrun.lang.errors import SpecError
 from agentrun.lang.grants import Tables, check_policy_text
 from agentrun.models.tools import McpPolicy, ToolLimits, ToolPolicy, ToolRule
 
-_LISTS = ("allow", "deny", "allowlist", "denylist", "allow_domains")
+_LISTS = ("allow", "deny", "allowlist", "denylist", "allow_domains", "allow_read", "allow_write")
 # [bash] keys that set a limit: the ToolLimits field and the unit the key counts in.
 _BASH_LIMITS: dict[str, tuple[str, int]] = {
     "max_processes": ("processes", 1),
@@ -56,6 +56,7 @@ def from_tables(tables: Tables | None, source: str = "") -> ToolPolicy:
         else None,
         limits=ToolLimits().model_copy(update=update),
         allow_private=sections.get("web_fetch", {}).get("allow_private") is True,
+        sandbox=tables.get("sandbox") not in ("off", False),
         source=source,
         ask_timeout_s=float(ask_timeout) if (ask_timeout := _count(tables, "ask_timeout")) else None,
     )
@@ -69,6 +70,7 @@ def _rule(table: Table) -> ToolRule:
     timeout = _count(table, "timeout")
     return ToolRule(
         enabled=table.get("enabled") is not False,
+        allow_network=table.get("allow_network") is True,
         timeout_s=float(timeout) if timeout else None,
         ask=_strings(table.get("ask")),
         ask_all=table.get("ask") is True,

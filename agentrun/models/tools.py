@@ -65,12 +65,16 @@ class ToolRule(BaseModel):
     deny: list[str] = []  # path globs; deny wins over allow
     allowlist: list[str] = []  # bash: commands allowed (first words; a trailing * takes any arguments)
     denylist: list[str] = []  # bash: commands refused; deny wins
-    allow_domains: list[str] = []  # web tools: host names, `*.example.com` for subdomains
+    allow_domains: list[str] = []  # web tools, bash's egress proxy: host names, `*.example.com` for subdomains
     timeout_s: float | None = None  # bash: `timeout` in seconds; None is ToolLimits.bash_timeout_s
     # A person approves a call first: `ask = true` every call; a list, the calls that match one of
     # its patterns (bash: a command glob; a path tool: a path glob; a web tool: a URL glob).
     ask: list[str] = []
     ask_all: bool = False
+    # bash: folders visible inside the boundary besides the work directory ($WORKSPACE and ~ expanded)
+    allow_read: list[str] = []  # read-only
+    allow_write: list[str] = []  # read-write
+    allow_network: bool = False  # bash: the host's network; without it, a network namespace with none
 
 
 class McpPolicy(BaseModel):
@@ -112,6 +116,8 @@ class ToolPolicy(BaseModel):
     limits: ToolLimits = Field(default_factory=ToolLimits)
     # web_fetch may reach loopback, private and link-local addresses (a test's server, an intranet).
     allow_private: bool = False
+    # `sandbox = "off"`: bash runs without an OS boundary where none can be made (rather than not at all).
+    sandbox: bool = True
     source: str = ""  # the policy.toml it was read from, for messages; "" for the defaults
     ask_timeout_s: float | None = None  # how long a call waits for a person's approval; then it is rejected
 

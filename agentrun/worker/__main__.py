@@ -13,6 +13,7 @@ from agentrun import startup
 with startup.loading():  # what a worker loads lives as long as it: later collections skip it
     from agentrun.activities.agents.agentapi import release_all
     from agentrun.activities.mcp.calls import close_connections
+    from agentrun.activities.tools import wall
     from agentrun.errors import UserError
     from agentrun.worker import args as worker_args
     from agentrun.worker import logs, telemetry, terminal_log
@@ -50,6 +51,8 @@ async def main(args: argparse.Namespace) -> None:
                 "worker.started",
                 task_queue=task_queue,
             )
+            layers = await asyncio.to_thread(wall.announce)
+            logs.announce(f"sandbox layers for bash and stdio MCP servers: {layers.describe()}", "worker.sandbox")
             await stop.wait()
             logs.announce("worker stopping: finishing running activities", "worker.stopping", task_queue=task_queue)
         await release_all()  # refresh-mode agent servers this worker started

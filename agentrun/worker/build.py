@@ -16,6 +16,7 @@ from agentrun.activities.criteria import check_criteria
 from agentrun.activities.mcp.calls import call_mcp_tool, list_mcp_tools
 from agentrun.activities.preconditions import check_preconditions
 from agentrun.activities.provider import call_provider
+from agentrun.activities.tools import wall
 from agentrun.activities.tools.preview import preview_tool
 from agentrun.activities.tools.run import run_tool
 from agentrun.activities.validation import validate_output
@@ -84,6 +85,8 @@ def build_worker(
 ) -> Worker:
     """`versioning`: the worker registers its build with Worker Deployment Versioning and the runs
     it starts stay on that build (agentrun.worker.versioning); else it takes any run of the queue."""
+    # Not dumpable, whatever the sandbox can do: no program it starts reads its /proc/<pid>/environ.
+    wall.hide_worker()
     return Worker(
         with_plain_failures(client),
         task_queue=task_queue,

@@ -109,6 +109,7 @@ async def ours(client, folder: Path, monkeypatch) -> tuple[dict, list[str], list
         command=sys.executable,
         args=[str(SERVER), "--handshake-only"],
         env={"FAKE_MCP_COUNT_FILE": str(counted)},
+        allow_write=[str(folder)],  # the count file, outside the server's cwd
     )
     with FakeOpenAI(by_model={"counter": script("mcp_fake_count")}, api_key="sk-test") as fake:
         monkeypatch.setenv("OPENAI_BASE_URL", fake.url)

@@ -4,7 +4,8 @@
 Its tools leave traces a test can read: `count` appends a line per call to the file named by
 FAKE_MCP_COUNT_FILE (so a test counts calls by their side effect), `environment` tells which
 variables the server was started with, `crash` ends the server's process in the middle of a call,
-`pid` names the process (a restart shows as a new one), `slow` takes its time.
+`pid` names the process (a restart shows as a new one), `slow` takes its time,
+`parent_environment` reads its parent's /proc/<pid>/environ (what a sandbox must keep from it).
 
 `--handshake-only` serves stdio in the initialize-handshake era alone, as the servers deployed
 before the 2026-07-28 protocol do (and as clients that send `server/discover` and `initialize`
@@ -54,6 +55,14 @@ def count(note: str = "") -> str:
 @server.tool(description="The names and values of the variables in this server's environment.")
 def environment() -> dict[str, str]:
     return dict(os.environ)
+
+
+@server.tool(description="The environment of this server's parent process as /proc shows it, or why it cannot.")
+def parent_environment() -> str:
+    try:
+        return Path(f"/proc/{os.getppid()}/environ").read_bytes().decode("utf-8", "replace")
+    except OSError as e:
+        return f"unreadable: {e.strerror}"
 
 
 @server.tool(description="This server's process id.")

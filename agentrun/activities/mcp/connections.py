@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import tempfile
 from typing import Any
 
 import anyio
@@ -17,7 +19,9 @@ from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
 from agentrun.activities.mcp.environment import server_environment
+from agentrun.activities.tools import wall
 from agentrun.lang.mcp_servers import McpServer
+from agentrun.policy.paths import expand
 
 CONNECTION_CLOSED = -32000  # the SDK's code for a connection that is gone
 # How long a server may take to start and answer the handshake (`npx -y` may fetch a package first);
@@ -84,8 +88,36 @@ class Connection:
 def _target(server: McpServer) -> str | StdioServerParameters:
     if server.url:
         return server.url
-    return StdioServerParameters(
-        command=server.command, args=list(server.args), env=server_environment(server), cwd=server.cwd or None
+    env = server_environment(server)
+    argv = [server.command, *server.args]
+    if server.sandbox:
+        room = _room(server)
+        argv = wall.wrap(room, argv)
+        if "HOME" not in server.env:
+            env["HOME"] = room.tmp  # the worker's own is not there: a private one, for caches
+        env.setdefault("TMPDIR", room.tmp)
+    return StdioServerParameters(command=argv[0], args=argv[1:], env=env, cwd=server.cwd or None)
+
+
+def _room(server: McpServer) -> wall.Room:
+    """A stdio server's room: its cwd writable, what its declaration opens; refused (ServerGone,
+    which the model reads) where this worker can make no boundary and the declaration does not say
+    `sandbox: false`."""
+    if not wall.layers().any:
+        raise ServerGone(
+            f"MCP server {server.id!r} was not started: this worker cannot confine a program (no user "
+            "namespaces for bubblewrap, no Landlock), and its declaration does not say sandbox: false"
+        )
+    home = os.path.expanduser("~")
+    # Without bwrap's private /tmp, one of its own for as long as it runs (left for the machine's
+    # temporary-file cleaning: a server's process may outlive the connection by a moment).
+    tmp = "/tmp" if wall.layers().bwrap else tempfile.mkdtemp(prefix=f"agentrun-mcp-{server.id}-")
+    return wall.Room(
+        tmp=tmp,
+        workdir=os.path.realpath(server.cwd or os.getcwd()),
+        read=tuple(expand(p, "", home) for p in server.allow_read),
+        write=tuple(expand(p, "", home) for p in server.allow_write),
+        network=server.network,
     )
 
 

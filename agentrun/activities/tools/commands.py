@@ -2,8 +2,9 @@
 (agentrun.policy, which decides first) let a command through, it still may not name a path outside
 the work directory (`/etc/passwd`, `../..`) other than a few system ones (/dev/null, /tmp,
 /usr/bin, /bin, ...), nor a protected file. The real system leaves this to a language model; here it
-is a check on the text, and what bounds a command that gets past it is the sandbox (tools.sandbox):
-its own namespaces, a scrubbed environment and resource limits.
+is a check on the text, an early and friendly refusal; what bounds a command that gets past it is
+the operating system (tools.wall: its own root and network, Landlock) and the sandbox
+(tools.sandbox: a made environment and resource limits).
 """
 
 from __future__ import annotations

@@ -2,8 +2,10 @@
 
 - Its environment is made, not inherited: PATH, HOME and PWD (the work directory), TMPDIR, TERM,
   the locale, and the call's idempotency key. No key, token or password of the worker is there.
-- Its own PID and mount namespaces with a fresh /proc (`unshare`; as a normal user inside a user
-  namespace of its own): the worker's processes, and their /proc/<pid>/environ, are not there to
+- Behind the OS boundary (tools.wall) when given a room: bubblewrap's root of its own with its
+  own PID and network namespaces, and Landlock; otherwise (the policy's sandbox = "off") its own
+  PID and mount namespaces with a fresh /proc (`unshare`; as a normal user inside a user namespace
+  of its own). Either way the worker's processes, and their /proc/<pid>/environ, are not there to
   read or signal, and when the call ends its first process dies and the kernel kills every other.
 - Its own control group where the machine gives one (tools.cgroups): at most `processes` tasks and
   `memory_bytes` of memory; otherwise RLIMIT_NPROC (above what the user already runs) and RLIMIT_AS.
@@ -19,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
+import dataclasses
 import functools
 import json
 import logging
@@ -33,11 +35,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import IO
 
-from agentrun.activities.tools import cgroups
+from agentrun.activities.tools import cgroups, wall
 from agentrun.models.tools import ToolLimits
 
 log = logging.getLogger(__name__)
-PR_SET_DUMPABLE = 4  # linux/prctl.h
+# Without a PID namespace a command sees the worker's /proc/<pid>/environ: the worker is not dumpable
+# (made so at its start; here again for a process that runs commands without being a worker).
+hide_worker = wall.hide_worker
 
 # Joins the control groups and sets the limits, then becomes the command: runs between the
 # worker's fork and the command, so the worker itself never changes its own limits. With util-linux's
@@ -79,11 +83,11 @@ class Outcome:
     stderr_bytes: int
 
 
-def environment(workdir: str, key: str = "") -> dict[str, str]:
+def environment(workdir: str, key: str = "", tmp: str = "/tmp") -> dict[str, str]:
     env = {name: os.environ[name] for name in PASSED if name in os.environ}
     env.setdefault("PATH", os.defpath)
     env.setdefault("LANG", "C.UTF-8")
-    env.update(HOME=workdir, PWD=workdir, TMPDIR="/tmp", TERM="dumb", SHELL="/bin/bash")
+    env.update(HOME=workdir, PWD=workdir, TMPDIR=tmp, TERM="dumb", SHELL="/bin/bash")
     if key:
         env["AGENTRUN_IDEMPOTENCY_KEY"] = key
     return env
@@ -98,22 +102,44 @@ async def run_command(
     key: str = "",
     keep_chars: int = 32_000,
     heartbeat: Callable[[], None] | None = None,
+    room: wall.Room | None = None,
 ) -> Outcome:
-    """Run `command` with bash in the sandbox; its output, its start and end when it is long."""
+    """Run `command` with bash in the sandbox; its output, its start and end when it is long. With
+    a `room`, behind the OS boundary's layers (tools.wall) as well."""
+    with tempfile.TemporaryDirectory(prefix="agentrun-tmp-") as tmp:
+        if room is not None and not wall.layers().bwrap:  # Landlock alone: a temporary folder of its own
+            room = dataclasses.replace(room, tmp=tmp)
+        return await _run(command, workdir, limits, timeout_s, key, keep_chars, heartbeat, room)
+
+
+async def _run(
+    command: str,
+    workdir: str,
+    limits: ToolLimits,
+    timeout_s: float,
+    key: str,
+    keep_chars: int,
+    heartbeat: Callable[[], None] | None,
+    room: wall.Room | None,
+) -> Outcome:
     group = await asyncio.to_thread(cgroups.create, limits.processes, limits.memory_bytes)
-    prefix = await asyncio.to_thread(namespaces)
-    if not prefix:
-        hide_worker()
     # The EXIT trap keeps bash as the command's first process, rather than letting it become a
     # single command by exec: a command killed by a signal is then reported as bash reports it.
-    argv = [*prefix, "bash", "-c", f"trap : EXIT\n{command}"]
+    argv = ["bash", "-c", f"trap : EXIT\n{command}"]
+    if room is not None:
+        argv = wall.wrap(room, argv)
+    if room is None or not wall.layers().bwrap:  # bwrap makes its own PID namespace
+        prefix = await asyncio.to_thread(namespaces)
+        if not prefix:
+            hide_worker()
+        argv = [*prefix, *argv]
     launch = launcher(group.procs_files if group else [], _rlimits(limits, group), argv)
     try:
         with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
             proc = await asyncio.create_subprocess_exec(
                 *launch,
                 cwd=workdir,
-                env=environment(workdir, key),
+                env=environment(workdir, key, room.tmp if room is not None else "/tmp"),
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=err,
@@ -200,20 +226,6 @@ def namespaces() -> tuple[str, ...]:
         log.warning("bash tool: no PID/mount namespaces here (unshare failed); commands run in their own session only")
         return ()
     return prefix
-
-
-@functools.cache
-def hide_worker() -> None:
-    """Without a PID namespace of its own a command sees the worker's /proc/<pid>/environ. A
-    process that is not dumpable has its /proc files owned by root and readable only with
-    CAP_SYS_PTRACE, which a normal user does not have, nor root in a default container: so the
-    worker makes itself so, once, when it first runs a command without namespaces."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
-            log.warning("bash tool: cannot hide the worker's /proc files (prctl: errno %s)", ctypes.get_errno())
-    except (OSError, AttributeError):
-        log.warning("bash tool: cannot hide the worker's /proc files (no prctl here)")
 
 
 def _signal_of(code: int | None) -> int | None:
