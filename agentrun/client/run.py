@@ -256,10 +256,12 @@ class Run:
         prompts: Mapping[str, str] | None = None,
         run_id: str | None = None,
         task_queue: str | None = None,
+        spec: str | None = None,
     ) -> Run:
-        """A new run of this run's plan that takes over every step before `at` and goes on from
-        there with the changes given; it waits on its queue for a worker."""
-        wanted = Wanted(dict(params or {}), dict(memory or {}), dict(prompts or {}))
+        """A new run of this run's plan (or of the changed spec file `spec`, its steps matched by id)
+        that takes over every step before `at` and goes on from there with the changes given; it
+        waits on its queue for a worker. Raises SpecError where ids it would take over vanished."""
+        wanted = Wanted(dict(params or {}), dict(memory or {}), dict(prompts or {}), spec)
         from agentrun.client.engine import Engine  # the engine imports this module
 
         planned = await self.prepare_fork(at, wanted, task_queue)
