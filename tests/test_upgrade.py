@@ -26,7 +26,7 @@ from agentrun.models.contract import RunInput, RunState
 from agentrun.worker import build
 from agentrun.workflows.agent_run import AgentRun
 from agentrun.workflows.batch_run import AgentRunBatch
-from tests.conftest import ROOT, SHELL_AGENT, Result, _cli_env, dev_server, run_id, write_spec
+from tests.conftest import ROOT, SHELL_AGENT, Result, _cli_env, dev_server, run_id, start_worker, write_spec
 from tests.runs import answer, open_gate, sh
 
 
@@ -144,3 +144,25 @@ async def test_a_run_stays_on_the_build_it_started_on(versioned, monkeypatch, tm
     assert "build: agentrun:A" in status.out, status
     builds = {row["run_id"]: row.get("build") for row in json.loads(listed.out)}
     assert builds[old.id] == "agentrun:A" and builds[new.id] == "agentrun:B", listed
+
+
+async def test_a_versioned_worker_names_its_build_and_promote_makes_one_current(versioned, tmp_path):
+    from agentrun import __version__
+    from agentrun.worker.versioning import current_build
+
+    client = versioned.client
+    address = client.service_client.config.target_host
+    flags = ("--task-queue", "cli-versioned", "--versioning", "--deployment", "cli")
+    worker = start_worker(address, *flags, "--build-suffix", "one")
+    try:
+        said = [worker.stdout.readline().decode() for _ in range(2)]
+        # The deployment's first versioned worker makes its build current, or nothing takes new runs.
+        assert any(f"build {__version__}+one is current" in line for line in said), said
+        refused = cli_on(address, tmp_path, "upgrade", "promote", "0.0.0+never", "--deployment", "cli")
+        promoted = cli_on(address, tmp_path, "upgrade", "promote", f"{__version__}+one", "--deployment", "cli")
+    finally:
+        worker.terminate()
+        worker.wait(timeout=30)
+    assert refused.code == 2 and "Temporal does not know build '0.0.0+never'" in refused.err, refused
+    assert promoted.code == 0, promoted
+    assert await current_build(client, "cli") == f"{__version__}+one"

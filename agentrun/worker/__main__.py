@@ -19,7 +19,7 @@ with startup.loading():  # what a worker loads lives as long as it: later collec
     from agentrun.worker import logs, telemetry, terminal_log
     from agentrun.worker.build import build_worker
     from agentrun.worker.connection import connect
-    from agentrun.worker.versioning import from_options
+    from agentrun.worker.versioning import first_current, from_options
 
 
 async def main(args: argparse.Namespace) -> None:
@@ -53,6 +53,12 @@ async def main(args: argparse.Namespace) -> None:
             )
             layers = await asyncio.to_thread(wall.announce)
             logs.announce(f"sandbox layers for bash and stdio MCP servers: {layers.describe()}", "worker.sandbox")
+            if versioning and await first_current(client, versioning):
+                logs.announce(
+                    f"build {versioning.build_id} is current: new runs go to it (the deployment had none)",
+                    "worker.promoted",
+                    task_queue=task_queue,
+                )
             await stop.wait()
             logs.announce("worker stopping: finishing running activities", "worker.stopping", task_queue=task_queue)
         await release_all()  # refresh-mode agent servers this worker started

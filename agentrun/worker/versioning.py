@@ -112,6 +112,15 @@ async def promote(client: Client, build: str, deployment: str | None = None, pat
             await asyncio.sleep(0.2)
 
 
+async def first_current(client: Client, versioning: Versioning) -> bool:
+    """Make this worker's build current when its deployment has none yet (its first versioned
+    worker): else nothing would take new runs until someone promotes one. True if it did."""
+    if await current_build(client, versioning.deployment) is not None:
+        return False
+    await promote(client, versioning.build_id, versioning.deployment, patience_s=30.0)
+    return True
+
+
 async def move(client: Client, run_id: str, build: str, deployment: str | None = None) -> None:
     """Pin run `run_id` to `build` from its next workflow task on (a versioning override)."""
     override = VersioningOverride(
