@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 from dataclasses import dataclass
+from importlib import metadata
 
 from google.protobuf.field_mask_pb2 import FieldMask
 from temporalio.api.common.v1 import WorkflowExecution
@@ -26,7 +27,6 @@ from temporalio.common import VersioningBehavior, WorkerDeploymentVersion
 from temporalio.service import RPCError, RPCStatusCode
 from temporalio.worker import WorkerDeploymentConfig
 
-from agentrun import __version__
 from agentrun.errors import UsageError
 
 VERSIONING_ENV = "AGENTRUN_VERSIONING"
@@ -54,7 +54,10 @@ class Versioning:
 def build_id(suffix: str | None = None) -> str:
     """agentrun's version, and the user's suffix (their own code, agents, image tag) after a `+`."""
     suffix = suffix if suffix is not None else os.environ.get(SUFFIX_ENV, "")
-    return f"{__version__}+{suffix}" if suffix else __version__
+    # The installed version (pyproject's, read from agentrun.__version__): the package itself
+    # imports the client API, which a worker is below.
+    version = metadata.version("agentrun")
+    return f"{version}+{suffix}" if suffix else version
 
 
 def deployment_name(name: str | None = None) -> str:
