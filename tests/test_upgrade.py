@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
+import socket
 import subprocess
 import sys
 from datetime import timedelta
 from pathlib import Path
 
+import httpx
 import pytest
 import pytest_asyncio
 from temporalio import workflow
@@ -104,6 +107,24 @@ def cli_on(address: str, tmp_path: Path, *args: str) -> Result:
     return Result(proc.returncode, proc.stdout, proc.stderr)
 
 
+def pages(address: str, *paths: str) -> list[str]:
+    """The page server's pages at `paths`, as a browser that presented its token gets them."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    environ = {**_cli_env(address, Path(".")), "AGENTRUN_UI_TOKEN": "upgrade-page-token"}
+    args = [sys.executable, "-u", "-m", "agentrun.client", "ui", "--port", str(port)]
+    proc = subprocess.Popen(args, env=environ, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().startswith("inbox at"), "the page did not start"
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", follow_redirects=True, timeout=60) as browser:
+            browser.get("/?token=upgrade-page-token").raise_for_status()
+            return [browser.get(path).text for path in paths]
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=30)
+
+
 async def identities(handle: WorkflowHandle) -> set[str]:
     """The workers that took the run's workflow tasks."""
     history = await handle.fetch_history()
@@ -138,10 +159,13 @@ async def test_a_run_stays_on_the_build_it_started_on(versioned, monkeypatch, tm
         await answered
         assert (await old.result())["status"] == "completed"
         status = cli_on(address, tmp_path, "status", old.id)
+        listing, run_page = await asyncio.to_thread(pages, address, "/runs", f"/runs/{old.id}")
     assert await identities(old) == {"worker-A"}  # build B never took build A's run
     assert await identities(new) == {"worker-B"}  # and took the new one once promoted
     assert await identities(steady) == {"worker-A", "worker-B"}  # moved, it went on on build B
     assert "build: agentrun:A" in status.out, status
+    assert '<small class="build" title="worker build">agentrun:A</small>' in listing
+    assert "Worker build: agentrun:A (the run stays on it)" in run_page
     builds = {row["run_id"]: row.get("build") for row in json.loads(listed.out)}
     assert builds[old.id] == "agentrun:A" and builds[new.id] == "agentrun:B", listed
 
