@@ -108,6 +108,18 @@ async def test_agentapi_unreachable_server_is_retryable() -> None:
     assert not err.non_retryable and err.type == "AgentUnavailable"
 
 
+async def test_agentapi_a_status_reply_that_is_not_json_is_retried_as_transport(agentapi: FakeAgentAPI) -> None:
+    # A server restarting behind a proxy answers with a page: the attempt fails as a refused
+    # connection does (retried by the activity's policy), before any prompt is sent.
+    agentapi.garbled = 1
+    err = await failure(make_call(f"agentapi:{agentapi.url}", "fix it"))
+    assert not err.non_retryable and err.type == "AgentUnavailable", err.message
+    assert "not JSON" in err.message and "502 restarting" in err.message
+    assert agentapi.received == []
+    reply = await run(make_call(f"agentapi:{agentapi.url}", "fix it"))  # the next attempt goes through
+    assert reply.text.strip() == "FIX IT" and agentapi.received == ["fix it"]
+
+
 async def test_agentapi_whole_wait_is_bounded_by_the_task_timeout() -> None:
     with FakeAgentAPI(command="cat", busy_s=30) as server:
         started = time.monotonic()

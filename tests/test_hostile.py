@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from agentrun.activities.providers.process import run_process
-from agentrun.explain import report
+from agentrun.explain import report, status
 from agentrun.lang.errors import SpecError
 from agentrun.lang.load import load
 from agentrun.models.contract import RunInput
@@ -186,6 +186,9 @@ async def test_transport_retries_show_in_the_report_and_the_state(client, tmp_pa
     assert state.tasks["s"].retries == 2 and state.retry_count == 2
     assert "s: agent 'a' answered on attempt 3 (transport errors before)" in state.warnings
     assert "- Retries used: 2" in report.to_markdown(state)
+    # `status` counts the attempts as the history has them: the agent call's three.
+    assert " attempts=3 " in "\n".join(status.lines(state))
+    assert report.tasks_json(state)[0]["attempts_made"] == 3
 
 
 @pytest.mark.usefixtures("worker")

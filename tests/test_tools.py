@@ -273,6 +273,23 @@ def test_specs_and_names():
     assert nearest_tool_name("zzzz") is None
 
 
+async def test_arguments_that_do_not_fit_the_declared_schema_are_an_error_the_model_reads(wd):
+    # The schema a model is offered and the parsing of its call come from one declaration per tool.
+    bad = {
+        ("read", ()): "missing argument 'path'",
+        ("write", (("path", "a.txt"), ("content", 5))): "argument 'content' must be a string, not int",
+        ("web_search", (("query", "q"), ("count", "many"))): "argument 'count': Input should be a valid integer",
+    }
+    for (tool, args), said in bad.items():
+        result = await call(wd, tool, **dict(args))
+        assert not result.ok and not result.refused and said in result.content, (tool, result.content)
+    assert not (wd / "a.txt").exists()
+    # grep and ls are offered `path` as required, as the real system offers them, and take "." without it.
+    assert builtin_specs(["grep"])[0].parameters["required"] == ["pattern", "path"]
+    (wd / "notes.md").write_text("found it\n")
+    assert "found it" in (await call(wd, "grep", pattern="found")).content
+
+
 def test_every_built_in_has_a_module_and_a_spec():
     from agentrun.activities.tools.registry import TOOLS
 

@@ -74,8 +74,7 @@ def _element(key: str, found: tuple[TaskState, str | None] | None) -> Element:
     if found is None:
         return Element(key, "pending", 0, 0.0, 0, "", None)
     row, output = found
-    retries = max(row.attempts - 1, 0) + row.retries
-    return Element(key, row.status, retries, row.duration_s, row.output_size, row.error, output)
+    return Element(key, row.status, row.retries_used, row.duration_s, row.output_size, row.error, output)
 
 
 def _maps_hint(state: RunState) -> str:

@@ -98,7 +98,7 @@ def prepare_input(
     workdir_flag: str = "workdir",
 ) -> RunInput:
     """The run's input from a loaded spec. Raises SpecError or UsageError."""
-    from agentrun.models.contract import RunInput  # the spec commands (dry-run) need only load_run
+    from agentrun.models.contract import DEFAULT_HEARTBEAT_S, RunInput  # the spec commands (dry-run) need only load_run
 
     plan, values, default, per_agent = loaded
     if no_human:
@@ -129,7 +129,7 @@ def prepare_input(
         resume_from=resume,
         max_iterations=max_iterations,
         lenient=lenient,
-        heartbeat_s=float(os.environ.get("AGENTRUN_HEARTBEAT_S", "30")),
+        heartbeat_s=float(os.environ.get("AGENTRUN_HEARTBEAT_S", DEFAULT_HEARTBEAT_S)),
         history_limit=_history_limit(),
     )
 

@@ -104,7 +104,8 @@ def to_json(state: RunState) -> str:
 
 def tasks_json(state: RunState) -> list[dict]:
     """The tasks as `status --json` and `report --format json` both give them: a list, in run order."""
-    return [task.model_dump(mode="json") for task in state.tasks.values()]
+    # attempts_made: every try its history has (its agent call's too), as the text of `status` shows them.
+    return [task.model_dump(mode="json") | {"attempts_made": task.attempts_made} for task in state.tasks.values()]
 
 
 def to_markdown(state: RunState, lost: list[str] | None = None) -> str:
@@ -417,7 +418,26 @@ def _tool_calls(state: RunState) -> list[str]:
     for key, uses in state.tool_calls.items():
         lines.append(f"- {key}: {tool_uses.counts(uses)}")
         lines += [f"  {n}. {_cell(tool_uses.line(use))}" for n, use in enumerate(uses, 1)]
-    return lines
+    return lines + _crashed_calls(state)
+
+
+def _crashed_calls(state: RunState) -> list[str]:
+    """The calls a crash touched, named by step and place: those that ran again after their worker
+    stopped (the first attempt may have partly run) and those that could not be completed."""
+    again = [
+        f"{key} #{n} {u.tool}"
+        for key, uses in state.tool_calls.items()
+        for n, u in enumerate(uses, 1)
+        if u.attempts > 1
+    ]
+    lost = [
+        f"{key} #{n} {u.tool}"
+        for key, uses in state.tool_calls.items()
+        for n, u in enumerate(uses, 1)
+        if u.outcome == "lost"
+    ]
+    lines = [f"- Ran again after a worker stopped (may have partly run twice): {', '.join(again)}"] if again else []
+    return lines + ([f"- Could not be completed: {', '.join(lost)}"] if lost else [])
 
 
 _SUB_STATUS = {"running": "RUNNING", "completed": "SUCCESS", "failed": "FAILED", "refused": "REFUSED"}
@@ -461,7 +481,7 @@ def _cell(text: str) -> str:
 
 
 def _retries(task: TaskState) -> int:
-    return max(task.attempts - 1, 0) + task.retries
+    return task.retries_used
 
 
 def _duration(seconds: float) -> str:

@@ -33,7 +33,7 @@ def lines(state: RunState, so_far: dict[str, Partial] | None = None) -> list[str
         reused = f" reused from {t.reused_from}" if t.reused_from else ""
         worker = f" worker={t.worker}" if t.worker else ""
         out.append(
-            f"  {t.id:<30} {t.status:<10} attempts={t.attempts} iterations={t.iterations} {t.duration_s:.1f}s"
+            f"  {t.id:<30} {t.status:<10} attempts={t.attempts_made} iterations={t.iterations} {t.duration_s:.1f}s"
             f"{reused}{worker}"
         )
         uses = state.tool_calls.get(t.id)

@@ -5,15 +5,17 @@ from __future__ import annotations
 
 from agentrun.models.contract import RunState, ToolUse
 
-OUTCOMES = {"running": "running", "ok": "ok", "error": "error", "refused": "REFUSED"}
+OUTCOMES = {"running": "running", "ok": "ok", "error": "error", "refused": "REFUSED", "lost": "COULD NOT COMPLETE"}
 
 
 def line(use: ToolUse) -> str:
-    """`read {"path": "a.py"} → ok in 0.04s`, `bash {...} → REFUSED: outside the work directory`."""
+    """`read {"path": "a.py"} → ok in 0.04s`, `bash {...} → REFUSED: outside the work directory`,
+    `bash {...} → ok in 9.10s (ran again after its worker stopped: 2 attempts)`."""
     ended = OUTCOMES.get(use.outcome, use.outcome)
     why = f": {' '.join(use.reason.split())}" if use.reason and use.outcome != "ok" else ""
     took = f" in {use.duration_s:.2f}s" if use.outcome != "running" else ""
-    return f"{use.tool} {use.arguments} → {ended}{why}{took}"
+    again = f" (ran again after its worker stopped: {use.attempts} attempts)" if use.attempts > 1 else ""
+    return f"{use.tool} {use.arguments} → {ended}{why}{took}{again}"
 
 
 def counts(uses: list[ToolUse]) -> str:

@@ -159,6 +159,13 @@ class Carried(BaseModel):
     rollback: bool = False  # a cancellation asked for before it continued undoes what it did
 
 
+# An agent call's (and a model turn's, a provider call's) heartbeat timeout: a worker killed in the
+# middle of one is noticed this soon and the call runs again on another worker. Its beats are not
+# history; a shorter timeout would risk taking a worker whose event loop is merely slow for a dead
+# one, and an agent call run twice costs a prompt.
+DEFAULT_HEARTBEAT_S = 10.0
+
+
 class RunInput(BaseModel):
     """What `client start` hands the AgentRun workflow."""
 
@@ -170,7 +177,7 @@ class RunInput(BaseModel):
     resume_from: NodeId | None = None
     max_iterations: int | None = None
     lenient: bool = False
-    heartbeat_s: float = 30.0
+    heartbeat_s: float = DEFAULT_HEARTBEAT_S
     search_attributes: bool = True
     prices: dict[str, ir.Price] = {}  # a price table from the command line; the spec's own wins
     # A behaviour tree the agent walks itself over MCP: no agent is asked, the run waits for updates.
@@ -323,6 +330,17 @@ class TaskState(BaseModel):
     def start_attempt(self, attempt: int) -> None:
         """The step's `attempt`-th try at its success criteria, from 1."""
         self.attempts = attempt
+
+    @property
+    def retries_used(self) -> int:
+        """Its tries after the first, of every kind: its success criteria's, the spec's retries, and
+        its agent call's attempts after a transport error or a lost worker (`retries`)."""
+        return max(self.attempts - 1, 0) + self.retries
+
+    @property
+    def attempts_made(self) -> int:
+        """Its tries as its history has them (0 before it started): what `status` shows as attempts."""
+        return self.retries_used + 1 if self.attempts or self.retries else 0
 
     def count_iteration(self) -> None:
         self.iterations += 1
@@ -511,16 +529,21 @@ class ToolUse(BaseModel):
     call_id: str
     tool: str
     arguments: str = ""  # the arguments' JSON, cut to ARGUMENTS_SHOWN characters
-    outcome: Literal["running", "ok", "error", "refused"] = "running"
+    # lost: it could not be completed (its workers kept stopping, or its time ran out); the step failed
+    outcome: Literal["running", "ok", "error", "refused", "lost"] = "running"
     reason: str = ""  # the error or refusal, cut short
     duration_s: float = 0.0
     at: datetime | None = None  # when the call was made (workflow time)
     source: str = "builtin"  # builtin, mcp or local (answered by the workflow)
+    attempts: int = 1  # more than 1: it ran again after the worker running it stopped
 
-    def end(self, outcome: Literal["ok", "error", "refused"], reason: str, duration_s: float) -> None:
+    def end(
+        self, outcome: Literal["ok", "error", "refused", "lost"], reason: str, duration_s: float, attempts: int = 1
+    ) -> None:
         self.outcome = outcome
         self.reason = reason
         self.duration_s = duration_s
+        self.attempts = attempts
 
 
 ARGUMENTS_SHOWN = 120  # characters of a tool call's arguments the run state keeps

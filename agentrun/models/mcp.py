@@ -9,6 +9,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from agentrun.lang.mcp_servers import McpServer
+from agentrun.models.builtin_tools import ToolSettings
 from agentrun.models.tools import ToolPolicy, ToolSpec
 
 LIST_MCP_TOOLS = "list_mcp_tools"
@@ -16,6 +17,9 @@ CALL_MCP_TOOL = "call_mcp_tool"
 # Attempts of a call whose server went away (each on a server started anew); after the last one the
 # model reads that the server is gone, and the step goes on.
 CALL_ATTEMPTS = 3
+# How a call of an MCP server's tool runs: its server's timeout and room to start a stdio server, each
+# attempt heartbeating so a call whose worker dies runs again on another worker within seconds.
+CALL_SETTINGS = ToolSettings(timeout_s=30.0, adds_limit=True, attempts=CALL_ATTEMPTS, backoff_s=0.2)
 
 
 class McpListInput(BaseModel):

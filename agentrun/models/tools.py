@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field
 
 from agentrun.lang.protected import SECRET_NAMES, STEERING_NAMES
 from agentrun.lang.tool_names import BUILTIN_TOOLS, PIPELINE_NAMES, builtin_name, nearest_tool_name
+from agentrun.models.builtin_tools import BUILTINS
 
 __all__ = [
     "BUILTIN_TOOLS",
@@ -151,126 +152,15 @@ class ToolResult(BaseModel):
     truncated: bool = False  # content was cut to the policy's output cap
     duration_s: float = 0.0
     taint_source: str = ""  # where the content came from: "tool:<name>" (an MCP tool: "mcp:<server>:<tool>")
+    attempt: int = 1  # more than 1: the call ran again after its worker stopped (the content says so)
 
 
-_PATH = {"type": "string", "description": "The file, as a path inside the work directory"}
+def _spec(name: str) -> ToolSpec:
+    tool = BUILTINS[name]
+    return ToolSpec(name=tool.name, description=tool.description, parameters=tool.parameters)
 
-_BUILTIN_SPECS: dict[str, ToolSpec] = {
-    spec.name: spec
-    for spec in (
-        ToolSpec(
-            name="read",
-            description="Give back the whole text of one file of the work directory.",
-            parameters={"type": "object", "properties": {"path": _PATH}, "required": ["path"]},
-        ),
-        ToolSpec(
-            name="write",
-            description="Put text into a file of the work directory, replacing what it held; missing folders are made.",
-            parameters={
-                "type": "object",
-                "properties": {
-                    "path": _PATH,
-                    "content": {"type": "string", "description": "The file's new text"},
-                },
-                "required": ["path", "content"],
-            },
-        ),
-        ToolSpec(
-            name="edit",
-            description=(
-                "Change one passage of a file: the first place `old` stands, letter for letter (spaces and "
-                "line breaks too), becomes `new`. An error when the file or the passage is missing."
-            ),
-            parameters={
-                "type": "object",
-                "properties": {
-                    "path": _PATH,
-                    "old": {"type": "string", "description": "The passage as the file has it now"},
-                    "new": {"type": "string", "description": "What the passage becomes"},
-                },
-                "required": ["path", "old", "new"],
-            },
-        ),
-        ToolSpec(
-            name="glob",
-            description=(
-                "List the files of the work directory whose path fits a pattern: * stands for any name part "
-                "within a folder, ? for one character, ** for any depth of folders (docs/**/*.md)."
-            ),
-            parameters={
-                "type": "object",
-                "properties": {"pattern": {"type": "string", "description": "The pattern, e.g. *.py or src/**/*.yaml"}},
-                "required": ["pattern"],
-            },
-        ),
-        ToolSpec(
-            name="grep",
-            description=(
-                "Look for a regular expression in a file, or in every file under a folder; each line that "
-                "matches comes back with its file and line number."
-            ),
-            parameters={
-                "type": "object",
-                "properties": {
-                    "pattern": {"type": "string", "description": "The regular expression"},
-                    "path": {"type": "string", "description": "The file or folder to look in"},
-                },
-                "required": ["pattern", "path"],
-            },
-        ),
-        ToolSpec(
-            name="ls",
-            description=(
-                "Name what one folder holds, one level deep: each entry's name, whether it is a file or a "
-                "folder, and its size."
-            ),
-            parameters={
-                "type": "object",
-                "properties": {"path": {"type": "string", "description": "The folder, inside the work directory"}},
-                "required": ["path"],
-            },
-        ),
-        ToolSpec(
-            name="bash",
-            description=(
-                "Run a shell command line in the work directory and give back what it printed and its exit "
-                "status. A command still running at the time limit is stopped, so start nothing that never ends."
-            ),
-            parameters={
-                "type": "object",
-                "properties": {"command": {"type": "string", "description": "The command line"}},
-                "required": ["command"],
-            },
-        ),
-        ToolSpec(
-            name="web_fetch",
-            description="Get a web page and give back its text (an HTML page as plain text).",
-            parameters={
-                "type": "object",
-                "properties": {
-                    "url": {"type": "string", "description": "The page's address, http or https"},
-                    "question": {"type": "string", "description": "What you want from the page (optional)"},
-                },
-                "required": ["url"],
-            },
-        ),
-        ToolSpec(
-            name="web_search",
-            description=(
-                "Ask a web search service; each result comes back as a title, an address and a few lines. "
-                "Read a result's page with web_fetch."
-            ),
-            parameters={
-                "type": "object",
-                "properties": {
-                    "query": {"type": "string", "description": "What to search for"},
-                    "count": {"type": "integer", "description": "How many results, 1 to 10 (5 when left out)"},
-                },
-                "required": ["query"],
-            },
-        ),
-    )
-}
+
+_BUILTIN_SPECS: dict[str, ToolSpec] = {name: _spec(name) for name in BUILTINS}
 
 
 def builtin_specs(names: list[str] | tuple[str, ...] = BUILTIN_TOOLS) -> list[ToolSpec]:

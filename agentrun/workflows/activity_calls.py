@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from datetime import timedelta
 from typing import Any, TypeVar
 
 from temporalio import workflow
 from temporalio.common import RawValue, RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError, CancelledError, TimeoutError
+from temporalio.exceptions import ActivityError, ApplicationError, CancelledError, RetryState, TimeoutError
 
+from agentrun.models.builtin_tools import ToolSettings
+from agentrun.models.contract import ARGUMENTS_SHOWN
+from agentrun.models.tools import ToolCall
 from agentrun.workflows import metrics, sizes, tracing
-from agentrun.workflows.failures import TaskFailed
+from agentrun.workflows.failures import CallNotCompleted, TaskFailed
 
 T = TypeVar("T")
 
@@ -44,6 +48,41 @@ async def call(
 
 
 NAMED_ACTIVITY_IDS = "activity-ids-name-steps"
+
+
+def not_completed(key: str, n: int, call: ToolCall, exc: ActivityError, settings: ToolSettings) -> BaseException:
+    """What step `key` is told of its n-th tool call when every attempt ended without a result (its
+    workers stopped, or its time ran out): it fails naming the call. A cancellation is the branch's."""
+    if isinstance(exc.cause, CancelledError):
+        return asyncio.CancelledError()  # the run or this branch was cancelled
+    exhausted = exc.retry_state == RetryState.MAXIMUM_ATTEMPTS_REACHED
+    shown = json.dumps(call.arguments, ensure_ascii=False)[:ARGUMENTS_SHOWN]
+    tried = f"after {settings.attempts} attempts" if exhausted else "within its time"
+    said = f"tool call {n} of the step, {call.name} {shown}, could not be completed {tried} ({reason(exc)}); it may have partly run"
+    return CallNotCompleted(key, said, attempts=settings.attempts if exhausted else 1)
+
+
+async def call_tool(
+    name: str, arg: Any, result_type: type[T], settings: ToolSettings, *, limit_s: float, summary: str
+) -> T:
+    """One tool call as its declaration says (models.builtin_tools.ToolSettings): each attempt
+    heartbeating, so a worker that dies is noticed within seconds and the call runs again on
+    another, as many times as declared, within a schedule-to-close that leaves room for them all."""
+    return await workflow.execute_activity(
+        name,
+        arg,
+        result_type=result_type,
+        start_to_close_timeout=timedelta(seconds=settings.start_to_close_s(limit_s)),
+        schedule_to_close_timeout=timedelta(seconds=settings.schedule_to_close_s(limit_s)),
+        heartbeat_timeout=timedelta(seconds=settings.heartbeat_s),
+        retry_policy=RetryPolicy(
+            initial_interval=timedelta(seconds=settings.backoff_s),
+            backoff_coefficient=2.0,
+            maximum_attempts=settings.attempts,
+        ),
+        summary=summary[:200],
+        activity_id=_activity_id(summary) if workflow.patched(NAMED_ACTIVITY_IDS) else None,
+    )
 
 
 def _activity_id(summary: str) -> str:

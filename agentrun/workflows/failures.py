@@ -12,6 +12,16 @@ class TaskFailed(Exception):
         self.task_id, self.message, self.retryable = task_id, message, retryable
 
 
+class CallNotCompleted(TaskFailed):
+    """A model's tool call that could not be completed: every attempt its declaration allows ended
+    with its worker gone, or its time ran out. The step fails, saying which call; the model is not
+    told a made-up result."""
+
+    def __init__(self, task_id: str, message: str, *, attempts: int):
+        super().__init__(task_id, message)
+        self.attempts = attempts
+
+
 def unexpected(exc: Exception) -> str:
     """The reason a node gives for an error no code of the node expected (a template that cannot be
     filled in, an expression that overflows): its type and message, for people to read."""

@@ -20,7 +20,15 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, CancelledError
 
 from agentrun.lang.mcp_servers import McpServer, tool_name
-from agentrun.models.mcp import CALL_ATTEMPTS, CALL_MCP_TOOL, LIST_MCP_TOOLS, McpCallInput, McpListInput, McpToolList
+from agentrun.models.mcp import (
+    CALL_ATTEMPTS,
+    CALL_MCP_TOOL,
+    CALL_SETTINGS,
+    LIST_MCP_TOOLS,
+    McpCallInput,
+    McpListInput,
+    McpToolList,
+)
 from agentrun.models.tools import ToolCall, ToolPolicy, ToolResult, ToolSpec
 from agentrun.workflows import activity_calls
 
@@ -31,6 +39,7 @@ if TYPE_CHECKING:
 CALL_RETRY = RetryPolicy(initial_interval=timedelta(milliseconds=200), maximum_attempts=CALL_ATTEMPTS)
 LIST_RETRY = RetryPolicy(initial_interval=timedelta(milliseconds=200), maximum_attempts=3)
 START_S = 30.0  # room for a stdio server to start on top of its own timeout
+TOOL_CRASHES = "tool-calls-heartbeat"  # as workflows.tool_loop's: calls run as models.mcp.CALL_SETTINGS say
 # Runs recorded before this failed the step when a server could not list its tools.
 UNLISTED_ANSWERS = "mcp-unlisted-answers"
 STAND_IN = "unavailable"  # the tool offered for a whole server that could not list its own
@@ -96,6 +105,10 @@ class McpTools:
             idempotency_key=idempotency_key,
             granted=granted or [],
         )
+        if workflow.patched(TOOL_CRASHES):
+            return await activity_calls.call_tool(
+                CALL_MCP_TOOL, arg, ToolResult, CALL_SETTINGS, limit_s=server.timeout_s, summary=summary or arg.name
+            )
         return await workflow.execute_activity(
             CALL_MCP_TOOL,
             arg,
@@ -157,5 +170,7 @@ class Mcp:
                 summary=box.summary(call.model_copy(update={"name": tool_name(server_id, tool)})),
             )
         except ActivityError as exc:
+            if workflow.patched(TOOL_CRASHES):
+                raise activity_calls.not_completed(box.key, n, call, exc, CALL_SETTINGS) from None
             said = f"the MCP tool could not be called: {activity_calls.reason(exc)}"
             return ToolResult(call_id=call.id, name=call.name, ok=False, content=said, error=said)

@@ -20,11 +20,12 @@ from temporalio.exceptions import ActivityError, CancelledError
 
 from agentrun.lang import ir
 from agentrun.models import calls
+from agentrun.models.builtin_tools import BUILTINS
 from agentrun.models.contract import ARGUMENTS_SHOWN, ToolUse
 from agentrun.models.tool_policy import from_tables
 from agentrun.models.tools import RUN_TOOL, ToolCall, ToolCallInput, ToolPolicy, ToolResult, ToolSpec, builtin_specs
-from agentrun.workflows import activity_calls, approvals, tracing
-from agentrun.workflows.failures import TaskFailed
+from agentrun.workflows import activity_calls, approvals, mcp_tools, tracing
+from agentrun.workflows.failures import CallNotCompleted, TaskFailed
 from agentrun.workflows.local_tools import Local
 from agentrun.workflows.mcp_tools import Mcp
 from agentrun.workflows.scope import Scope
@@ -34,6 +35,9 @@ if TYPE_CHECKING:
     from agentrun.workflows.conversation import Conversation
 
 TOOL_LOOP = "tool-loop"  # the patch under which a granted agent is offered its tools
+# The patch under which a tool call heartbeats and runs again after a crash as its declaration says,
+# and one that could not be completed fails the step.
+TOOL_CRASHES = mcp_tools.TOOL_CRASHES
 REASON_SHOWN = 300  # characters of an error or refusal the run state keeps
 
 
@@ -115,11 +119,18 @@ class Toolbox:
         )
         self.conv.state.record_tool_call(self.key, use)
         with tracing.tool_call(self.key, asked.name, asked.id, use.source) as ended:
-            result = await self._run(asked, route)
+            try:
+                result = await self._run(asked, route)
+            except CallNotCompleted as exc:
+                took = round((workflow.now() - began).total_seconds(), 3)
+                use.end("lost", exc.message[:REASON_SHOWN], took, exc.attempts)
+                ended(use.outcome, use.reason)
+                raise
             use.end(
                 "ok" if result.ok else "refused" if result.refused else "error",
                 (result.error or "")[:REASON_SHOWN],
                 round((workflow.now() - began).total_seconds(), 3),
+                result.attempt,
             )
             ended(use.outcome, use.reason)
         return result
@@ -188,14 +199,24 @@ class Builtin:
             idempotency_key=box.idempotency_key(n),
         )
         rule = box.policy.rule(call.name)
-        # The command's own limit, and time to start it and read its output.
-        timeout_s = (rule.timeout_s or box.policy.limits.bash_timeout_s) + 60.0
+        limit_s = rule.timeout_s or box.policy.limits.bash_timeout_s
+        declared = BUILTINS.get(call.name)
+        if declared is not None and workflow.patched(TOOL_CRASHES):
+            settings = declared.settings
+            try:
+                return await activity_calls.call_tool(
+                    RUN_TOOL, arg, ToolResult, settings, limit_s=limit_s, summary=box.summary(call)
+                )
+            except ActivityError as exc:
+                raise activity_calls.not_completed(box.key, n, call, exc, settings) from None
+        # Before TOOL_CRASHES: no heartbeat, and a call that could not be run was an error the model read.
         try:
-            return await activity_calls.call(RUN_TOOL, arg, ToolResult, summary=box.summary(call), timeout_s=timeout_s)
+            return await activity_calls.call(
+                RUN_TOOL, arg, ToolResult, summary=box.summary(call), timeout_s=limit_s + 60.0
+            )
         except ActivityError as exc:
             if isinstance(exc.cause, CancelledError):
                 raise asyncio.CancelledError() from None  # the run or this branch was cancelled
-            # The tool could not be run at all (its worker kept failing): the model is told, the step goes on.
             return _failed(call, f"the tool could not be run: {activity_calls.reason(exc)}")
 
 

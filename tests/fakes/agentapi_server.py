@@ -101,6 +101,7 @@ class FakeAgentAPI:
         self.raw_received: list[str] = []
         self.rejected: list[Rejection] = []  # every refused POST /message
         self.posts_while_running = 0
+        self.garbled = 0  # GET /status answers this many more times with a body that is not JSON
         self._busy = False  # set from acceptance to settling, even while a lagging status reads stable
         self._state = _State(messages=[_message(0, "agent", BANNER)])
         self._lock = threading.Lock()
@@ -333,7 +334,10 @@ def _handler_for(fake: FakeAgentAPI) -> type[BaseHTTPRequestHandler]:
             pass
 
         def do_GET(self) -> None:
-            if self.path == "/status":
+            if self.path == "/status" and fake.garbled > 0:
+                fake.garbled -= 1  # a server restarting behind a proxy: a page, not JSON
+                self._send_raw(200, b"<html><body>502 restarting</body></html>")
+            elif self.path == "/status":
                 self._send(200, fake.status_body())
             elif self.path == "/messages":
                 self._send(200, {"messages": fake.messages})
@@ -396,6 +400,13 @@ def _handler_for(fake: FakeAgentAPI) -> type[BaseHTTPRequestHandler]:
             self.send_response(status)
             kind = "application/json" if status < 400 else "application/problem+json"
             self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def _send_raw(self, status: int, data: bytes) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", "text/html")
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)

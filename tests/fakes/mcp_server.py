@@ -4,7 +4,8 @@
 Its tools leave traces a test can read: `count` appends a line per call to the file named by
 FAKE_MCP_COUNT_FILE (so a test counts calls by their side effect), `environment` tells which
 variables the server was started with, `crash` ends the server's process in the middle of a call,
-`pid` names the process (a restart shows as a new one), `slow` takes its time,
+`pid` names the process (a restart shows as a new one), `slow` takes its time, `tally` writes a line
+to the count file when it starts and another when it ends, seconds later (a call cut short shows),
 `parent_environment` reads its parent's /proc/<pid>/environ (what a sandbox must keep from it).
 
 `--handshake-only` serves stdio in the initialize-handshake era alone, as the servers deployed
@@ -79,6 +80,19 @@ def crash() -> str:
 async def slow(seconds: float) -> str:
     await asyncio.sleep(seconds)
     return f"slept {seconds}"
+
+
+@server.tool(description="Write start-NOTE to the count file, wait some seconds, then write done-NOTE.")
+async def tally(note: str, seconds: float) -> str:
+    path = os.environ.get(COUNT_FILE)
+    if not path:
+        raise ToolError(f"{COUNT_FILE} is not set for this server")
+    with open(path, "a", encoding="utf-8") as out:
+        out.write(f"start-{note}\n")
+    await asyncio.sleep(seconds)
+    with open(path, "a", encoding="utf-8") as out:
+        out.write(f"done-{note}\n")
+    return f"tallied {note}"
 
 
 @server.tool(description="Fail as a tool does: an error the model reads.")

@@ -183,7 +183,7 @@ async def _converse(base_url: str, prompt: str, timeout_s: float) -> AgentReply:
 async def _status(client: httpx.AsyncClient, base_url: str) -> dict[str, Any]:
     response = await client.get(f"{base_url}/status")
     response.raise_for_status()
-    body = response.json()
+    body = _json(response)
     if not isinstance(body, dict) or body.get("status") not in ("running", "stable"):
         raise agent_error(f"agentapi: {base_url}/status returned {str(body)[:200]}")
     return body
@@ -192,11 +192,24 @@ async def _status(client: httpx.AsyncClient, base_url: str) -> dict[str, Any]:
 async def _messages(client: httpx.AsyncClient, base_url: str) -> list[dict[str, Any]]:
     response = await client.get(f"{base_url}/messages")
     response.raise_for_status()
-    body = response.json()
+    body = _json(response)
     messages = body.get("messages") if isinstance(body, dict) else None
     if not isinstance(messages, list) or not all(_is_message(m) for m in messages):
         raise agent_error(f"agentapi: {base_url}/messages returned {str(body)[:200]}")
     return messages
+
+
+def _json(response: httpx.Response) -> Any:
+    """The reply's JSON. A body that is not JSON at all (cut off, an HTML page from a server that is
+    starting or stopping) is a transport failure like a refused connection: retried, within the
+    poll's and the activity's bounds. JSON of the wrong shape is the agent breaking the protocol."""
+    try:
+        return response.json()
+    except ValueError:
+        said = response.text[:120].replace("\n", " ")
+        raise httpx.RemoteProtocolError(
+            f"{response.request.url} answered with a body that is not JSON: {said!r}", request=response.request
+        ) from None
 
 
 def _is_message(m: Any) -> bool:
@@ -220,7 +233,7 @@ async def _post_message(client: httpx.AsyncClient, base_url: str, prompt: str, t
         timeout=httpx.Timeout(timeout_s, connect=GET_TIMEOUT_S),
     )
     response.raise_for_status()
-    body = response.json()
+    body = _json(response)
     if not isinstance(body, dict) or body.get("ok") is not True:
         raise agent_error(f"agentapi: {base_url}/message did not accept the prompt: {str(body)[:200]}")
 

@@ -1,5 +1,5 @@
 """What every built-in tool shares: the call's context, the two ways a call ends without output,
-and reading the model's arguments."""
+and giving a structured result back."""
 
 from __future__ import annotations
 
@@ -32,28 +32,6 @@ class ToolContext:
     @property
     def output_chars(self) -> int:
         return self.policy.limits.output_chars
-
-
-def text_arg(args: dict[str, Any], key: str, *, required: bool = True, default: str = "") -> str:
-    """A string argument, as the model must give it (the tool's JSON Schema says which)."""
-    value = args.get(key)
-    if value is None:
-        if required:
-            raise ToolFailed(f"missing argument '{key}'")
-        return default
-    if not isinstance(value, str):
-        raise ToolFailed(f"argument '{key}' must be a string, not {type(value).__name__}")
-    return value
-
-
-def int_arg(args: dict[str, Any], key: str, default: int) -> int:
-    value = args.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int | float | str):
-        raise ToolFailed(f"argument '{key}' must be a number")
-    try:
-        return int(value)
-    except ValueError:
-        raise ToolFailed(f"argument '{key}' must be a number, not {value!r}") from None
 
 
 def as_json(value: Any) -> str:

@@ -21,7 +21,8 @@ from typing import Any
 from temporalio import activity
 
 from agentrun.activities.tools import commands, egress, sandbox, wall
-from agentrun.activities.tools.base import Refused, ToolContext, ToolFailed, as_json, text_arg
+from agentrun.activities.tools.base import Refused, ToolContext, ToolFailed, as_json
+from agentrun.models.builtin_tools import BashArgs
 from agentrun.policy import Asked, decide
 
 # Why a command's process was ended, for the model: the limits it ran into.
@@ -32,8 +33,8 @@ _ENDED_BY: dict[int, str] = {
 }
 
 
-async def call(ctx: ToolContext, args: dict[str, Any]) -> str:
-    command = text_arg(args, "command")
+async def call(ctx: ToolContext, args: BashArgs) -> str:
+    command = args.command
     decision = decide(ctx.policy, Asked("builtin", "bash", {"command": command}, workdir=ctx.workdir.root))
     if decision.refused:  # "ask": the workflow had a person approve it first
         raise Refused(decision.reason)

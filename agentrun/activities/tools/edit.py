@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import os
-from typing import Any
 
-from agentrun.activities.tools.base import Refused, ToolContext, ToolFailed, text_arg
+from agentrun.activities.tools.base import Refused, ToolContext, ToolFailed
 from agentrun.activities.tools.paths import locate, open_for_writing
+from agentrun.models.builtin_tools import EditArgs
 
 
-async def call(ctx: ToolContext, args: dict[str, Any]) -> str:
-    path, old, new = text_arg(args, "path"), text_arg(args, "old"), text_arg(args, "new")
+async def call(ctx: ToolContext, args: EditArgs) -> str:
+    path, old, new = args.path, args.old, args.new
     return await asyncio.to_thread(_edit, ctx, path, old, new)
 
 

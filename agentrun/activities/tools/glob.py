@@ -6,20 +6,20 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-from typing import Any
 
-from agentrun.activities.tools.base import Refused, ToolContext, ToolFailed, as_json, text_arg
+from agentrun.activities.tools.base import Refused, ToolContext, ToolFailed, as_json
 from agentrun.activities.tools.confine import Changed, NotFound, OutsideWorkdir
 from agentrun.activities.tools.paths import locate, path_refusal
 from agentrun.activities.tools.policy import is_secret
 from agentrun.activities.tools.walk import Walk
+from agentrun.models.builtin_tools import GlobArgs
 from agentrun.policy.globs import glob_regex
 
 MAX_RESULTS = 1000
 
 
-async def call(ctx: ToolContext, args: dict[str, Any]) -> str:
-    return await asyncio.to_thread(_glob, ctx, text_arg(args, "pattern"))
+async def call(ctx: ToolContext, args: GlobArgs) -> str:
+    return await asyncio.to_thread(_glob, ctx, args.pattern)
 
 
 def _glob(ctx: ToolContext, pattern: str) -> str:

@@ -16,10 +16,11 @@ from typing import Any
 
 import regex
 
-from agentrun.activities.tools.base import ToolContext, ToolFailed, as_json, text_arg
+from agentrun.activities.tools.base import ToolContext, ToolFailed, as_json
 from agentrun.activities.tools.paths import locate, open_for_reading, path_refusal
 from agentrun.activities.tools.policy import is_secret
 from agentrun.activities.tools.walk import Walk
+from agentrun.models.builtin_tools import GrepArgs
 
 MAX_MATCHES = 1000
 MAX_FILE_BYTES = 10 << 20  # larger files are skipped, as are binary ones
@@ -27,8 +28,8 @@ MAX_LINE_CHARS = 500  # a matching line is shown up to this long
 TIME_LIMIT_S = 20.0
 
 
-async def call(ctx: ToolContext, args: dict[str, Any]) -> str:
-    pattern, path = text_arg(args, "pattern"), text_arg(args, "path", required=False, default=".")
+async def call(ctx: ToolContext, args: GrepArgs) -> str:
+    pattern, path = args.pattern, args.path
     return await asyncio.to_thread(_grep, ctx, pattern, path or ".")
 
 

@@ -7,15 +7,16 @@ import os
 import stat
 from typing import Any
 
-from agentrun.activities.tools.base import ToolContext, ToolFailed, as_json, text_arg
+from agentrun.activities.tools.base import ToolContext, ToolFailed, as_json
 from agentrun.activities.tools.paths import locate, open_dir
 from agentrun.activities.tools.policy import is_secret
+from agentrun.models.builtin_tools import LsArgs
 
 MAX_ENTRIES = 2000
 
 
-async def call(ctx: ToolContext, args: dict[str, Any]) -> str:
-    return await asyncio.to_thread(_ls, ctx, text_arg(args, "path", required=False, default="."))
+async def call(ctx: ToolContext, args: LsArgs) -> str:
+    return await asyncio.to_thread(_ls, ctx, args.path)
 
 
 def _ls(ctx: ToolContext, path: str) -> str:

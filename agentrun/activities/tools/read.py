@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import os
-from typing import Any
 
-from agentrun.activities.tools.base import ToolContext, ToolFailed, text_arg
+from agentrun.activities.tools.base import ToolContext, ToolFailed
 from agentrun.activities.tools.paths import locate, open_for_reading
+from agentrun.models.builtin_tools import ReadArgs
 
 
-async def call(ctx: ToolContext, args: dict[str, Any]) -> str:
-    return await asyncio.to_thread(_read, ctx, text_arg(args, "path"))
+async def call(ctx: ToolContext, args: ReadArgs) -> str:
+    return await asyncio.to_thread(_read, ctx, args.path)
 
 
 def _read(ctx: ToolContext, path: str) -> str:

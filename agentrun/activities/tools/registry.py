@@ -1,5 +1,5 @@
 """The built-in tools, one module each (its arguments, its policy checks, its effect), by the name a
-model calls them. models.tools holds what a model is offered of each (its ToolSpec)."""
+model calls them. models.builtin_tools declares each: its arguments, its schema, its settings."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from typing import Any
 from agentrun.activities.tools import bash, edit, glob, grep, ls, read, web_fetch, web_search, write
 from agentrun.activities.tools.base import ToolContext
 
-Tool = Callable[[ToolContext, dict[str, Any]], Awaitable[str]]
+# Each takes its own arguments model (models.builtin_tools), parsed before it is called.
+Tool = Callable[[ToolContext, Any], Awaitable[str]]
 
 TOOLS: dict[str, Tool] = {
     "read": read.call,

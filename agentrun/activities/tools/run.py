@@ -2,7 +2,11 @@
 
 Whatever happens — done, refused, failed — the model gets a ToolResult: a refusal or a tool's error
 is something to read and work around, not a failure of the step. What a tool returns is cut to the
-policy's output cap and cleared of the worker's secrets before it goes into history.
+policy's output cap and cleared of the worker's secrets before it goes into history. The arguments
+are parsed by the tool's declaration (models.builtin_tools), the same that gave the model its schema.
+
+The activity heartbeats while the call runs (activities.beating): a call whose worker dies runs
+again on another worker, and its result says so at its head.
 """
 
 from __future__ import annotations
@@ -12,16 +16,26 @@ import time
 from temporalio import activity
 
 from agentrun.activities import keys
+from agentrun.activities.beating import attempt, beating, told
 from agentrun.activities.redact import redact
 from agentrun.activities.tools.base import Refused, ToolContext, ToolFailed
 from agentrun.activities.tools.confine import Changed, NotFound, OutsideWorkdir, Workdir
 from agentrun.activities.tools.registry import TOOLS
+from agentrun.models.builtin_tools import BUILTINS, BadArguments
 from agentrun.models.tools import RUN_TOOL, ToolCallInput, ToolResult, builtin_name
 from agentrun.policy import Asked, decide
 
 
 @activity.defn(name=RUN_TOOL)
 async def run_tool(input: ToolCallInput) -> ToolResult:
+    async with beating():
+        result = await _answer(input)
+    result.attempt = attempt()
+    result.content = told(result.content, result.attempt)
+    return result
+
+
+async def _answer(input: ToolCallInput) -> ToolResult:
     started = time.monotonic()
     call = input.call
     name = builtin_name(call.name) or call.name
@@ -47,19 +61,23 @@ async def run_tool(input: ToolCallInput) -> ToolResult:
 
 
 async def _run(input: ToolCallInput, name: str) -> str:
-    tool = TOOLS.get(name)
-    if tool is None:
+    tool, declared = TOOLS.get(name), BUILTINS.get(name)
+    if tool is None or declared is None:
         raise Refused(f"there is no tool named {input.call.name}; the tools are: {', '.join(TOOLS)}")
     decision = decide(input.policy, Asked("builtin", name))  # the tool's table: each tool asks again on what it touches
     if decision.refused:  # "ask": the workflow had a person approve it first
         raise Refused(decision.reason)
+    try:
+        args = declared.args.parse(input.call.arguments)
+    except BadArguments as e:
+        raise ToolFailed(str(e)) from None
     try:
         workdir = Workdir(input.workdir)
     except OSError as e:
         raise ToolFailed(f"the work directory cannot be opened: {e.strerror}") from None
     key = input.idempotency_key or keys.current()
     with workdir:
-        text = await tool(ToolContext(name, workdir, input.policy, key), dict(input.call.arguments))
+        text = await tool(ToolContext(name, workdir, input.policy, key), args)
     return redact(text)
 
 

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator
-from typing import Any
 from urllib.parse import urljoin
 
 import httpx
 
 from agentrun.activities.tools import addresses, tls
-from agentrun.activities.tools.base import Refused, ToolContext, ToolFailed, text_arg
+from agentrun.activities.tools.base import Refused, ToolContext, ToolFailed
 from agentrun.activities.tools.html_text import text_of
+from agentrun.models.builtin_tools import WebFetchArgs
 from agentrun.policy import Asked, decide
 
 MAX_REDIRECTS = 5
@@ -27,8 +27,8 @@ _REDIRECTS = (301, 302, 303, 307, 308)
 USER_AGENT = "Mozilla/5.0 (compatible; agentrun web_fetch)"
 
 
-async def call(ctx: ToolContext, args: dict[str, Any]) -> str:
-    url = text_arg(args, "url").strip()
+async def call(ctx: ToolContext, args: WebFetchArgs) -> str:
+    url = args.url.strip()
     async with httpx.AsyncClient(
         trust_env=False, follow_redirects=False, timeout=TIMEOUT_S, verify=tls.context()
     ) as client:

@@ -14,7 +14,8 @@ from typing import Any
 import httpx
 
 from agentrun.activities.tools import tls
-from agentrun.activities.tools.base import ToolContext, ToolFailed, as_json, int_arg, text_arg
+from agentrun.activities.tools.base import ToolContext, ToolFailed, as_json
+from agentrun.models.builtin_tools import WebSearchArgs
 
 TIMEOUT_S = 30.0
 NO_SERVICE = (
@@ -23,11 +24,11 @@ NO_SERVICE = (
 )
 
 
-async def call(ctx: ToolContext, args: dict[str, Any]) -> str:
-    query = text_arg(args, "query").strip()
+async def call(ctx: ToolContext, args: WebSearchArgs) -> str:
+    query = args.query.strip()
     if not query:
         raise ToolFailed("the query is empty")
-    count = min(10, max(1, int_arg(args, "count", 5)))
+    count = min(10, max(1, args.count))
     searxng, brave, tavily = (os.environ.get(n, "").strip() for n in ("SEARXNG_URL", "BRAVE_API_KEY", "TAVILY_API_KEY"))
     if not (searxng or brave or tavily):
         raise ToolFailed(NO_SERVICE)

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import os
-from typing import Any
 
-from agentrun.activities.tools.base import Refused, ToolContext, text_arg
+from agentrun.activities.tools.base import Refused, ToolContext
 from agentrun.activities.tools.paths import locate, open_for_writing
+from agentrun.models.builtin_tools import WriteArgs
 
 
-async def call(ctx: ToolContext, args: dict[str, Any]) -> str:
-    return await asyncio.to_thread(_write, ctx, text_arg(args, "path"), text_arg(args, "content"))
+async def call(ctx: ToolContext, args: WriteArgs) -> str:
+    return await asyncio.to_thread(_write, ctx, args.path, args.content)
 
 
 def _write(ctx: ToolContext, path: str, content: str) -> str:
