@@ -703,6 +703,8 @@ class RunState(BaseModel):
     supervision: dict[str, GoalSupervision] = {}  # checkpoint goals by run key
     spawned: dict[str, list[SpawnedAgent]] = {}  # sub-agents by their parent's run key, in order
     tool_calls: dict[str, list[ToolUse]] = {}  # each step's tool calls by its run key, in order
+    # By run key: the most tool results one request of the step cut to fit its model's context.
+    context_cut: dict[str, int] = {}
     maps: dict[str, MapSummary] = {}  # batched maps by run key; their elements' rows are in the batches
     constants: dict[str, Any] = {}  # a behaviour tree's $CONST; its $VAR is `memory`
     trace: list[TraceEntry] = []  # a behaviour tree's answers, in order
@@ -1069,6 +1071,9 @@ class RunState(BaseModel):
 
     def record_tool_call(self, key: str, use: ToolUse) -> None:
         self.tool_calls.setdefault(key, []).append(use)
+
+    def cut_to_fit(self, key: str, results: int) -> None:
+        self.context_cut[key] = max(self.context_cut.get(key, 0), results)
 
     def add_supervisor_choice(self, choice: SupervisorChoice) -> None:
         self.supervisor_history.append(choice)
