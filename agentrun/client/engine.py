@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import json
 import os
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +34,7 @@ from agentrun.models.names import TASK_QUEUE, RunStatus
 
 if TYPE_CHECKING:
     from agentrun.client.executions import Executions
+    from agentrun.client.upgrade import ReplayCheck
 
 
 async def connect() -> Engine:
@@ -149,6 +151,41 @@ class Engine:
         take an answer; `limit`: of at most this many waiting runs, the latest started (`more` says
         how many others wait). Read from Temporal's visibility store: no run is asked."""
         return await humans.pending(self.temporal, limit)
+
+    async def check_upgrade(
+        self, query: str | None = None, progress: Callable[[int, int], None] | None = None
+    ) -> list[ReplayCheck]:
+        """Replay every open run (or those of the visibility `query`) with the workflow code installed
+        here, as its workers would: each run's result, and where one that fails departs from its
+        history (the event and the step). `progress(done, total)` after each run."""
+        from agentrun.client import upgrade
+
+        return await upgrade.check(self.temporal, query, progress)
+
+    async def promote(self, build: str, deployment: str | None = None) -> None:
+        """Make `build` of the worker deployment (AGENTRUN_DEPLOYMENT, else "agentrun") current: new
+        runs go to its workers; runs pinned to older builds stay on theirs. Raises UsageError."""
+        from agentrun.worker import versioning
+
+        await versioning.promote(self.temporal, build, deployment)
+
+    async def move_runs(
+        self, run_ids: list[str], build: str, deployment: str | None = None
+    ) -> tuple[list[ReplayCheck], list[ReplayCheck]]:
+        """Pin each open run that replays on the code installed here to `build` (the build this
+        install's workers run); the moved and the kept. Raises UsageError for a run that is not open."""
+        from agentrun.client import upgrade
+        from agentrun.worker import versioning
+
+        quoted = ", ".join(json.dumps(run_id) for run_id in run_ids)
+        results = await upgrade.check(self.temporal, f"WorkflowId IN ({quoted})")
+        missing = sorted(set(run_ids) - {r.run_id for r in results})
+        if missing:
+            raise UsageError(f"no open run {', '.join(missing)}: only running runs can move")
+        moved = [r for r in results if r.replays]
+        for result in moved:
+            await versioning.move(self.temporal, result.run_id, build, deployment)
+        return moved, [r for r in results if not r.replays]
 
     def web_url(self, run_id: str) -> str | None:
         """The run's page on Temporal Web, where it is known (the embedded server's, or TEMPORAL_UI_URL)."""

@@ -27,16 +27,18 @@ class RunSummary(_Value):
     spec: str = ""
     started: datetime | None = None
     ended: datetime | None = None
+    build: str = ""  # the worker build the run is pinned to, where workers are versioned
 
     def row(self) -> dict[str, str]:
-        """The run as `list --json` prints it and the runs page shows it."""
-        return {
+        """The run as `list --json` prints it and the runs page shows it (`build` where it has one)."""
+        row = {
             "run_id": self.run_id,
             "status": self.status,
             "spec": self.spec,
             "started": _iso(self.started) or "",
             "ended": _iso(self.ended) or "",
         }
+        return {**row, "build": self.build} if self.build else row
 
 
 class Progress(_Value):

@@ -136,6 +136,7 @@ class RunPage:
     report: str  # `report`'s markdown as HTML, escaped
     web: str | None  # the run on Temporal Web
     questions: list[Question]
+    build: str | None = None  # the worker build the run is pinned to, where workers are versioned
 
     @property
     def state(self) -> RunState:
@@ -155,6 +156,7 @@ async def run_page(engine: Engine, run_id: str) -> RunPage:
         report=markdown.to_html(report.to_markdown(live.state)),
         web=engine.web_url(run_id),
         questions=questions_of(live.state),
+        build=await engine.run(run_id).build(),
     )
 
 

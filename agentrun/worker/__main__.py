@@ -21,6 +21,7 @@ with startup.loading():  # what a worker loads lives as long as it: later collec
     from agentrun.worker import args as worker_args
     from agentrun.worker.build import build_worker
     from agentrun.worker.connection import connect
+    from agentrun.worker.versioning import first_current, from_options
 
 
 async def main(args: argparse.Namespace) -> None:
@@ -32,23 +33,34 @@ async def main(args: argparse.Namespace) -> None:
         forward_logs=log_format == "json",
         metrics_host=args.metrics_host,
     ):
+        versioning = from_options(args.versioning, args.build_suffix, args.deployment)
         client = await connect()
         worker = build_worker(
             client,
             task_queue,
             args.max_concurrent_activities,
             max_cached_workflows=args.max_cached_workflows,
+            versioning=versioning,
         )
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, functools.partial(_stop_asked, stop, task_queue))
         async with worker:
+            build = f" as build {versioning.build_id} of deployment {versioning.deployment}" if versioning else ""
             logs.announce(
-                f"worker polling task queue '{task_queue}' (Ctrl-C to stop)", "worker.started", task_queue=task_queue
+                f"worker polling task queue '{task_queue}'{build} (Ctrl-C to stop)",
+                "worker.started",
+                task_queue=task_queue,
             )
             layers = await asyncio.to_thread(wall.announce)
             logs.announce(f"sandbox layers for bash and stdio MCP servers: {layers.describe()}", "worker.sandbox")
+            if versioning and await first_current(client, versioning):
+                logs.announce(
+                    f"build {versioning.build_id} is current: new runs go to it (the deployment had none)",
+                    "worker.promoted",
+                    task_queue=task_queue,
+                )
             await stop.wait()
         await release_all()  # refresh-mode agent servers this worker started
         await close_connections()  # and the MCP servers it started
