@@ -31,7 +31,10 @@ def test_sigterm_with_a_run_in_flight_stops_the_worker_within_its_stated_bound(c
         assert shown.code == 0, shown.err
         wait_for(started.exists, timeout_s=60)
         worker.send_signal(signal.SIGTERM)
-        said = worker.stdout.readline().decode()
+        # Its earlier lines (the sandbox layers it found) come first; the stop's line follows the signal.
+        said = ""
+        while not said.startswith("worker stopping") and (line := worker.stdout.readline()):
+            said = line.decode()
         assert said.startswith("worker stopping: running activities have 10 s to finish; exiting within 15 s"), said
         assert worker.wait(timeout=60) == 0
     finally:
