@@ -212,6 +212,7 @@ def grant(
     mcp: list[ir.McpGrant] | None = None,
     local: list[str] | None = None,
     max_calls: int | None = None,
+    host: list[str] | None = None,
 ) -> ir.ToolGrant | None:
     """A task's grant, or None when it grants nothing (then nothing is offered, as before tools)."""
     found = ir.ToolGrant(
@@ -219,6 +220,7 @@ def grant(
         mcp=mcp or [],
         local=list(dict.fromkeys(local or [])),
         max_calls=max_calls or DEFAULT_MAX_CALLS,
+        host=list(dict.fromkeys(host or [])),
     )
     return None if found.empty else found
 

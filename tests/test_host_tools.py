@@ -1,0 +1,108 @@
+"""Host tools: a program's own functions offered to agents by name, as cycgraph's portable bundles
+name them (`{type: custom, name: fetch_market_data}`) and leave the host to bind. The bundle runs
+with the tool bound by a function of this test's worker, a scripted model calling it; unbound,
+`start` refuses before the run; a run whose tool no worker has waits, pending, saying which."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+from temporalio.client import Client
+
+from agentrun.client.runs import fetch_state
+from agentrun.worker.host_tools import serving_tools
+from tests.fakes.openai_server import FakeOpenAI, ToolUse
+from tests.runs import finish, start_spec
+from tests.test_tool_loop import offered, tool_result
+
+pytestmark = pytest.mark.usefixtures("worker")
+
+BUNDLE = Path(__file__).parent / "data" / "market-analysis.bundle.json"
+CALLS: list[tuple[str, int, str]] = []  # what the function was called with, and the call's key
+
+
+def fetch_market_data(sector: str, year: int, idempotency_key: str = "") -> dict:
+    """Look up recent market figures for one sector from the warehouse."""
+    CALLS.append((sector, year, idempotency_key))
+    return {"sector": sector, "year": year, "shipments_gwh": 412, "avg_price_usd_per_kwh": 108}
+
+
+def copy_bundle(tmp_path: Path) -> Path:
+    spec = tmp_path / BUNDLE.name
+    spec.write_text(BUNDLE.read_text())
+    return spec
+
+
+def test_start_refuses_a_bundle_whose_custom_tool_is_bound_nowhere(cli, llm, tmp_path):
+    # Before any test here serves the tool: its queue has had no poller this session.
+    result = cli("start", str(copy_bundle(tmp_path)), "-p", "sector=grid storage", "--agent", "openai:analyst")
+
+    assert result.code == 2, result
+    assert "the spec needs host tools that no worker has: fetch_market_data" in result.err
+    assert "engine.worker(tools=[" in result.err and "host_tools: in agentrun.yaml" in result.err
+    assert "run_id" not in result.out  # nothing started
+
+
+async def test_the_bundle_runs_with_its_tool_bound_by_a_function_of_the_worker(
+    client: Client, llm: FakeOpenAI, tmp_path
+):
+    CALLS.clear()
+    llm.reply = [
+        ToolUse("fetch_market_data", {"sector": "grid storage", "year": "2026"}),  # "2026": pydantic's lax int
+        ToolUse("fetch_market_data", {"sector": "grid storage"}),
+        "Demand is up; prices fell to 108 USD/kWh; the risk is supply.",
+    ]
+    async with serving_tools(client, [fetch_market_data]):
+        handle = await start_spec(client, copy_bundle(tmp_path), "openai:analyst", params={"sector": "grid storage"})
+        state = await finish(client, handle)
+
+    assert state.status == "completed", state.errors
+    assert state.memory["analysis"].startswith("Demand is up")
+    # The model was offered the function, by its name, with the schema its signature makes.
+    tool = next(t["function"] for t in llm.requests[0].body["tools"])
+    assert tool["name"] == "fetch_market_data"
+    assert tool["description"] == "Look up recent market figures for one sector from the warehouse."
+    assert tool["parameters"]["required"] == ["sector", "year"]
+    assert "idempotency_key" not in tool["parameters"]["properties"]
+    # It read the function's answer, then the validation error of a call that left out `year`.
+    assert json.loads(tool_result(llm.requests[1].body["messages"]) or "")["shipments_gwh"] == 412
+    assert tool_result(llm.requests[2].body["messages"]) == "error: missing argument 'year'"
+    ((sector, year, key),) = CALLS  # the second call never reached the function
+    assert (sector, year) == ("grid storage", 2026) and key.endswith("/tool-1")
+    assert [(u.tool, u.source, u.outcome) for u in state.tool_calls["analyze"]] == [
+        ("fetch_market_data", "host", "ok"),
+        ("fetch_market_data", "host", "error"),
+    ]
+
+
+async def test_a_run_waits_for_a_worker_that_has_its_tool(client: Client, llm: FakeOpenAI, tmp_path):
+    CALLS.clear()
+    llm.reply = [ToolUse("fetch_market_data", {"sector": "storage", "year": 2025}), "done"]
+    handle = await start_spec(client, copy_bundle(tmp_path), "openai:analyst", params={"sector": "storage"})
+    # The test's worker has no such tool: the run waits on the tool's queue, which it names.
+    pending = []
+    for _ in range(100):
+        pending = (await handle.describe()).raw_description.pending_activities
+        if pending:
+            break
+        await asyncio.sleep(0.1)
+    (waiting,) = pending
+    assert waiting.activity_id == "waiting for a worker that has host tool fetch_market_data"
+    assert waiting.activity_type.name == "describe_host_tool"
+    state = await fetch_state(client, handle.id)
+    for _ in range(100):  # after a few seconds the run's state says it too (`status` shows it)
+        state = await fetch_state(client, handle.id)
+        if state.warnings:
+            break
+        await asyncio.sleep(0.1)
+    assert "analyze: waiting for a worker that has host tool fetch_market_data" in state.warnings[0]
+    assert llm.requests == [] and CALLS == []
+    async with serving_tools(client, [fetch_market_data]):
+        state = await finish(client, handle)
+
+    assert state.status == "completed", state.errors
+    assert CALLS[0][:2] == ("storage", 2025)
+    assert offered(llm.requests[0].body) == ["fetch_market_data"]
