@@ -12,15 +12,18 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client
 
+from agentrun.client.run import Run
 from agentrun.client.runs import fetch_state
 from agentrun.worker.host_tools import serving_tools
 from tests.fakes.openai_server import FakeOpenAI, ToolUse
-from tests.runs import finish, start_spec
+from tests.runs import finish, run_spec, start_spec
+from tests.test_tool_ask import gate_open
 from tests.test_tool_loop import offered, tool_result
 
 pytestmark = pytest.mark.usefixtures("worker")
 
 BUNDLE = Path(__file__).parent / "data" / "market-analysis.bundle.json"
+SECTOR = {"sector": "storage"}
 CALLS: list[tuple[str, int, str]] = []  # what the function was called with, and the call's key
 
 
@@ -106,3 +109,38 @@ async def test_a_run_waits_for_a_worker_that_has_its_tool(client: Client, llm: F
     assert state.status == "completed", state.errors
     assert CALLS[0][:2] == ("storage", 2025)
     assert offered(llm.requests[0].body) == ["fetch_market_data"]
+
+
+def with_policy(tmp_path: Path, policy: str) -> Path:
+    """The bundle with a policy.toml beside it, named at its top."""
+    (tmp_path / "policy.toml").write_text(policy)
+    bundle = json.loads(BUNDLE.read_text()) | {"policy": "policy.toml"}
+    spec = tmp_path / BUNDLE.name
+    spec.write_text(json.dumps(bundle))
+    return spec
+
+
+async def test_the_policy_denies_a_host_tool_and_asks_a_person_about_one(client: Client, llm: FakeOpenAI, tmp_path):
+    CALLS.clear()
+    call = ToolUse("fetch_market_data", {"sector": "storage", "year": 2025})
+    llm.reply = lambda messages: "done" if messages[-1]["role"] == "tool" else call
+    async with serving_tools(client, [fetch_market_data]):
+        denied = await run_spec(
+            client, with_policy(tmp_path, "[fetch_market_data]\nenabled = false\n"), "openai:analyst", params=SECTOR
+        )
+        assert denied.status == "completed", denied.errors
+        assert tool_result(llm.requests[1].body["messages"]) == (
+            "refused: tool fetch_market_data is disabled by the policy"
+        )
+        assert CALLS == []  # never called
+
+        handle = await start_spec(
+            client, with_policy(tmp_path, "[fetch_market_data]\nask = true\n"), "openai:analyst", params=SECTOR
+        )
+        gate = await gate_open(client, handle.id, '"sector": "storage"')
+        assert gate.call is not None and (gate.call.tool, gate.call.source) == ("fetch_market_data", "host")
+        assert CALLS == []  # asked before it ran
+        await Run(client, handle.id).approve(gate.id, digest=gate.call.digest)
+        asked = await finish(client, handle)
+    assert asked.status == "completed", asked.errors
+    assert [c[:2] for c in CALLS] == [("storage", 2025)]  # approved: run once
