@@ -7,14 +7,17 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 from pathlib import Path
 
 import pytest
 from temporalio.client import Client
 
+from agentrun.client.engine import Engine
 from agentrun.client.run import Run
 from agentrun.client.runs import fetch_state
 from agentrun.worker.host_tools import serving_tools
+from tests.conftest import ROOT, TEST_QUEUE
 from tests.fakes.openai_server import FakeOpenAI, ToolUse
 from tests.runs import finish, run_spec, start_spec
 from tests.test_tool_ask import gate_open
@@ -144,3 +147,56 @@ async def test_the_policy_denies_a_host_tool_and_asks_a_person_about_one(client:
         asked = await finish(client, handle)
     assert asked.status == "completed", asked.errors
     assert [c[:2] for c in CALLS] == [("storage", 2025)]  # approved: run once
+
+
+FIGURES = """import json, sys
+asked = json.load(sys.stdin)
+open("calls.log", "a").write(f"{asked['sector']} {asked['year']}\\n")
+print(json.dumps({"sector": asked["sector"], "shipments_gwh": 412, "source": "command"}))
+"""
+SCHEMA = {
+    "type": "object",
+    "properties": {"sector": {"type": "string"}, "year": {"type": "integer"}},
+    "required": ["sector", "year"],
+}
+
+
+def bind_in_agentrun_yaml(folder: Path, kind: str) -> Path:
+    """agentrun.yaml beside the bundle binding fetch_market_data; the file each call adds a line to."""
+    log = folder / "calls.log"
+    if kind == "mcp":
+        server = {
+            "command": sys.executable,
+            "args": ["-m", "tests.fakes.mcp_server"],
+            "cwd": str(ROOT),
+            "env": {"PYTHONPATH": str(ROOT), "FAKE_MCP_COUNT_FILE": str(log)},
+            "allow_write": [str(folder)],
+        }
+        config = {
+            "mcp_servers": {"market": server},
+            "host_tools": {"fetch_market_data": {"mcp": "market:market_figures"}},
+        }
+    else:
+        (folder / "figures.py").write_text(FIGURES)
+        binding = {"command": "python3 figures.py", "description": "Figures for a sector.", "input_schema": SCHEMA}
+        config = {"host_tools": {"fetch_market_data": binding}}
+    (folder / "agentrun.yaml").write_text(json.dumps(config))
+    return log
+
+
+@pytest.mark.parametrize("kind", ["mcp", "command"])
+async def test_agentrun_yaml_binds_the_tool_to_an_mcp_tool_or_a_command(
+    client: Client, llm: FakeOpenAI, tmp_path, kind
+):
+    log = bind_in_agentrun_yaml(tmp_path, kind)
+    call = ToolUse("fetch_market_data", {"sector": "storage", "year": 2025})
+    llm.reply = lambda messages: "done" if messages[-1]["role"] == "tool" else call
+    engine = Engine(client, TEST_QUEUE)
+    run = await engine.start(copy_bundle(tmp_path), params=SECTOR, agents="openai:analyst")
+    state = await finish(client, client.get_workflow_handle(run.id))
+
+    assert state.status == "completed", state.errors
+    assert offered(llm.requests[0].body) == ["fetch_market_data"]
+    answer = tool_result(llm.requests[1].body["messages"]) or ""
+    assert json.loads(answer)["source"] == kind and json.loads(answer)["shipments_gwh"] == 412
+    assert log.read_text() == "storage 2025\n"  # called once

@@ -53,9 +53,15 @@ async def check_host_tools(client: Client, inp: RunInput) -> None:
     from agentrun.policy.schemas import mismatch
 
     missing, wrong = [], []
+    servers = {**inp.mcp_servers, **inp.plan.mcp_servers}
     for name, declared in inp.plan.host_tools.items():
-        tool = REGISTERED.get(name)
-        if tool is not None:
+        tool, binding = REGISTERED.get(name), inp.host_bindings.get(name)
+        if binding is not None and binding.mcp and binding.server not in servers:
+            wrong.append(f"host tool '{name}' is bound to MCP server '{binding.server}', which is declared nowhere")
+        elif binding is not None:
+            if binding.input_schema and (said := mismatch(declared, binding.input_schema)):
+                wrong.append(f"host tool '{name}' does not take what the spec declares: {said}")
+        elif tool is not None:
             if said := mismatch(declared, tool.spec.parameters):
                 wrong.append(f"host tool '{name}' does not take what the spec declares: {said}")
         elif not await _polled(client, queue_of(name)):

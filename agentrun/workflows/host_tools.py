@@ -17,7 +17,18 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError
 
-from agentrun.models.host_tools import CALL_HOST_TOOL, DESCRIBE_HOST_TOOL, HostCallInput, HostToolInfo, queue_of
+from agentrun.models.builtin_tools import ToolSettings
+from agentrun.models.host_tools import (
+    CALL_HOST_TOOL,
+    DESCRIBE_HOST_TOOL,
+    RUN_HOST_COMMAND,
+    HostBinding,
+    HostCallInput,
+    HostCommandInput,
+    HostToolInfo,
+    queue_of,
+)
+from agentrun.models.mcp import CALL_SETTINGS
 from agentrun.models.tools import ToolCall, ToolResult, ToolSpec
 from agentrun.policy import Asked, decide
 from agentrun.policy.schemas import mismatch
@@ -29,6 +40,9 @@ if TYPE_CHECKING:
 
 HOST_TOOLS = "host-tools"  # the patch under which a step is offered the host tools its grant names
 DESCRIBE_S = 30.0  # one describe attempt, once a worker took it; the wait for a worker is unbounded
+# A command may have partly run: attempted again once after a crash, as bash is; its own limit
+# bounds each attempt.
+COMMAND_SETTINGS = ToolSettings(adds_limit=True, attempts=2)
 WAIT_S = 5.0  # a tool not described by then: the run says what it waits for
 BIND = "start a worker with it: engine.worker(tools=[...]) in Python, or bind it in agentrun.yaml's host_tools:"
 
@@ -44,7 +58,7 @@ class Host:
             return []
         offered = []
         for name in box.grant.host:
-            info = await _waited(box, name)
+            info = await _bound(box, name)
             declared = box.conv.inp.plan.host_tools.get(name) or {}
             wrong = mismatch(declared, info.spec.parameters)
             if wrong:
@@ -61,6 +75,11 @@ class Host:
             return ToolResult(
                 call_id=call.id, name=call.name, ok=False, refused=True, content=f"refused: {said}", error=said
             )
+        binding = box.conv.inp.host_bindings.get(route.target)
+        if binding is not None and binding.mcp:
+            return await _mcp_call(box, route.target, binding, call)
+        if binding is not None:
+            return await _command_call(box, binding, call)
         info = await _info(route.target)
         n = box.conv.tool_calls_made.get(box.key, 0)
         arg = HostCallInput(
@@ -82,6 +101,52 @@ class Host:
             )
         except ActivityError as exc:
             raise activity_calls.not_completed(box.key, n, call, exc, info.settings) from None
+
+
+async def _bound(box: Toolbox, name: str) -> HostToolInfo:
+    """What agentrun.yaml binds the name to (an MCP server's tool, described by its listing, or a
+    command, by its binding), else what the worker that has the function says."""
+    binding = box.conv.inp.host_bindings.get(name)
+    if binding is None:
+        return await _waited(box, name)
+    if not binding.mcp:
+        return HostToolInfo(spec=binding.spec(name), settings=COMMAND_SETTINGS)
+    listed = await box.conv.mcp.offered(binding.server, [binding.tool])
+    spec = listed[0] if listed else binding.spec(name)
+    return HostToolInfo(spec=spec.model_copy(update={"name": name}), settings=CALL_SETTINGS)
+
+
+async def _mcp_call(box: Toolbox, name: str, binding: HostBinding, call: ToolCall) -> ToolResult:
+    """The MCP server's tool, called as the step's MCP calls are (its server's policy applies too)."""
+    n = box.conv.tool_calls_made.get(box.key, 0)
+    named = call.model_copy(update={"name": binding.tool})
+    try:
+        result = await box.conv.mcp.call(
+            binding.server,
+            named,
+            box.policy,
+            run_id=box.conv.state.run_id,
+            step=box.key,
+            idempotency_key=box.idempotency_key(n),
+            granted=[binding.tool],
+            summary=box.summary(call),
+        )
+    except ActivityError as exc:
+        raise activity_calls.not_completed(box.key, n, call, exc, CALL_SETTINGS) from None
+    return result.model_copy(update={"name": name})
+
+
+async def _command_call(box: Toolbox, binding: HostBinding, call: ToolCall) -> ToolResult:
+    n = box.conv.tool_calls_made.get(box.key, 0)
+    arg = HostCommandInput(
+        call=call, binding=binding, workdir=box.workdir, policy=box.policy, idempotency_key=box.idempotency_key(n)
+    )
+    try:
+        return await activity_calls.call_tool(
+            RUN_HOST_COMMAND, arg, ToolResult, COMMAND_SETTINGS, limit_s=binding.timeout_s, summary=box.summary(call)
+        )
+    except ActivityError as exc:
+        raise activity_calls.not_completed(box.key, n, call, exc, COMMAND_SETTINGS) from None
 
 
 async def _waited(box: Toolbox, name: str) -> HostToolInfo:
