@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from agentrun.client.engine import Engine
 from agentrun.client.run import Run
 from agentrun.client.runs import fetch_state
 from agentrun.worker.host_tools import serving_tools
-from tests.conftest import ROOT, TEST_QUEUE
+from tests.conftest import ROOT, TEST_QUEUE, sigkill, until
 from tests.fakes.openai_server import FakeOpenAI, ToolUse
 from tests.runs import finish, run_spec, start_spec
 from tests.test_tool_ask import gate_open
@@ -200,3 +201,39 @@ async def test_agentrun_yaml_binds_the_tool_to_an_mcp_tool_or_a_command(
     answer = tool_result(llm.requests[1].body["messages"]) or ""
     assert json.loads(answer)["source"] == kind and json.loads(answer)["shipments_gwh"] == 412
     assert log.read_text() == "storage 2025\n"  # called once
+
+
+def start_tool_worker(address: str, log: Path) -> subprocess.Popen:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.host_tool_worker", address, str(log)], cwd=ROOT, stdout=subprocess.PIPE
+    )
+    assert proc.stdout is not None and b"worker polling" in proc.stdout.readline(), "the tool worker did not start"
+    return proc
+
+
+async def test_a_tool_worker_killed_mid_call_runs_that_call_again_and_no_completed_one(
+    client: Client, llm: FakeOpenAI, address, tmp_path
+):
+    log = tmp_path / "calls.log"
+    calls = [ToolUse("fetch_market_data", {"sector": s, "year": 2025}) for s in ("storage", "slow")]
+    llm.reply = lambda messages: [*calls, "done"][sum(m["role"] == "tool" for m in messages)]
+    first = start_tool_worker(address, log)
+    try:
+        handle = await start_spec(client, copy_bundle(tmp_path), "openai:analyst", params=SECTOR)
+        await until(lambda: log.exists() and "start slow" in log.read_text())
+    finally:
+        sigkill(first)
+    (tmp_path / "go").touch()
+    second = start_tool_worker(address, log)
+    try:
+        state = await finish(client, handle)
+    finally:
+        second.terminate()
+        second.wait(timeout=30)
+
+    assert state.status == "completed", state.errors
+    # The completed call is in history: not run again; the one cut short ran again, once, to its end.
+    assert log.read_text().splitlines() == ["start storage", "end storage", "start slow", "start slow", "end slow"]
+    said = tool_result(llm.requests[2].body["messages"]) or ""
+    assert said.startswith("[ran again after the worker running it stopped")
+    assert [u.attempts for u in state.tool_calls["analyze"]] == [1, 2]
