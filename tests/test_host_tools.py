@@ -18,7 +18,7 @@ from agentrun.client.engine import Engine
 from agentrun.client.run import Run
 from agentrun.client.runs import fetch_state
 from agentrun.worker.host_tools import serving_tools
-from tests.conftest import ROOT, TEST_QUEUE, sigkill, until
+from tests.conftest import ROOT, TEST_QUEUE, sigkill, until, write_spec
 from tests.fakes.openai_server import FakeOpenAI, ToolUse
 from tests.runs import finish, run_spec, start_spec
 from tests.test_tool_ask import gate_open
@@ -43,9 +43,27 @@ def copy_bundle(tmp_path: Path) -> Path:
     return spec
 
 
-def test_start_refuses_a_bundle_whose_custom_tool_is_bound_nowhere(cli, llm, tmp_path):
+PIPELINE = """
+workflow:
+  name: figures
+  agents:
+    analyst:
+      prompt: "Review the storage sector."
+      tools: [Read, "host:fetch_market_data"]
+  steps:
+    - id: review
+      agent: analyst
+"""
+
+
+@pytest.mark.parametrize("language", ["cycgraph", "pipeline"])
+def test_start_refuses_a_spec_whose_host_tool_is_bound_nowhere(cli, llm, tmp_path, language):
     # Before any test here serves the tool: its queue has had no poller this session.
-    result = cli("start", str(copy_bundle(tmp_path)), "-p", "sector=grid storage", "--agent", "openai:analyst")
+    spec = copy_bundle(tmp_path) if language == "cycgraph" else write_spec(tmp_path, PIPELINE)
+    said = cli("validate", str(spec))
+    assert said.code == 0 and "warning: host tool 'fetch_market_data' must be bound by the host" in said.out + said.err
+
+    result = cli("start", str(spec), "-p", "sector=grid storage", "--agent", "openai:analyst")
 
     assert result.code == 2, result
     assert "the spec needs host tools that no worker has: fetch_market_data" in result.err

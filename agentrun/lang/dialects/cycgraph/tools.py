@@ -16,7 +16,6 @@ from agentrun.lang.yamlpos import PosDict
 
 SOURCE_KEYS = {"builtin": {"type", "name"}, "mcp": {"type", "server_id", "tool_names"}, "custom": {"type", "name"}}
 HOST_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,63}")  # as a chat API takes a tool's name
-BIND_HINT = "bind it: engine.worker(tools=[a_function]) in Python, or host_tools: in agentrun.yaml"
 # cycgraph's other built-in tools, which need its graph-building host: refused by name.
 ARCHITECT = ("architect_create_graph", "architect_update_graph", "architect_get_graph", "architect_list_graphs")
 _HINT = "write {type: builtin, name: save_to_memory} or {type: mcp, server_id: files, tool_names: [read_file]}"
@@ -55,9 +54,7 @@ def grant_of(build: Builder, raw: Any, at: tuple, max_steps: Any = None) -> ir.T
         if kind == "custom":
             if HOST_NAME.fullmatch(name):
                 host.append(name)
-                build.warn(
-                    (*where, "name"), f"custom tool '{name}' must be bound by the host that runs this graph", BIND_HINT
-                )
+                build.warn((*where, "name"), *grants.host_note(name))
             else:
                 build.problem((*where, "name"), "a custom tool source needs a name: letters, digits, _ or -", "")
             continue
