@@ -6,6 +6,7 @@ with the tool bound by a function of this test's worker, a scripted model callin
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import json
 import subprocess
 import sys
@@ -255,3 +256,19 @@ async def test_a_tool_worker_killed_mid_call_runs_that_call_again_and_no_complet
     said = tool_result(llm.requests[2].body["messages"]) or ""
     assert said.startswith("[ran again after the worker running it stopped")
     assert [u.attempts for u in state.tool_calls["analyze"]] == [1, 2]
+
+
+async def test_the_example_program_serves_its_function_to_the_bundle(client: Client, llm: FakeOpenAI, tmp_path):
+    loaded = importlib.util.spec_from_file_location("host_tools_example", ROOT / "examples/python/host_tools.py")
+    assert loaded is not None and loaded.loader is not None
+    example = importlib.util.module_from_spec(loaded)
+    loaded.loader.exec_module(example)
+    call = ToolUse("fetch_market_data", {"sector": "grid storage", "year": 2026})
+    llm.reply = lambda messages: "Demand is up 31%." if messages[-1]["role"] == "tool" else call
+
+    engine = Engine(client, "host-tools-example")  # a queue of its own: no other worker takes the run
+    analysis = await example.analyse(engine, str(copy_bundle(tmp_path)), "grid storage", "openai:analyst")
+
+    assert analysis == "Demand is up 31%."
+    figures = json.loads(tool_result(llm.requests[1].body["messages"]) or "")
+    assert figures["shipments_gwh"] == 412 and figures["key"]  # the call's idempotency key reached it
