@@ -183,7 +183,7 @@ def test_a_worker_killed_inside_an_mcp_call_runs_it_again_and_the_model_is_told(
     work.mkdir()
     tally = tmp_path / "tally.txt"
     server = ROOT / "tests" / "fakes" / "mcp_server.py"
-    servers = f"mcp_servers:\n    fake: {{command: {sys.executable}, args: [{server}], env: {{FAKE_MCP_COUNT_FILE: {tally}}}}}"
+    servers = f"mcp_servers:\n    fake: {{command: {sys.executable}, args: [{server}], env: {{FAKE_MCP_COUNT_FILE: {tally}}}, allow_write: [{tmp_path}]}}"
     spec = write_spec(tmp_path, SLOW_SPEC.format(tools="mcp__fake__tally", servers=servers))
     with FakeOpenAI(one_call("mcp_fake_tally", {"note": "1", "seconds": 3}), api_key="sk-test") as llm:
         rid, worker = started_and_killed_inside(cli, address, llm, spec, work, tally, kills=1)

@@ -84,6 +84,7 @@ class RawAgent(Strict):
     prompt: str
     tools: list[str] = []
     max_tool_calls: int = Field(default=grants.DEFAULT_MAX_CALLS, ge=1)
+    max_context_tokens: int | None = Field(default=None, ge=1000)
     timeout: str | float | None = None
     retry: RawRetry = RawRetry()
     validation: RawValidation | None = None
@@ -257,7 +258,10 @@ class _Builder(Builder):
             prices=self.raw.prices,
             version=self.raw.version,
             branches=graph.branches,
-            agents={aid: ir.AgentInfo(name=a.name, role=a.role, tools=a.tools) for aid, a in self.raw.agents.items()},
+            agents={
+                aid: ir.AgentInfo(name=a.name, role=a.role, tools=a.tools, max_context_tokens=a.max_context_tokens)
+                for aid, a in self.raw.agents.items()
+            },
             host_tools={h: {} for a in self.raw.agents.values() for t in a.tools if (h := coding_tools.host_name(t))},
             warnings=[str(w) for w in self.warnings],
             **self._policy(path),
