@@ -578,7 +578,7 @@ class ToolUse(BaseModel):
     reason: str = ""  # the error or refusal, cut short
     duration_s: float = 0.0
     at: datetime | None = None  # when the call was made (workflow time)
-    source: str = "builtin"  # builtin, mcp or local (answered by the workflow)
+    source: str = "builtin"  # builtin, mcp, local (answered by the workflow) or host (bound by name)
     attempts: int = 1  # more than 1: it ran again after the worker running it stopped
 
     def end(
