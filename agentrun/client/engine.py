@@ -14,7 +14,7 @@ import contextlib
 import functools
 import json
 import os
-from collections.abc import AsyncGenerator, Callable, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -195,21 +195,30 @@ class Engine:
 
     @contextlib.asynccontextmanager
     async def worker(
-        self, task_queue: str | None = None, max_concurrent_activities: int = 100, log: Path | None = None
+        self,
+        task_queue: str | None = None,
+        max_concurrent_activities: int = 100,
+        log: Path | None = None,
+        tools: Sequence[Callable[..., Any]] = (),
     ) -> AsyncGenerator[None]:
         """A worker in this program while the block runs: it takes the runs on `task_queue` (this
         engine's), whoever started them, and finishes the activities it runs before the block ends.
         `log`: a file for its log (a terminal then shows a run's progress, not retried failures'
-        tracebacks)."""
+        tracebacks). `tools`: this program's functions, typed, sync or async, offered to agents by
+        name as host tools (a cycgraph `{type: custom, name}`); each call of one runs here."""
         with startup.loading():
             from agentrun.activities.agents.agentapi import release_all
             from agentrun.activities.mcp.calls import close_connections
             from agentrun.worker import terminal_log
             from agentrun.worker.build import build_worker
+            from agentrun.worker.host_tools import serving_tools
 
         if log is not None:
             terminal_log.to_file(log)
-        async with build_worker(self.temporal, task_queue or self.task_queue, max_concurrent_activities):
+        async with (
+            serving_tools(self.temporal, tools, max_concurrent_activities),
+            build_worker(self.temporal, task_queue or self.task_queue, max_concurrent_activities),
+        ):
             yield
         await release_all()
         await close_connections()

@@ -6,8 +6,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from temporalio.api.enums.v1 import IndexedValueType
+from temporalio.api.enums.v1 import IndexedValueType, TaskQueueType
 from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest, ListSearchAttributesRequest
+from temporalio.api.taskqueue.v1 import TaskQueue
+from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import Client
 from temporalio.common import SearchAttributePair, TypedSearchAttributes, WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
@@ -16,10 +18,13 @@ from temporalio.service import RPCError
 from agentrun.client.runs import RunHandle, UsageError
 from agentrun.models import contract
 from agentrun.models.contract import RunInput
+from agentrun.models.host_tools import queue_of
 
 
 async def start_run(client: Client, inp: RunInput, run_id: str, task_queue: str, eager: bool = False) -> RunHandle:
-    """Start the AgentRun workflow of `inp` as `run_id` on `task_queue`; UsageError if the id is taken."""
+    """Start the AgentRun workflow of `inp` as `run_id` on `task_queue`; UsageError if the id is taken
+    or a host tool the spec names is bound nowhere."""
+    await check_host_tools(client, inp)
     try:
         return await client.start_workflow(
             "AgentRun",
@@ -32,6 +37,49 @@ async def start_run(client: Client, inp: RunInput, run_id: str, task_queue: str,
         )
     except WorkflowAlreadyStartedError:
         raise UsageError(f"a run with id '{run_id}' already exists; pick another --id") from None
+
+
+BIND = (
+    "bind each one before the run starts: in Python, a worker with the function, "
+    "engine.worker(tools=[fetch_market_data]); or host_tools: in agentrun.yaml"
+)
+
+
+async def check_host_tools(client: Client, inp: RunInput) -> None:
+    """Refuse, before anything runs, a run whose host tools no worker has (cycgraph's
+    checkRequirements): a tool is bound when a worker of this program has it or any worker polls
+    its queue; one of this program's must take the arguments the spec declares."""
+    from agentrun.activities.host import REGISTERED
+    from agentrun.policy.schemas import mismatch
+
+    missing, wrong = [], []
+    servers = {**inp.mcp_servers, **inp.plan.mcp_servers}
+    for name, declared in inp.plan.host_tools.items():
+        tool, binding = REGISTERED.get(name), inp.host_bindings.get(name)
+        if binding is not None and binding.mcp and binding.server not in servers:
+            wrong.append(f"host tool '{name}' is bound to MCP server '{binding.server}', which is declared nowhere")
+        elif binding is not None:
+            if binding.input_schema and (said := mismatch(declared, binding.input_schema)):
+                wrong.append(f"host tool '{name}' does not take what the spec declares: {said}")
+        elif tool is not None:
+            if said := mismatch(declared, tool.spec.parameters):
+                wrong.append(f"host tool '{name}' does not take what the spec declares: {said}")
+        elif not await _polled(client, queue_of(name)):
+            missing.append(name)
+    if missing:
+        listed = ", ".join(missing)
+        raise UsageError(f"the spec needs host tools that no worker has: {listed}; {BIND}")
+    if wrong:
+        raise UsageError("; ".join(wrong))
+
+
+async def _polled(client: Client, queue: str) -> bool:
+    request = DescribeTaskQueueRequest(
+        namespace=client.namespace,
+        task_queue=TaskQueue(name=queue),
+        task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY,
+    )
+    return bool((await client.workflow_service.describe_task_queue(request)).pollers)
 
 
 def start_options(inp: RunInput) -> dict[str, Any]:

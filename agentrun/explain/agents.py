@@ -23,6 +23,7 @@ from agentrun.lang.errors import Problem, SpecError
 from agentrun.lang.mcp_servers import McpServer, read_servers
 from agentrun.lang.yamlpos import load_yaml
 from agentrun.models.drivers import SCHEMES
+from agentrun.models.host_tools import HostBinding
 
 CONFIG_NAME = "agentrun.yaml"
 _PER_AGENT = re.compile(r"^([A-Za-z_][\w.-]*)=(.+)$")
@@ -135,6 +136,34 @@ def mcp_servers(spec_dir: str, declared: dict[str, McpServer] | None = None) -> 
             line = getattr(data, "key_pos", {}).get("mcp_servers", (1, 1))[0]
             found = read_servers(data["mcp_servers"], str(path), line)
     return {**found, **(declared or {})}
+
+
+HOST_TOOLS_HINT = (
+    "host_tools:\n    fetch_market_data: {mcp: market:get_figures}   # a declared MCP server's tool\n"
+    '    lookup: {command: "python3 lookup.py", description: ..., input_schema: {...}}   # JSON on stdin'
+)
+
+
+def host_tools(spec_dir: str) -> dict[str, HostBinding]:
+    """The host tools agentrun.yaml binds (`host_tools:`), by name: each an MCP server's tool or a
+    command, not both."""
+    path, data = _config_file(spec_dir)
+    raw = data.get("host_tools") or {}
+    found: dict[str, HostBinding] = {}
+    wrong = "" if isinstance(raw, dict) else "'host_tools' must map tool names to bindings"
+    for name, value in raw.items() if not wrong else []:
+        try:
+            binding = HostBinding.model_validate(value)
+        except ValidationError as exc:
+            wrong = f"host tool '{name}' in {CONFIG_NAME}: {exc.errors()[0]['msg']}"
+            break
+        if bool(binding.mcp) == bool(binding.command) or (binding.mcp and not binding.tool):
+            wrong = f"host tool '{name}' in {CONFIG_NAME} needs one of mcp: SERVER:TOOL or command: LINE"
+            break
+        found[str(name)] = binding
+    if wrong:
+        raise SpecError([Problem(str(path), 1, 1, wrong, HOST_TOOLS_HINT)])
+    return found
 
 
 def _config(path: Path | None, data: dict) -> dict[str, str]:

@@ -125,6 +125,7 @@ def prepare_input(
         agents=per_agent,
         prices=agents.prices(plan.spec_dir),
         mcp_servers=agents.mcp_servers(plan.spec_dir, plan.mcp_servers),
+        host_bindings=agents.host_tools(plan.spec_dir),
         steering_files=steering_files(plan, folder),
         resume_from=resume,
         max_iterations=max_iterations,

@@ -45,3 +45,12 @@ def mcp_name(name: str) -> tuple[str, str] | None:
         return None
     server, _, tool = name.removeprefix("mcp__").partition("__")
     return (server, tool) if server else None
+
+
+HOST_PREFIX = "host:"  # a pipeline's name for a host tool: `host:fetch_market_data`
+
+
+def host_name(name: str) -> str | None:
+    """The host tool `host:<name>` names; else None."""
+    found = name.removeprefix(HOST_PREFIX) if name.startswith(HOST_PREFIX) else ""
+    return found or None

@@ -29,6 +29,14 @@ def unknown(name: str, known: list[str] | tuple[str, ...] = ()) -> tuple[str, st
     return f"unknown tool '{name}'", hint
 
 
+BIND_HINT = "bind it: engine.worker(tools=[a_function]) in Python, or host_tools: in agentrun.yaml"
+
+
+def host_note(name: str) -> tuple[str, str]:
+    """What validate says of a host tool a spec names: the host that runs it must bind it."""
+    return f"host tool '{name}' must be bound by the host that runs this spec", BIND_HINT
+
+
 def read_policy(path: str) -> tuple[Tables | None, str, str]:
     """The tables of the policy.toml at `path`, or None, why not (with its line) and a hint ("" for
     none), as `check_policy_text` finds it."""
@@ -212,6 +220,7 @@ def grant(
     mcp: list[ir.McpGrant] | None = None,
     local: list[str] | None = None,
     max_calls: int | None = None,
+    host: list[str] | None = None,
 ) -> ir.ToolGrant | None:
     """A task's grant, or None when it grants nothing (then nothing is offered, as before tools)."""
     found = ir.ToolGrant(
@@ -219,6 +228,7 @@ def grant(
         mcp=mcp or [],
         local=list(dict.fromkeys(local or [])),
         max_calls=max_calls or DEFAULT_MAX_CALLS,
+        host=list(dict.fromkeys(host or [])),
     )
     return None if found.empty else found
 

@@ -162,10 +162,12 @@ class ToolGrant(Model):
     mcp: list[McpGrant] = []
     local: list[str] = []  # names of lang.tools.LOCAL
     max_calls: int = 50  # tool calls one prompt's answer may make; one more fails the step
+    # Host tools: names the program or agentrun.yaml that runs the spec binds (cycgraph's `custom`).
+    host: list[str] = []
 
     @property
     def empty(self) -> bool:
-        return not (self.builtin or self.mcp or self.local)
+        return not (self.builtin or self.mcp or self.local or self.host)
 
 
 class Task(NodeBase):
@@ -538,6 +540,9 @@ class Plan(Model):
     # MCP servers the spec itself declares (an Agentfile's agent.toml), by id; agentrun.yaml's are
     # added when a run starts, the spec's winning.
     mcp_servers: dict[str, McpServer] = {}
+    # Host tools the spec names, by name, with the argument schema it declares ({} for none): the
+    # bound tool's must take those arguments (cycgraph's manifest.requires.tools).
+    host_tools: dict[str, dict[str, Any]] = {}
     # cyberian keys the engine shows but does not act on.
     requires_workdir: Any = None
     requirements: Any = None

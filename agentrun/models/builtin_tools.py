@@ -61,6 +61,11 @@ class ToolArgs(BaseModel):
         except ValidationError as exc:
             raise BadArguments("; ".join(_said(e) for e in exc.errors())) from None
 
+    @staticmethod
+    def said(error: Any) -> str:
+        """One of pydantic's errors as the model reads it (host tools' arguments use it too)."""
+        return _said(error)
+
     @classmethod
     def offered_schema(cls) -> dict[str, Any]:
         """The JSON Schema a model is offered: the fields and their descriptions, without the

@@ -20,6 +20,7 @@ from agentrun.lang.mcp_servers import McpServer
 from agentrun.lang.render import to_text
 from agentrun.models import calls, names
 from agentrun.models.calls import Usage
+from agentrun.models.host_tools import HostBinding
 
 WORKFLOW = "AgentRun"
 BATCH_WORKFLOW = "AgentRunBatch"  # a batch of a long map's elements, a child workflow of its run
@@ -191,6 +192,8 @@ class RunInput(BaseModel):
     parent_run: str = ""  # a subgraph's run: the run whose node started it as a child workflow
     # The MCP servers the run's tools may reach, by id: agentrun.yaml's and the spec's declarations.
     mcp_servers: dict[str, McpServer] = {}
+    # Host tools agentrun.yaml binds (`host_tools:`), by name: an MCP server's tool or a command.
+    host_bindings: dict[str, HostBinding] = {}
     # The files the run was made from that lie in its work directory (the spec, what it includes,
     # its policy, agentrun.yaml), as paths from it: its agents' tools may not change them.
     steering_files: list[str] = []
@@ -575,7 +578,7 @@ class ToolUse(BaseModel):
     reason: str = ""  # the error or refusal, cut short
     duration_s: float = 0.0
     at: datetime | None = None  # when the call was made (workflow time)
-    source: str = "builtin"  # builtin, mcp or local (answered by the workflow)
+    source: str = "builtin"  # builtin, mcp, local (answered by the workflow) or host (bound by name)
     attempts: int = 1  # more than 1: it ran again after the worker running it stopped
 
     def end(

@@ -12,6 +12,8 @@ decided, for every tool source.
   system matches them (`server:tool`, `server:*`, `*:tool`); without an `[mcp]` table every tool
   may run, with a warning for the operator, as there.
 - local (`local`, answered by the workflow): save_to_memory never writes the engine's own keys.
+- host (`host`, a function or command the host binds by name): its own table by that name, as a
+  built-in's (`enabled`, `default_deny`, `ask`).
 
 Then `ask` (`approval`): a call the policy lets run, whose tool's table has `ask` (true, or a
 pattern the call matches: bash a command glob on the whole line or any of its commands, a path tool
@@ -38,7 +40,7 @@ from agentrun.policy import commands, paths
 
 # "ask": a person approves first (the workflow asks before it schedules the call); "refuse": never.
 Verdict = Literal["allow", "ask", "refuse"]
-Source = Literal["builtin", "mcp", "local"]
+Source = Literal["builtin", "mcp", "local", "host"]
 
 PATH_TOOLS = frozenset({"read", "write", "edit", "glob", "grep", "ls"})
 WEB_TOOLS = frozenset({"web_fetch"})
@@ -105,7 +107,7 @@ def approval(policy: ToolPolicy, asked: Asked) -> Decision:
         return (
             ALLOW if found is None else Decision("ask", f"MCP tool {asked.tool} is in [mcp] ask_tools", pattern=found)
         )
-    if asked.source != "builtin":
+    if asked.source not in ("builtin", "host"):
         return ALLOW
     rule = policy.rule(asked.tool)
     if rule.ask_all:
@@ -192,8 +194,16 @@ def _local(policy: ToolPolicy, asked: Asked) -> Decision:
     return ALLOW
 
 
+def _host(policy: ToolPolicy, asked: Asked) -> Decision:
+    """A host tool has a table of its own, by its name, as a built-in does (`enabled`, `ask`)."""
+    if not policy.rule(asked.tool).enabled:
+        return _refused(f"tool {asked.tool} is disabled by the policy")
+    return ALLOW
+
+
 _SOURCES: dict[Source, Callable[[ToolPolicy, Asked], Decision]] = {
     "builtin": _builtin,
     "mcp": _mcp,
     "local": _local,
+    "host": _host,
 }

@@ -13,6 +13,7 @@ from temporalio.worker import UnsandboxedWorkflowRunner, Worker, WorkflowRunner
 
 from agentrun.activities.agent import release_agent, run_agent
 from agentrun.activities.criteria import check_criteria
+from agentrun.activities.host_command import run_host_command
 from agentrun.activities.mcp.calls import call_mcp_tool, list_mcp_tools
 from agentrun.activities.preconditions import check_preconditions
 from agentrun.activities.provider import call_provider
@@ -31,6 +32,7 @@ ACTIVITIES = [run_agent, release_agent, check_criteria, call_provider, check_pre
 WORKFLOWS = [AgentRun, AgentRunBatch]
 ACTIVITIES += [list_mcp_tools, call_mcp_tool]  # MCP servers as tool sources
 ACTIVITIES += [preview_tool]  # a write or edit shown as a diff to the person who approves it
+ACTIVITIES += [run_host_command]  # a host tool agentrun.yaml binds to a command
 # Heartbeats reach the server at most this often (the SDK's default waits up to 80% of the heartbeat
 # timeout): a running agent call's reply so far (activities.progress) is then at most this old.
 HEARTBEAT_THROTTLE = timedelta(seconds=1)

@@ -63,15 +63,24 @@ def not_completed(key: str, n: int, call: ToolCall, exc: ActivityError, settings
 
 
 async def call_tool(
-    name: str, arg: Any, result_type: type[T], settings: ToolSettings, *, limit_s: float, summary: str
+    name: str,
+    arg: Any,
+    result_type: type[T],
+    settings: ToolSettings,
+    *,
+    limit_s: float,
+    summary: str,
+    task_queue: str | None = None,
 ) -> T:
     """One tool call as its declaration says (models.builtin_tools.ToolSettings): each attempt
     heartbeating, so a worker that dies is noticed within seconds and the call runs again on
-    another, as many times as declared, within a schedule-to-close that leaves room for them all."""
+    another, as many times as declared, within a schedule-to-close that leaves room for them all.
+    `task_queue`: where the workers that have the tool poll (a host tool's own), else the run's."""
     return await workflow.execute_activity(
         name,
         arg,
         result_type=result_type,
+        task_queue=task_queue,
         start_to_close_timeout=timedelta(seconds=settings.start_to_close_s(limit_s)),
         schedule_to_close_timeout=timedelta(seconds=settings.schedule_to_close_s(limit_s)),
         heartbeat_timeout=timedelta(seconds=settings.heartbeat_s),

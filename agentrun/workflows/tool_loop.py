@@ -26,6 +26,7 @@ from agentrun.models.tool_policy import from_tables
 from agentrun.models.tools import RUN_TOOL, ToolCall, ToolCallInput, ToolPolicy, ToolResult, ToolSpec, builtin_specs
 from agentrun.workflows import activity_calls, approvals, mcp_tools, tracing
 from agentrun.workflows.failures import CallNotCompleted, TaskFailed
+from agentrun.workflows.host_tools import Host
 from agentrun.workflows.local_tools import Local
 from agentrun.workflows.mcp_tools import Mcp
 from agentrun.workflows.scope import Scope
@@ -224,6 +225,7 @@ class Builtin:
 
 # Where each source's calls go. A new source is one more entry.
 SOURCES: dict[str, Source] = {"builtin": Builtin(), "mcp": Mcp(), "local": Local()}
+SOURCES["host"] = Host()  # the program's own functions, bound by name (workflows.host_tools)
 
 
 def policy_of(plan: ir.Plan, steering_files: list[str] | None = None) -> ToolPolicy:

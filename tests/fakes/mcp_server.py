@@ -43,6 +43,15 @@ def add(a: float, b: float) -> str:
     return str(a + b)
 
 
+@server.tool(description="Recent figures for one market sector (each call one line more in the count file).")
+def market_figures(sector: str, year: int) -> dict[str, object]:
+    path = os.environ.get(COUNT_FILE)
+    if path:
+        with open(path, "a", encoding="utf-8") as out:
+            out.write(f"{sector} {year}\n")
+    return {"sector": sector, "year": year, "shipments_gwh": 412, "source": "mcp"}
+
+
 @server.tool(description="Count this call: one line more in the count file; returns the calls so far.")
 def count(note: str = "") -> str:
     path = os.environ.get(COUNT_FILE)

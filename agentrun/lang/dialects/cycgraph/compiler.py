@@ -296,6 +296,9 @@ def compile(path: str, text: str, params: set[str]) -> ir.Plan:
     policy = _policy(build, path, data)
     if build.problems or root is None:
         raise SpecError(build.problems)
+    nodes = [*ir.walk(root), *(n for g in subgraphs.values() for n in ir.walk(g))]
+    host_tools: dict[str, dict[str, Any]] = {name: {} for node in nodes for name in _host_names(node)}
+    host_tools |= _required_tools(manifest)
     return ir.Plan(
         name=name,
         description=description,
@@ -311,8 +314,26 @@ def compile(path: str, text: str, params: set[str]) -> ir.Plan:
         subgraphs=subgraphs,
         lifecycle="refresh",
         warnings=[str(w) for w in build.warnings],
+        host_tools=host_tools,
         **policy,
     )
+
+
+def _host_names(node: ir.NodeBase) -> list[str]:
+    grant = getattr(node, "grant", None)
+    return list(grant.host) if isinstance(grant, ir.ToolGrant) else []
+
+
+def _required_tools(manifest: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """A bundle's `manifest.requires.tools`: each name with the argument schema the bound tool takes."""
+    requires = manifest.get("requires")
+    listed = requires.get("tools") if isinstance(requires, dict) else None
+    found: dict[str, dict[str, Any]] = {}
+    for item in listed if isinstance(listed, list) else []:
+        if isinstance(item, dict) and isinstance(item.get("name"), str):
+            schema = item.get("input_schema")
+            found[item["name"]] = dict(schema) if isinstance(schema, dict) else {}
+    return found
 
 
 def _grants(build: Builder, raw: Any, agents: dict[str, PosDict]) -> dict[str, ir.ToolGrant | None]:

@@ -28,6 +28,7 @@ from agentrun.lang.dialects.common_keys import (
 from agentrun.lang.dialects.pipeline import NAME
 from agentrun.lang.dialects.pipeline import refs as pipeline_refs
 from agentrun.lang.errors import SpecError, did_you_mean
+from agentrun.lang.grants import host_note
 from agentrun.lang.mcp_servers import McpServer, read_servers
 from agentrun.lang.params import coerce
 from agentrun.lang.schema_errors import problems_from
@@ -261,6 +262,8 @@ class _Builder(Builder):
                 aid: ir.AgentInfo(name=a.name, role=a.role, tools=a.tools, max_context_tokens=a.max_context_tokens)
                 for aid, a in self.raw.agents.items()
             },
+            host_tools={h: {} for a in self.raw.agents.values() for t in a.tools if (h := coding_tools.host_name(t))},
+            warnings=[str(w) for w in self.warnings],
             **self._policy(path),
             mcp_servers=self._mcp_servers(path),
         )
@@ -342,7 +345,10 @@ class _Builder(Builder):
             inputs.add(inp.name)
         for aid, agent in self.raw.agents.items():
             for i, name in enumerate(agent.tools):
-                if builtin_name(name) is None and coding_tools.mcp_name(name) is None:
+                host = coding_tools.host_name(name)
+                if host is not None:
+                    self.warn(("workflow", "agents", aid, "tools", i), *host_note(host))
+                elif builtin_name(name) is None and coding_tools.mcp_name(name) is None:
                     self.problem(("workflow", "agents", aid, "tools", i), *grants.unknown(name))
             other = agent.retry.fallback_agent
             if other is not None:
@@ -590,6 +596,7 @@ class _Builder(Builder):
                 [b for t in agent.tools if (b := builtin_name(t))],
                 coding_tools.mcp_grants(agent.tools),  # mcp__<server>__<tool>, as Claude Code names them
                 max_calls=agent.max_tool_calls,
+                host=[h for t in agent.tools if (h := coding_tools.host_name(t))],
             ),
             output_key=output_key,
             line=position(self.data, ("workflow", "agents", agent_id))[0],
