@@ -13,6 +13,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from agentrun.worker import embedded
 from tests.conftest import ROOT, alive
 
@@ -55,6 +57,7 @@ def _stop_server(state) -> None:
             time.sleep(0.1)
 
 
+@pytest.mark.quick
 def test_quickstart_runs_offline_on_the_embedded_server(tmp_path):
     shutil.copytree(ROOT / "examples", tmp_path / "examples", ignore=shutil.ignore_patterns("quickstart-work"))
     state = tmp_path / "state"
