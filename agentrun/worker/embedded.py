@@ -88,10 +88,35 @@ def database_args(path: Path) -> list[str]:
     return ["--db-filename", str(path), *(arg for pragma in SQLITE_PRAGMAS for arg in ("--sqlite-pragma", pragma))]
 
 
-def ensure_running(timeout_s: float = 90.0) -> None:
-    """Start the dev server unless something listens on the port."""
+def listener(port: int) -> str:
+    """What listens on 127.0.0.1:port, as `pid N (program)`, when this user may see its process."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            rows = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            fields = row.split()
+            # local address HEX:PORT, state 0A is LISTEN, the socket's inode is the tenth field
+            if len(fields) > 9 and fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                inodes.add(f"socket:[{fields[9]}]")
+    for fd_dir in Path("/proc").glob("[0-9]*/fd"):
+        try:
+            if any(os.readlink(fd) in inodes for fd in fd_dir.iterdir()):
+                name = (fd_dir.parent / "comm").read_text().strip()
+                return f"pid {fd_dir.parent.name} ({name})"
+        except OSError:  # another user's process, or one that has just exited
+            continue
+    return ""
+
+
+def ensure_running(timeout_s: float = 90.0) -> bool:
+    """Start the dev server unless something listens on the port. True when the server there is
+    agentrun's own (started now, or earlier from this state folder); False when something else
+    listens, which may or may not be Temporal."""
     if listening():
-        return
+        return running_pid() is not None
     folder = state_dir()
     args = [
         temporal_binary(),
@@ -118,7 +143,7 @@ def ensure_running(timeout_s: float = 90.0) -> None:
                 f"started the embedded Temporal dev server (pid {proc.pid}, Web UI http://localhost:{ui_port()})",
                 file=sys.stderr,
             )
-            return
+            return True
         # It exited at once: a server stopped a moment ago may still hold its ports or its database.
         time.sleep(0.5)
     raise RuntimeError(f"the embedded Temporal server did not start; see {folder / 'temporal.log'}")
