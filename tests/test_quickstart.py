@@ -31,7 +31,7 @@ SERVER_PORT, UI_PORT = _free_port(), _free_port()
 def _client(*args: str, cwd, state) -> subprocess.CompletedProcess:
     environ = {k: v for k, v in os.environ.items() if not k.startswith("TEMPORAL_")}
     environ["AGENTRUN_STATE_DIR"] = str(state)
-    environ["AGENTRUN_SERVER_PORT"], environ["AGENTRUN_UI_PORT"] = str(SERVER_PORT), str(UI_PORT)
+    environ["AGENTRUN_SERVER_PORT"], environ["AGENTRUN_TEMPORAL_UI_PORT"] = str(SERVER_PORT), str(UI_PORT)
     return subprocess.run(
         [sys.executable, "-m", "agentrun.client", *args],
         cwd=cwd,

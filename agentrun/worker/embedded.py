@@ -18,7 +18,7 @@ from pathlib import Path
 
 from agentrun.models import contract
 
-HOST, PORT, UI_PORT = "127.0.0.1", 7233, 8233  # the defaults; AGENTRUN_SERVER_PORT, AGENTRUN_UI_PORT
+HOST, PORT, UI_PORT = "127.0.0.1", 7233, 8233  # the defaults; AGENTRUN_SERVER_PORT, AGENTRUN_TEMPORAL_UI_PORT
 
 # Dynamic config for a server that serves one machine (README, "The embedded server's settings").
 # The history service moves a finished activity's next workflow task to matching through its
@@ -50,7 +50,22 @@ def server_port() -> int:
 
 
 def ui_port() -> int:
-    return int(os.environ.get("AGENTRUN_UI_PORT") or UI_PORT)
+    """Temporal Web's port: AGENTRUN_TEMPORAL_UI_PORT, or the older AGENTRUN_UI_PORT, which named
+    Temporal Web and not the inbox page (AGENTRUN_INBOX_PORT) and is still read, with a notice."""
+    port = os.environ.get("AGENTRUN_TEMPORAL_UI_PORT")
+    if not port and os.environ.get("AGENTRUN_UI_PORT"):
+        port = os.environ["AGENTRUN_UI_PORT"]
+        _notice_once("AGENTRUN_UI_PORT is read as AGENTRUN_TEMPORAL_UI_PORT, Temporal Web's port; rename it")
+    return int(port or UI_PORT)
+
+
+_noticed: set[str] = set()
+
+
+def _notice_once(text: str) -> None:
+    if text not in _noticed:
+        _noticed.add(text)
+        print(f"notice: {text}", file=sys.stderr)
 
 
 def address() -> str:
