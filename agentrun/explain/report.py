@@ -45,6 +45,29 @@ def step_counts(state: RunState) -> Counter[str]:
     return counts
 
 
+# The words of the statuses the summary's first three lines leave out, so that its counts add up.
+OTHER_STEPS = {
+    "not_taken": "not taken",
+    "cancelled": "cancelled",
+    "running": "running",
+    "waiting": "waiting",
+    "pending": "not run",
+}
+
+
+def other_steps(counts: Counter[str]) -> dict[str, int]:
+    """The steps neither completed, failed nor skipped, by the word the report says them with."""
+    found: Counter[str] = Counter()
+    for status, n in counts.items():
+        if status not in ("completed", "failed", "skipped") and n:
+            found[OTHER_STEPS.get(status, status)] += n
+    return dict(found)
+
+
+# The rows whose agent is deployed: a task's, and a supervisor's, which is asked which node runs next.
+_ASKED = ("task", "supervisor")
+
+
 def summary(state: RunState) -> dict:
     tasks = list(state.tasks.values())
     counts = step_counts(state)
@@ -62,7 +85,8 @@ def summary(state: RunState) -> dict:
         "failed": counts["failed"],
         "skipped": counts["skipped"],
         "cancelled": counts["cancelled"],
-        "agents": len({t.agent for t in tasks if t.status != "pending" and t.kind == "task" and not t.reused_from}),
+        "other_steps": other_steps(counts),
+        "agents": len({t.agent for t in tasks if t.status != "pending" and t.kind in _ASKED and not t.reused_from}),
         "sub_agents": sum(len(spawned) for spawned in state.spawned.values()),
         "tool_calls": tool_uses.total(state),
         "total_time_s": round(total, 3),
@@ -120,6 +144,7 @@ def to_markdown(state: RunState, lost: list[str] | None = None) -> str:
         f"- Steps completed: {s['completed']}",
         f"- Steps failed: {s['failed']}",
         f"- Steps skipped: {s['skipped']}",
+        *(f"- Steps {word}: {n}" for word, n in s["other_steps"].items()),
         f"- Total agents deployed: {s['agents']}" + (f" (and {s['sub_agents']} sub-agents)" if s["sub_agents"] else ""),
         f"- Total time: {_duration(s['total_time_s'])}",
         f"- Retries used: {s['retries']}",
