@@ -28,10 +28,15 @@ def settings() -> dict:
     return dict(ClientConfig.load_client_connect_config(profile=os.environ.get("TEMPORAL_PROFILE")))
 
 
-async def connect() -> Client:
-    """Raises Unreachable, and BadBlobSetting before any connection is tried."""
+async def connect(target: str | None = None, namespace: str | None = None) -> Client:
+    """`target` (HOST:PORT) and `namespace` over what the TEMPORAL_* variables say. Raises
+    Unreachable, and BadBlobSetting before any connection is tried."""
     converter = blobs.data_converter()
     config = settings()
+    if target:
+        config["target_host"] = target
+    if namespace:
+        config["namespace"] = namespace
     # pid@host as Temporal names a process, with the pid of the command the user started, which is
     # not ours when the fork server runs it
     config["identity"] = config.get("identity") or f"{caller.caller_pid()}@{socket.gethostname()}"
