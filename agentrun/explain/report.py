@@ -482,10 +482,17 @@ def _compensations(state: RunState) -> list[str]:
     return lines
 
 
+# What the table is, said where it is shown (docs/concepts.md says more).
+TAINT_NOTE = (
+    "Values that came from outside the run (a provider call, an agent with tools), and the outputs made from"
+    " them: data no one checked, which a condition of a graph with `strict_taint` reads as false."
+)
+
+
 def _taint(state: RunState) -> list[str]:
     if not state.taint:
         return []
-    lines = ["", "## Tainted Data", "", "| Key | Source | Derived from |", "|---|---|---|"]
+    lines = ["", "## Tainted Data", "", TAINT_NOTE, "", "| Key | Source | Derived from |", "|---|---|---|"]
     for key, mark in state.taint.items():
         lines.append(f"| {_cell(key)} | {_cell(mark.source)} | {_cell(', '.join(mark.derived_from))} |")
     return lines
