@@ -126,6 +126,23 @@ POLISH = """workflow:
 """
 
 
+def test_a_fork_onto_a_changed_spec_maps_steps_by_id_and_refuses_where_ids_vanished(cli, llm, tmp_path):
+    parent = failed_chain(cli, llm, tmp_path)
+    renamed = write_spec(
+        tmp_path, CHAIN.replace("id: write", "id: draft").replace("steps.write", "steps.draft"), "renamed.yaml"
+    )
+    refused = cli("fork", parent, "--at", "failure", "--spec", str(renamed))
+    assert refused.code == 2, refused.out + refused.err
+    assert "would take over step(s) write of chain" in refused.err and "steps are matched by id" in refused.err
+    assert len(llm.requests) == 3  # nothing started
+    fixed = write_spec(tmp_path, CHAIN.replace("Check it as JSON.", "Check it. Return JSON."), "fixed.yaml")
+    result = cli("fork", parent, "--at", "failure", "--spec", str(fixed), "--id", run_id("fork"))
+    assert result.code == 0, result.out + result.err
+    # The steps before check are taken over by id; check runs as the changed spec says.
+    assert [r.model for r in llm.requests] == ["researcher", "writer", "checker", "checker", "editor"]
+    assert llm.prompts_for("checker")[1] == "Check it. Return JSON.\n\nInput:\nan essay"
+
+
 def test_a_fork_in_a_later_round_of_a_loop_reuses_the_rounds_before_it(cli, llm, tmp_path):
     llm.by_model["writer"] = lambda m: "a poem" if "poem" in m[-1]["content"] else "a draft"
     llm.by_model["critic"] = lambda m: (

@@ -300,3 +300,21 @@ def test_a_model_is_measured_at_the_size_the_converter_sends():
 
     row = TaskState(id="write", title="write — round 2", kind="task", agent="writer", error="ünï " * 1000)
     assert sizes.payload_bytes(row) == blobs.data_converter().payload_converter.to_payloads([row])[0].ByteSize()
+
+
+async def test_with_an_s3_url_conversations_go_to_the_bucket_too(s3, monkeypatch):
+    bucket, settings = s3
+    for name, value in {**settings, blobs.URL_ENV: "s3://agentrun-test/runs"}.items():
+        monkeypatch.setenv(name, value)
+    logs = blobs.logs()
+    await logs.write("default/a run", "log-1", 0, [b'{"n": 0}', b'{"n": 1}'])
+
+    assert await logs.read("default/a run", "log-1", 0, 2) == [b'{"n": 0}', b'{"n": 1}']
+    listed = bucket.list_objects_v2(Bucket="agentrun-test", Prefix="runs/default/")  # (moto keeps other tests' too)
+    kept = sorted(o["Key"] for o in listed["Contents"])
+    assert kept == [
+        "runs/default/a%20run/conversations/log-1/0.json",
+        "runs/default/a%20run/conversations/log-1/1.json",
+    ]
+    with pytest.raises(LookupError):  # an entry not there: the turn fails, saying its conversation is gone
+        await logs.read("default/a run", "log-1", 2, 3)

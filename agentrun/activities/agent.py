@@ -18,7 +18,7 @@ import httpx
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from agentrun.activities import progress
+from agentrun.activities import context, progress, threads
 from agentrun.activities.agents import agentapi, anthropic, command, openai, scripted
 from agentrun.activities.agents._common import AGENT_ERROR, AGENT_UNAVAILABLE
 from agentrun.activities.redact import raise_redacted, redactor
@@ -46,11 +46,19 @@ RETRYABLE_STATUS = frozenset({408, 409, 429})
 @activity.defn(name=RUN_AGENT)
 async def run_agent(call: AgentCall) -> AgentReply:
     clean = redactor()  # the environment read once a call, not at every heartbeat and text
+    thread = call.thread
     try:
-        reply = await _ask(driver_for(call.uri), call, clean)
+        call = await threads.resolved(call)  # a conversation sent by reference, read whole
+        sent, cut = context.fitted(call)
+        reply = await _ask(driver_for(call.uri), sent, clean)
     except ApplicationError as err:
         raise_redacted(err)
-    return _outgoing(reply, call, clean)
+    reply = _outgoing(reply, call, clean)
+    if cut:
+        reply = reply.model_copy(update={"cut": cut})
+    if thread is not None:
+        await threads.replied(thread, call, reply)
+    return reply
 
 
 async def _ask(driver: Driver, call: AgentCall, clean: Callable[[str], str]) -> AgentReply:

@@ -3,7 +3,7 @@ and `agentrun completion`).
 
 One module per command group adds its commands: `specs` (validate, inspect, dry-run), `runs`
 (start, fork, diff, watch, cancel, status, list, report, logs), `people` (pending, answer, approve,
-reject, budget), `mcp_serve`, `ui` (the web page), `server` (what start left running), and `shell` for the `agentrun` command's own. Each command imports what
+reject, budget), `mcp_serve`, `ui` (the web page), `server` (what start left running), `upgrade` (checking runs against new code, builds), and `shell` for the `agentrun` command's own. Each command imports what
 it needs when it runs, so `--help` and the spec commands start without Temporal's client or worker.
 """
 
@@ -17,7 +17,7 @@ from collections.abc import Callable
 from rich.console import Console
 
 from agentrun import __version__
-from agentrun.cli import mcp_serve, people, runs, server, shell, specs, ui
+from agentrun.cli import mcp_serve, people, runs, server, shell, specs, ui, upgrade
 from agentrun.errors import UserError
 
 EXIT_BROKEN_PIPE = 141  # as a program killed by SIGPIPE: `status --json | head` read what it wanted
@@ -33,6 +33,7 @@ def parser(prog: str = "python -m client") -> argparse.ArgumentParser:
     mcp_serve.add_commands(sub)
     ui.add_commands(sub)
     server.add_commands(sub)
+    upgrade.add_commands(sub)
     if prog == "agentrun":
         shell.add_commands(sub)
     return p

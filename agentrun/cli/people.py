@@ -16,9 +16,16 @@ if TYPE_CHECKING:
 
 
 def add_commands(sub: Any) -> None:
-    command(sub, "pending", "open questions across runs", on_temporal(_pending)).add_argument(
-        "--json", action="store_true"
+    p = command(sub, "pending", "open questions across runs", on_temporal(_pending))
+    p.add_argument("--json", action="store_true")
+    p.add_argument(
+        "--limit",
+        type=positive,
+        default=PENDING_LIMIT,
+        metavar="N",
+        help=f"of at most N waiting runs, the latest started (default {PENDING_LIMIT})",
     )
+    p.add_argument("--all", action="store_true", help="every waiting run (about a second a thousand)")
     a = command(sub, "answer", "answer a run's question", on_temporal(_answer))
     a.add_argument("run_id")
     a.add_argument("--gate", required=True, metavar="ID")
@@ -56,6 +63,10 @@ def add_commands(sub: Any) -> None:
     )
 
 
+PENDING_LIMIT = 200  # waiting runs `pending` lists unless told: a person reads a page, not ten thousand
+WARNINGS_SHOWN = 20  # lines of warnings `pending` prints before it counts the rest
+
+
 async def _pending(engine: Engine, args: argparse.Namespace, console: Console) -> int:
     import json
 
@@ -63,11 +74,22 @@ async def _pending(engine: Engine, args: argparse.Namespace, console: Console) -
 
     from agentrun.explain.waiting import NO_WORKER
 
-    found = await engine.pending()
-    for run in found.unanswered:
-        print(f"warning: run {run.run_id}: {NO_WORKER}; {run.fix}", file=sys.stderr)
-    for run_id, message in found.refused:
-        print(f"warning: run {run_id}: {message}", file=sys.stderr)
+    found = await engine.pending(None if args.all else args.limit)
+    warnings = [f"warning: run {run.run_id}: {NO_WORKER}; {run.fix}" for run in found.unanswered]
+    warnings += [f"warning: run {run_id}: {message}" for run_id, message in found.refused]
+    for line in warnings[:WARNINGS_SHOWN]:
+        print(line, file=sys.stderr)
+    if len(warnings) > WARNINGS_SHOWN:  # thousands of runs on a stopped worker: a few lines say it
+        more = len(warnings) - WARNINGS_SHOWN
+        print(
+            f"warning: and {more} more like these (`{spelling.client()} pending --json` lists every question)",
+            file=sys.stderr,
+        )
+    if found.more:
+        print(
+            f"{found.more} more runs wait: these are the latest started; `{spelling.client()} pending --all` lists every one",
+            file=sys.stderr,
+        )
     if args.json:
         print(json.dumps([q.model_dump(mode="json") for q in found.questions], indent=2))
         return EXIT_OK

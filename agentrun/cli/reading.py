@@ -31,12 +31,17 @@ async def status_command(engine: Engine, args: argparse.Namespace, console: Cons
             for line in _element_lines(page):
                 console.print(line, markup=False)
         return EXIT_OK
-    progress = await engine.run(args.run_id).progress()
+    run = engine.run(args.run_id)
+    progress = await run.progress()
+    build = await run.build()
     if args.json:
-        print(json.dumps(status.status_json(progress.state, progress.so_far), indent=2))
+        said = status.status_json(progress.state, progress.so_far)
+        print(json.dumps({**said, "build": build} if build else said, indent=2))
         return EXIT_OK
     for line in status.lines(progress.state, progress.so_far):
         console.print(line, markup=False)
+    if build:
+        console.print(f"build: {build} (the run stays on it; see `upgrade check`)", markup=False)
     return EXIT_OK
 
 
@@ -105,10 +110,12 @@ def _nothing(args: argparse.Namespace) -> str:
 
 def _table(console: Console, rows: list[dict[str, Any]]) -> None:
     table = Table(box=None, header_style="bold", pad_edge=False)
-    for name in LIST_COLUMNS:
+    builds = any(r.get("build") for r in rows)  # a column only where workers are versioned
+    for name in (*LIST_COLUMNS, "BUILD") if builds else LIST_COLUMNS:
         table.add_column(name, no_wrap=True)
     for r in rows:
-        table.add_row(r["run_id"], run_words.word(r["status"]), r["spec"], when(r["started"]), when(r["ended"]) or "-")
+        cells = [r["run_id"], run_words.word(r["status"]), r["spec"], when(r["started"]), when(r["ended"]) or "-"]
+        table.add_row(*cells, *([r.get("build") or "-"] if builds else []))
     whole(console).print(table)  # a terminal gets the table at its width
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -97,6 +98,11 @@ def _fork(f: argparse.ArgumentParser) -> None:
     f.add_argument(
         "--prompt", action="append", default=[], metavar="STEP=TEXT", help="a new prompt (template) for an agent step"
     )
+    f.add_argument(
+        "--spec",
+        metavar="FILE",
+        help="run this changed spec instead of the run's own plan; the steps taken over are matched by id",
+    )
     f.add_argument("--id", help="the new run's id (default: spec name + random suffix)")
     f.add_argument("--detach", action="store_true", help="start and return at once")
     f.add_argument("--task-queue", help="the task queue workers poll (default: the parent's)")
@@ -159,7 +165,7 @@ async def _forked(engine: Engine, args: argparse.Namespace, console: Console) ->
     from agentrun.cli.starting import start
     from agentrun.explain.changes import from_options
 
-    wanted = from_options(args.param, args.set, args.prompt)
+    wanted = dataclasses.replace(from_options(args.param, args.set, args.prompt), spec=args.spec)
     planned = await engine.run(args.run_id).prepare_fork(args.at, wanted, args.task_queue)
     for note in planned.notes:
         print(f"note: {note}", file=sys.stderr)

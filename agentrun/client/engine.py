@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import json
 import os
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +23,7 @@ from temporalio.service import RPCError
 
 from agentrun import startup
 from agentrun.client import humans, launch, listing, runs
-from agentrun.client.models import Pending, RunSummary
+from agentrun.client.models import OpenGate, Pending, RunSummary
 from agentrun.client.run import Run
 from agentrun.errors import UsageError
 from agentrun.explain import prepare
@@ -33,6 +34,7 @@ from agentrun.models.names import TASK_QUEUE, RunStatus
 
 if TYPE_CHECKING:
     from agentrun.client.executions import Executions
+    from agentrun.client.upgrade import ReplayCheck
 
 
 async def connect(target: str | None = None, *, namespace: str | None = None, task_queue: str | None = None) -> Engine:
@@ -132,10 +134,60 @@ class Engine:
         """The state of every running run that may wait for a person (its open gates say for what)."""
         return await humans.waiting_states(self.temporal)
 
-    async def pending(self) -> Pending:
-        """Every question open across runs, oldest first, and the runs whose questions no worker can
-        read right now."""
-        return await humans.pending(self.temporal)
+    async def open_gates(self, limit: int | None = None) -> list[OpenGate]:
+        """Every gate open across runs (of the `limit` waiting runs started last), as the runs' memos
+        in Temporal's visibility store say: no run is asked (but one started before runs kept their
+        gates there)."""
+        return await humans.open_gates_listed(self.temporal, limit)
+
+    async def count_waiting(self) -> int:
+        """How many running runs wait for a person or a budget raise."""
+        return await humans.count_waiting(self.temporal)
+
+    async def states(self, run_ids: list[str], wait_s: float = 2.0) -> dict[str, RunState]:
+        """The state of each running run a worker answers for within wait_s; the others are left out."""
+        return await humans.states_within(self.temporal, run_ids, wait_s)
+
+    async def pending(self, limit: int | None = None) -> Pending:
+        """Every question open across runs, oldest first, and the runs that wait with no worker to
+        take an answer; `limit`: of at most this many waiting runs, the latest started (`more` says
+        how many others wait). Read from Temporal's visibility store: no run is asked."""
+        return await humans.pending(self.temporal, limit)
+
+    async def check_upgrade(
+        self, query: str | None = None, progress: Callable[[int, int], None] | None = None
+    ) -> list[ReplayCheck]:
+        """Replay every open run (or those of the visibility `query`) with the workflow code installed
+        here, as its workers would: each run's result, and where one that fails departs from its
+        history (the event and the step). `progress(done, total)` after each run."""
+        from agentrun.client import upgrade
+
+        return await upgrade.check(self.temporal, query, progress)
+
+    async def promote(self, build: str, deployment: str | None = None) -> None:
+        """Make `build` of the worker deployment (AGENTRUN_DEPLOYMENT, else "agentrun") current: new
+        runs go to its workers; runs pinned to older builds stay on theirs. Raises UsageError."""
+        from agentrun.worker import versioning
+
+        await versioning.promote(self.temporal, build, deployment)
+
+    async def move_runs(
+        self, run_ids: list[str], build: str, deployment: str | None = None
+    ) -> tuple[list[ReplayCheck], list[ReplayCheck]]:
+        """Pin each open run that replays on the code installed here to `build` (the build this
+        install's workers run); the moved and the kept. Raises UsageError for a run that is not open."""
+        from agentrun.client import upgrade
+        from agentrun.worker import versioning
+
+        quoted = ", ".join(json.dumps(run_id) for run_id in run_ids)
+        results = await upgrade.check(self.temporal, f"WorkflowId IN ({quoted})")
+        missing = sorted(set(run_ids) - {r.run_id for r in results})
+        if missing:
+            raise UsageError(f"no open run {', '.join(missing)}: only running runs can move")
+        moved = [r for r in results if r.replays]
+        for result in moved:
+            await versioning.move(self.temporal, result.run_id, build, deployment)
+        return moved, [r for r in results if not r.replays]
 
     def web_url(self, run_id: str) -> str | None:
         """The run's page on Temporal Web, where it is known (the embedded server's, or TEMPORAL_UI_URL)."""

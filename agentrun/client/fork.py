@@ -1,6 +1,6 @@
-"""A fork (`fork RUN --at STEP`): a new run of RUN's plan that takes over, from RUN's record, every
-step before STEP (no agent is asked, nothing is spent), makes the changes given and goes on from
-STEP. It records its parent in its memo and in the `AgentRunParent` search attribute."""
+"""A fork (`fork RUN --at STEP`): a new run of RUN's plan (or of a changed spec, `--spec`, whose steps
+are matched by id) that takes over, from RUN's record, every step before STEP (no agent is asked,
+nothing is spent), makes the changes given and goes on from STEP. It records its parent in its memo and in the `AgentRunParent` search attribute."""
 
 from __future__ import annotations
 
@@ -32,7 +32,10 @@ async def forked_input(
         raise UsageError(f"run {parent} was rolled back: what its steps did was undone, so there is nothing to reuse")
     state.step_log = state.step_log or await fetch_step_log(client, parent, desc)
     chosen = cut.choose(started.plan, state, at)
-    changed = changes.apply(started.plan, started.params, wanted)
+    plan = started.plan  # a run, and its fork, keep the plan they started with, unless asked
+    if wanted.spec is not None:
+        plan = changes.onto(plan, wanted.spec, started.params, [record.node for record in chosen.reuse])
+    changed = changes.apply(plan, started.params, wanted)
     queue = task_queue or shared_queue(desc.task_queue, parent)  # start picks the worker
     # The notes people said, but for those a step taken over already read: the fork's prompts get them again.
     reused = {record.key for record in chosen.reuse}

@@ -10,15 +10,16 @@ from __future__ import annotations
 import asyncio
 import functools
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from temporalio.client import Client, WorkflowUpdateFailedError
+from temporalio.client import Client, WorkflowExecution, WorkflowUpdateFailedError
 from temporalio.service import RPCError
 
 from agentrun import spelling
 from agentrun.client.delivery import enqueue, when_alive, when_held
-from agentrun.client.models import Answered, Limits, Pending, Question, Raised, Unanswered
-from agentrun.client.runs import RunHandle, ask_state, fetch_state, running
+from agentrun.client.models import Answered, Limits, OpenGate, Pending, Question, Raised, Unanswered
+from agentrun.client.runs import RunHandle, ask_state, fetch_state, live_worker, running
 from agentrun.errors import NoSuchRun, Refused, UsageError
 from agentrun.explain import gates, waiting
 from agentrun.ids import GateId
@@ -30,6 +31,7 @@ from agentrun.models.contract import (
     AnswerInput,
     BudgetInput,
     Gate,
+    Inbox,
     Note,
     NoteInput,
     RunState,
@@ -47,21 +49,135 @@ RUNNING_QUERY = 'WorkflowType="AgentRun" AND ExecutionStatus="Running"'
 
 # ---- pending ---------------------------------------------------------------------------------------
 
+DESCRIBES_AT_ONCE = 16  # task queues asked at once whether a worker polls them
 
-async def pending(client: Client) -> Pending:
-    """Every open gate of every running run, oldest question first, then every run that waits for a
-    person whose questions no worker can read right now (its worker ended with the terminal that ran it)."""
-    asked = await _waiting_runs(client)
-    states = [s for s in await asyncio.gather(*(_state_if_any(client, r) for r in asked)) if s]
-    questions = sorted(
-        (_question(state, gate) for state in states for gate in open_gates(state)),
-        key=lambda q: q.waiting_since or "",
+
+@dataclass
+class Listed:
+    """A running run as the server's visibility store lists it: no query to its worker."""
+
+    run_id: str
+    spec: str
+    task_queue: str
+    waiting_for: str  # "" when the server does not say (its search attribute is missing)
+    inbox: Inbox | None  # None for a run started before runs kept their open gates in their memo
+
+
+async def pending(client: Client, limit: int | None = None) -> Pending:
+    """Every open gate of every running run, oldest question first, and the runs that wait with no
+    worker polling their queue. Read from the server's visibility store (each run's memo); only a run
+    started before runs kept their gates there is asked, as before. `limit`: of the runs started
+    last, at most this many (listing costs the server about a millisecond a run)."""
+    listed = await _listed(client, limit)
+    known = [(run, run.inbox) for run in listed if run.inbox is not None]
+    questions = [_from_memo(found) for found in _open_gates(known)]
+    refused = [(run.run_id, message) for run, box in known for message in box.refused]
+    waiting_runs = [run for run, box in known if box.gates]
+    served = await _served(client, {run.task_queue for run in waiting_runs})
+    unanswered = [
+        Unanswered(run_id=run.run_id, spec=run.spec, waiting=True, fix=waiting.hint(run.run_id, run.task_queue))
+        for run in waiting_runs
+        if not served[run.task_queue]
+    ]
+    old = await _asked(client, {run.run_id: run.waiting_for for run in listed if run.inbox is None})
+    questions = sorted(questions + old.questions, key=lambda q: q.waiting_since or "")
+    return Pending(
+        questions=questions + _unread_rows(old),
+        unanswered=unanswered + old.unanswered,
+        refused=refused + old.refused,
+        more=await _beyond(client, limit, len(listed)),
     )
+
+
+async def open_gates_listed(client: Client, limit: int | None = None) -> list[OpenGate]:
+    """Every open gate of every running run (of the `limit` started last), as the runs' memos say
+    (the inbox); a run started before runs kept them there is asked for its state."""
+    listed = await _listed(client, limit)
+    found = _open_gates([(run, run.inbox) for run in listed if run.inbox is not None])
+    asked = await _states(client, [run.run_id for run in listed if run.inbox is None])
+    return found + [
+        OpenGate(run_id=state.run_id, spec=state.spec, gate=gate) for state in asked for gate in open_gates(state)
+    ]
+
+
+def _open_gates(runs: list[tuple[Listed, Inbox]]) -> list[OpenGate]:
+    return [OpenGate(run_id=run.run_id, spec=run.spec, gate=gate) for run, box in runs for gate in box.gates]
+
+
+def _from_memo(found: OpenGate) -> Question:
+    return _question(RunState(run_id=found.run_id, spec=found.spec), found.gate)
+
+
+async def _served(client: Client, queues: set[str]) -> dict[str, bool]:
+    """Whether a live worker polls each queue: one look per queue, however many runs wait on it."""
+    limit = asyncio.Semaphore(DESCRIBES_AT_ONCE)
+
+    async def polled(queue: str) -> bool:
+        async with limit:
+            return await live_worker(client, queue)
+
+    return dict(zip(queues, await asyncio.gather(*(polled(q) for q in queues)), strict=True))
+
+
+async def _listed(client: Client, limit: int | None = None) -> list[Listed]:
+    """The running runs that may wait for someone (the `limit` started last), from the visibility
+    store: those whose search attribute says they wait, or every running run on a server without it."""
+    page = min(limit, 1000) if limit else 1000
+    for query in (WAITING_QUERY, RUNNING_QUERY):
+        try:
+            return [await _listing(wf) async for wf in client.list_workflows(query, limit=limit, page_size=page)]
+        except RPCError:
+            continue
+    return []
+
+
+async def count_waiting(client: Client) -> int:
+    """How many running runs wait for someone, as their search attribute says (0 without it)."""
+    try:
+        return (await client.count_workflows(WAITING_QUERY)).count
+    except RPCError:
+        return 0
+
+
+async def _beyond(client: Client, limit: int | None, listed: int) -> int:
+    """The waiting runs a listing of `limit` left out."""
+    if limit is None or listed < limit:
+        return 0
+    return max(0, await count_waiting(client) - listed)
+
+
+async def _listing(wf: WorkflowExecution) -> Listed:
+    attrs = wf.typed_search_attributes
+    memo = await _inbox_memo(wf)
+    spec = attrs.get(contract.SPEC) or (memo.spec if memo else "")
+    return Listed(wf.id, spec, wf.task_queue or "", attrs.get(contract.WAITING_FOR) or "", memo)
+
+
+async def _inbox_memo(wf: WorkflowExecution) -> Inbox | None:
+    """The run's inbox memo; read straight from its JSON when it is plain JSON (thousands are
+    listed at once), through the data converter otherwise (a large value kept elsewhere)."""
+    payload = wf.raw_info.memo.fields.get(contract.INBOX_MEMO)
+    if payload is None:
+        return None
+    if payload.metadata.get("encoding") == b"json/plain":
+        return Inbox.model_validate_json(payload.data)
+    return await wf.memo_value(contract.INBOX_MEMO, None, type_hint=Inbox)
+
+
+# Runs started before runs kept their gates in their memo: asked by query, as they always were.
+
+
+async def _asked(client: Client, asked: dict[str, str]) -> Pending:
+    states = await _states(client, list(asked))
+    questions = [_question(state, gate) for state in states for gate in open_gates(state)]
     unanswered = [_unanswered(state, asked[state.run_id]) for state in states if waiting.NO_WORKER in state.warnings]
-    # A run that waits for a person is listed even when its question cannot be read now.
-    questions += [_unread(run) for run in unanswered if run.waiting]
     refused = [(state.run_id, refusal.message) for state in states for refusal in unsettled_refusals(state)]
     return Pending(questions=questions, unanswered=unanswered, refused=refused)
+
+
+def _unread_rows(old: Pending) -> list[Question]:
+    # A run that waits for a person is listed even when its question cannot be read now.
+    return [_unread(run) for run in old.unanswered if run.waiting]
 
 
 def _unanswered(state: RunState, waiting_for: str) -> Unanswered:
@@ -70,8 +186,11 @@ def _unanswered(state: RunState, waiting_for: str) -> Unanswered:
 
 
 async def waiting_states(client: Client) -> list[RunState]:
-    """The state of every running run that may wait for someone."""
-    run_ids = await _waiting_runs(client)
+    """The state of every running run that may wait for someone (a query to each)."""
+    return await _states(client, [run.run_id for run in await _listed(client)])
+
+
+async def _states(client: Client, run_ids: list[str]) -> list[RunState]:
     return [s for s in await asyncio.gather(*(_state_if_any(client, r) for r in run_ids)) if s]
 
 
@@ -83,19 +202,10 @@ async def _state_if_any(client: Client, run_id: str) -> RunState | None:
         return None
 
 
-async def _waiting_runs(client: Client) -> dict[str, str]:
-    """Run id → whom it said it waits for when a worker last held it ("" when the server does not
-    say: its search attribute is missing, and every running run is asked)."""
-    # The search attribute narrows the runs to ask; a server without it gets every running run asked.
-    for query in (WAITING_QUERY, RUNNING_QUERY):
-        try:
-            return {
-                wf.id: wf.typed_search_attributes.get(contract.WAITING_FOR) or ""
-                async for wf in client.list_workflows(query)
-            }
-        except RPCError:
-            continue
-    return {}
+async def states_within(client: Client, run_ids: list[str], wait_s: float) -> dict[str, RunState]:
+    """The states the workers holding these runs give within wait_s (a page of the inbox's worth)."""
+    asked = await asyncio.gather(*(ask_state(client.get_workflow_handle(r), wait_s) for r in run_ids))
+    return {run_id: state for run_id, state in zip(run_ids, asked, strict=True) if state}
 
 
 def _unread(run: Unanswered) -> Question:

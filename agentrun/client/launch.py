@@ -36,7 +36,8 @@ async def start_run(client: Client, inp: RunInput, run_id: str, task_queue: str,
 
 def start_options(inp: RunInput) -> dict[str, Any]:
     """What every run starts with besides its input: its search attributes, its memo (the params it
-    was given, which Temporal Web shows in the run's details, and a fork's parent), and the summary
+    was given, which Temporal Web shows in the run's details, a fork's parent, and its inbox: the
+    gates open, none yet), and the summary
     Temporal Web lists it with."""
     attrs = None
     parent = inp.fork.parent if inp.fork else None
@@ -46,6 +47,8 @@ def start_options(inp: RunInput) -> dict[str, Any]:
         pairs += [SearchAttributePair(contract.STARTED_BY, contract.BY_MCP)] if inp.driven else []
         attrs = TypedSearchAttributes(pairs)
     memo: dict[str, Any] = {contract.PARAMS_MEMO: _memo_params(inp.params)}
+    # An empty inbox from the start: a listed run without one was started before runs kept it.
+    memo[contract.INBOX_MEMO] = contract.empty_inbox(inp.plan.name)
     memo |= {contract.PARENT_MEMO: parent} if parent else {}
     if inp.driven:  # only the MCP server starts driven runs, and its tools act on these alone
         memo[contract.STARTED_BY_MEMO] = contract.BY_MCP

@@ -37,6 +37,8 @@ def summary(wf: WorkflowExecution) -> RunSummary:
         spec=str((attrs.get(contract.SPEC.name) or [""])[0]),
         started=wf.start_time,
         ended=wf.close_time,
+        # Temporal's own attribute, set for runs of versioned workers: `deployment:build`
+        build=str((attrs.get("TemporalWorkerDeploymentVersion") or [""])[0]),
     )
 
 

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agentrun.lang.ir import Budget
 from agentrun.models.calls import Partial
-from agentrun.models.contract import Answer, GateKind, RunInput, RunState, ToolAsk
+from agentrun.models.contract import Answer, Gate, GateKind, RunInput, RunState, ToolAsk
 from agentrun.models.names import RunStatus
 
 # How a step that ended did: the statuses of a step row (contract.TaskStatus) a StepFinished carries.
@@ -31,16 +31,18 @@ class RunSummary(_Value):
     spec: str = ""
     started: datetime | None = None
     ended: datetime | None = None
+    build: str = ""  # the worker build the run is pinned to, where workers are versioned
 
     def row(self) -> dict[str, str]:
-        """The run as `list --json` prints it and the runs page shows it."""
-        return {
+        """The run as `list --json` prints it and the runs page shows it (`build` where it has one)."""
+        row = {
             "run_id": self.run_id,
             "status": self.status,
             "spec": self.spec,
             "started": _iso(self.started) or "",
             "ended": _iso(self.ended) or "",
         }
+        return {**row, "build": self.build} if self.build else row
 
 
 class Progress(_Value):
@@ -128,6 +130,14 @@ class Question(_Value):
     call: ToolAsk | None = None  # a tool call the policy's `ask` holds: its tool, arguments, diff and digest
 
 
+class OpenGate(_Value):
+    """An open gate of a running run, as the run's memo in Temporal's visibility store says it."""
+
+    run_id: str
+    spec: str
+    gate: Gate
+
+
 class Unanswered(_Value):
     """A running run no worker holds now; `waiting` when it said, last time a worker held it, that it
     waits for a person; `fix` how to get a worker to it."""
@@ -145,6 +155,7 @@ class Pending(_Value):
     questions: list[Question] = []
     unanswered: list[Unanswered] = []
     refused: list[tuple[str, str]] = []  # (run id, why)
+    more: int = 0  # waiting runs beyond the limit asked for (the latest started are listed)
 
 
 class Answered(Answer):

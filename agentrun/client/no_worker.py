@@ -6,12 +6,14 @@ says which spec it runs and what its steps are.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 from temporalio.service import RPCError
 
 from agentrun.client import recorded
-from agentrun.explain.waiting import NO_WORKER, hint
+from agentrun.explain.waiting import NO_WORKER, hint, stuck_hint
 from agentrun.models import contract
 from agentrun.models.contract import RunInput, RunState
 
@@ -23,7 +25,8 @@ async def state(client: Client, run_id: str, task_queue: str, polled: bool) -> R
     """The run as it was started: its spec, its steps as its history records them, and why
     nothing more is known."""
     started = await start_input(client, run_id)
-    warnings = [NO_WORKER, hint(run_id, task_queue, polled)]
+    why = await stuck(client, run_id) if polled else None
+    warnings = [NO_WORKER, stuck_hint(run_id, task_queue, why) if why else hint(run_id, task_queue, polled)]
     if started is None:
         return RunState(run_id=run_id, status="running", warnings=warnings)
     warnings.append(RECORDED)
@@ -38,6 +41,29 @@ async def state(client: Client, run_id: str, task_queue: str, polled: bool) -> R
         tasks=await recorded.steps(client, run_id, contract.task_rows(plan)),
         warnings=warnings,
     )
+
+
+# A workflow task that has waited this long for a worker that polls the queue is not coming.
+STUCK_S = 30.0
+
+
+async def stuck(client: Client, run_id: str) -> str | None:
+    """Why the run's next piece of work is not being done though a worker polls its queue: its
+    pending workflow task (an answer, a step's end) has failed and is tried again, or has waited
+    STUCK_S. None when it has none, or not for long."""
+    try:
+        raw = (await client.get_workflow_handle(run_id).describe()).raw_description
+    except RPCError:
+        return None
+    if not raw.HasField("pending_workflow_task"):
+        return None
+    task = raw.pending_workflow_task
+    since = task.original_scheduled_time.ToDatetime(tzinfo=UTC) if task.HasField("original_scheduled_time") else None
+    waited = (datetime.now(UTC) - since).total_seconds() if since else 0.0
+    if task.attempt <= 1 and waited < STUCK_S:
+        return None
+    tried = f", tried {task.attempt} times" if task.attempt > 1 else ""
+    return f"has not taken this run's work for {waited:.0f} s{tried}"
 
 
 async def start_input(client: Client, run_id: str) -> RunInput | None:

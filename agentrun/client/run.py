@@ -55,6 +55,13 @@ class Run:
         Raises NoSuchRun."""
         return await fetch_state(self._client, self.id)
 
+    async def build(self) -> str | None:
+        """The build the run is pinned to (`deployment:build`), where its workers are versioned
+        (docs/operations.md, "Upgrading"); None otherwise. Raises NoSuchRun."""
+        from agentrun.worker.versioning import build_of
+
+        return build_of(await describe(self._client, self.id))
+
     async def info(self) -> RunInfo:
         """Whether the run still runs and which task queue it waits on. Raises NoSuchRun."""
         desc = await describe(self._client, self.id)
@@ -249,10 +256,12 @@ class Run:
         prompts: Mapping[str, str] | None = None,
         run_id: str | None = None,
         task_queue: str | None = None,
+        spec: str | None = None,
     ) -> Run:
-        """A new run of this run's plan that takes over every step before `at` and goes on from
-        there with the changes given; it waits on its queue for a worker."""
-        wanted = Wanted(dict(params or {}), dict(memory or {}), dict(prompts or {}))
+        """A new run of this run's plan (or of the changed spec file `spec`, its steps matched by id)
+        that takes over every step before `at` and goes on from there with the changes given; it
+        waits on its queue for a worker. Raises SpecError where ids it would take over vanished."""
+        wanted = Wanted(dict(params or {}), dict(memory or {}), dict(prompts or {}), spec)
         from agentrun.client.engine import Engine  # the engine imports this module
 
         planned = await self.prepare_fork(at, wanted, task_queue)

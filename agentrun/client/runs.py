@@ -11,6 +11,7 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio.api.common.v1 import WorkflowExecution
+from temporalio.api.deployment.v1 import WorkerDeploymentOptions
 from temporalio.api.enums.v1 import TaskQueueType
 from temporalio.api.taskqueue.v1 import TaskQueue
 from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest, GetWorkflowExecutionHistoryReverseRequest
@@ -71,7 +72,10 @@ async def fetch_state(client: Client, run_id: str, desc: WorkflowExecutionDescri
     the run's description, when the caller has it already."""
     desc = desc or await describe(client, run_id)
     if desc.status == WorkflowExecutionStatus.RUNNING:
-        return await _running_state(client, client.get_workflow_handle(run_id), desc.task_queue)
+        from agentrun.worker.versioning import build_of
+
+        # A run pinned to a build is served by that build's workers only: others' polls say nothing.
+        return await _running_state(client, client.get_workflow_handle(run_id), desc.task_queue, build_of(desc))
     state = await desc.memo_value("state", None, type_hint=RunState) or RunState(run_id=run_id)
     if desc.status is not None and desc.status in CLOSED_STATUS and state.status in ("pending", "running"):
         state.status = CLOSED_STATUS[desc.status]  # terminated from outside before it could say so
@@ -106,28 +110,31 @@ async def _terminated_because(client: Client, run_id: str) -> str:
     return f"the run was terminated from outside{who}: {reason}"
 
 
-async def _running_state(client: Client, handle: RunHandle, task_queue: str) -> RunState:
+async def _running_state(client: Client, handle: RunHandle, task_queue: str, build: str | None = None) -> RunState:
     """The state from the worker that holds the run. While a live worker polls the run's queue (one
     that has just restarted), a failed query is asked again for a while rather than reported."""
     deadline = time.monotonic() + RESTART_PATIENCE_S
     while True:
-        state, polled = await state_if_polled(client, handle, task_queue)
+        state, polled = await state_if_polled(client, handle, task_queue, build)
         if state:
             return state
-        if time.monotonic() >= deadline or not polled:
+        # A worker that polls but fails or sits on the run's work will not answer by waiting longer.
+        if time.monotonic() >= deadline or not polled or await no_worker.stuck(client, handle.id):
             return await no_worker.state(client, handle.id, task_queue, polled)
         await asyncio.sleep(0.5)  # a query refused at once must not spin
 
 
-async def state_if_polled(client: Client, handle: RunHandle, task_queue: str) -> tuple[RunState | None, bool]:
-    """The state, and whether a live worker polls the run's queue. A query a worker answers comes
-    back in milliseconds; one that has not after ANSWER_S is dropped when nobody polls the queue,
-    rather than waited out (QUERY_S)."""
+async def state_if_polled(
+    client: Client, handle: RunHandle, task_queue: str, build: str | None = None
+) -> tuple[RunState | None, bool]:
+    """The state, and whether a live worker polls the run's queue (of `build`, for a run pinned to
+    one). A query a worker answers comes back in milliseconds; one that has not after ANSWER_S is
+    dropped when nobody polls the queue, rather than waited out (QUERY_S)."""
     asked = asyncio.ensure_future(ask_state(handle))
     await asyncio.wait([asked], timeout=ANSWER_S)
     if asked.done() and asked.result() is not None:
         return asked.result(), True
-    polled = await live_worker(client, task_queue)
+    polled = await live_worker(client, task_queue, build)
     if polled or asked.done():
         return await asked, polled
     asked.cancel()
@@ -156,17 +163,18 @@ async def ask_held(handle: RunHandle, timeout_s: float = QUERY_S) -> str | None:
         return None
 
 
-async def live_worker(client: Client, task_queue: str) -> bool:
-    """True if a live worker polls the queue (pollers of dead local processes are ignored); False
-    where the server cannot tell."""
+async def live_worker(client: Client, task_queue: str, build: str | None = None) -> bool:
+    """True if a live worker (of `build`, `deployment:build`, where given) polls the queue (pollers
+    of dead local processes are ignored); False where the server cannot tell."""
     try:
-        return bool(await pollers(client, task_queue))
+        return bool(await pollers(client, task_queue, build))
     except RPCError:  # a server that cannot describe queues: do not keep asking
         return False
 
 
-async def pollers(client: Client, task_queue: str) -> list[str]:
-    """The identities of the live workers polling the queue for workflow tasks (pid@host)."""
+async def pollers(client: Client, task_queue: str, build: str | None = None) -> list[str]:
+    """The identities of the live workers polling the queue for workflow tasks (pid@host); with
+    `build`, only those of that worker build (`deployment:build`)."""
     request = DescribeTaskQueueRequest(
         namespace=client.namespace,
         task_queue=TaskQueue(name=task_queue),
@@ -177,8 +185,14 @@ async def pollers(client: Client, task_queue: str) -> list[str]:
     return [
         poller.identity
         for poller in response.pollers
-        if now - poller.last_access_time.ToSeconds() < 120 and _process_alive(poller.identity)
+        if now - poller.last_access_time.ToSeconds() < 120
+        and _process_alive(poller.identity)
+        and (build is None or _build(poller.deployment_options) == build)
     ]
+
+
+def _build(options: WorkerDeploymentOptions) -> str:
+    return f"{options.deployment_name}:{options.build_id}"
 
 
 def _process_alive(identity: str) -> bool:

@@ -1,5 +1,6 @@
-"""What a fork changes before it goes on: params (-p), memory values (--set memory.KEY=VALUE) and
-step prompts (--prompt STEP=TEXT), each checked against the plan before anything starts."""
+"""What a fork changes before it goes on: params (-p), memory values (--set memory.KEY=VALUE),
+step prompts (--prompt STEP=TEXT) and the spec itself (--spec FILE), each checked against the plan
+before anything starts."""
 
 from __future__ import annotations
 
@@ -34,6 +35,7 @@ class Wanted:
     params: dict[str, Any] = field(default_factory=dict[str, Any])
     memory: dict[str, Any] = field(default_factory=dict[str, Any])
     prompts: dict[str, str] = field(default_factory=dict[str, str])
+    spec: str | None = None  # a changed spec file the fork runs instead of its parent's plan
 
 
 def from_options(param: list[str], set_: list[str], prompt: list[str]) -> Wanted:
@@ -139,3 +141,27 @@ def _prompt(plan: ir.Plan, name: str, text: str) -> str:
 
 def _refuse(flag: str, message: str, hint: str) -> NoReturn:
     raise SpecError([Problem(flag, 0, 0, message, hint)])
+
+
+def onto(parent: ir.Plan, path: str, given: dict[str, Any], reused: list[str]) -> ir.Plan:
+    """The changed spec at `path` as the fork's plan. The steps the fork takes over are found in it
+    by id; where ids it would take over vanished, the fork is refused with their list. Raises SpecError."""
+    from agentrun.lang.load import load  # the spec languages, loaded by a fork onto a spec only
+
+    plan = load(path, given_params=list(given))
+    ids = {node.id for node in plan.walk_all()}
+    vanished = sorted({node for node in reused if node not in ids})
+    if vanished:
+        raise SpecError(
+            [
+                Problem(
+                    path,
+                    0,
+                    0,
+                    f"the fork would take over step(s) {', '.join(vanished)} of {parent.name}, which {path} "
+                    "no longer has (steps are matched by id)",
+                    "keep those ids in the changed spec, or fork from an earlier step (--at) so they run again",
+                )
+            ]
+        )
+    return plan

@@ -442,6 +442,11 @@ def _tool_calls(state: RunState) -> list[str]:
     lines = ["", "## Tool calls", ""]
     for key, uses in state.tool_calls.items():
         lines.append(f"- {key}: {tool_uses.counts(uses)}")
+        if state.context_cut.get(key):
+            lines.append(
+                f"  ({state.context_cut[key]} of the oldest tool results were cut to their first characters "
+                "to fit the model's context; the run keeps them whole)"
+            )
         lines += [f"  {n}. {_cell(tool_uses.line(use))}" for n, use in enumerate(uses, 1)]
     return lines + _crashed_calls(state)
 

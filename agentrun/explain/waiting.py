@@ -28,6 +28,16 @@ def hint(run_id: str, task_queue: str, polled: bool = False) -> str:
     )
 
 
+def stuck_hint(run_id: str, task_queue: str, why: str) -> str:
+    """What to do when a worker polls the run's queue but does not take the run's work (`why`)."""
+    return (
+        f"a worker polls task queue '{task_queue}' but {why}: the worker that holds the run is stuck on it, "
+        f"or cannot run it (another version of agentrun?). Stop that worker (SIGTERM: it exits within 15 s) "
+        f"and start one with `{worker_command(task_queue)}`, which replays the run; or run one here with "
+        f"`{spelling.client()} watch {run_id} --worker`"
+    )
+
+
 def notes(state: RunState) -> list[str]:
     """What a state built without a worker says beyond the marker: why nothing is known, and what to do."""
     if NO_WORKER not in state.warnings:

@@ -471,6 +471,7 @@ class AgentInfo(Model):
     # prompt for agents without one), the temperature in the request of a model that takes one.
     system: str = ""
     temperature: float | None = None
+    max_context_tokens: int | None = None  # the tokens a request may hold; None: its model family's
 
 
 class Traits(Model):

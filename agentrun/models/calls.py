@@ -41,6 +41,26 @@ class ChatMessage(BaseModel):
     tool_call_id: str = ""  # a tool turn: the call it answers
 
 
+class Entry(BaseModel):
+    """One message of a conversation's log. A tool result the tool's activity kept in the store
+    (ToolResult.kept) is named there, its content left empty here."""
+
+    message: ChatMessage
+    kept: str = ""
+
+
+class Thread(BaseModel):
+    """A conversation by reference: a log in the run's store, of which the first `length` messages
+    were written by earlier turns, and the messages that follow them, which this turn writes at
+    `length`, `length + 1`, … (a retried turn writes the same ones again at the same places)."""
+
+    log: str
+    length: int
+    added: list[Entry] = []
+    # The model is offered the tools the log's last turn offered (then `offered` is empty): the log keeps them.
+    same_tools: bool = False
+
+
 DEFAULT_AGENT_TIMEOUT_S = 1800.0  # a prompt's timeout when its node names none
 
 
@@ -65,6 +85,11 @@ class AgentCall(BaseModel):
     # The tools its spec grants in a coding agent's own names (Claude Code's --allowedTools).
     allowed_tools: list[str] = []
     temperature: float | None = None  # the agent's sampling temperature, for a model that takes one
+    # The transcript by reference (then `transcript` is empty): what history keeps of a turn stays
+    # the same size however long the conversation has grown.
+    thread: Thread | None = None
+    # The tokens a request may hold (the agent's max_context_tokens); None: its model family's, if known.
+    max_context_tokens: int | None = None
 
 
 class AgentReply(BaseModel):
@@ -76,6 +101,7 @@ class AgentReply(BaseModel):
     stderr: str = ""  # what a local agent printed besides its reply (its last 2000 characters), for `logs`
     worker: str = ""  # the identity (pid@host) of the worker that asked the agent, for `status` and `report`
     first_token_s: float | None = None  # seconds from the prompt to the first piece of the reply
+    cut: int = 0  # the oldest tool results cut to their head to fit the model's context in this request
 
 
 PARTIAL_CHARS = 2000  # how much of a reply so far a heartbeat carries: its end

@@ -411,6 +411,47 @@ class Gate(BaseModel):
     call: ToolAsk | None = None  # a tool call waiting for approval
 
 
+# What a run waits on, in its memo, so `pending` and the inbox list every open question from the
+# server's visibility store rather than asking each run (a run sets it when a gate opens or closes;
+# a run started before has no such key, and only such a run is asked).
+INBOX_MEMO = "inbox"
+INBOX_PROMPT_CHARS = 4000  # a memo travels with every listing: a longer prompt is read from the run
+
+
+class Inbox(BaseModel):
+    """The open gates of a running run and the queued answers it refused for them, as its memo says."""
+
+    spec: str = ""
+    gates: list[Gate] = []
+    refused: list[str] = []
+
+
+def empty_inbox(spec: str) -> dict[str, Any]:
+    """The inbox memo a run starts with: nothing open yet."""
+    return {"spec": spec, "gates": [], "refused": []}
+
+
+def inbox(state: RunState) -> dict[str, Any]:
+    """The run's inbox memo: its open gates (prompts cut to INBOX_PROMPT_CHARS) and unsettled refusals."""
+    gates = [_gate_memo(gate) for gate in open_gates(state)]
+    return empty_inbox(state.spec) | {"gates": gates, "refused": [r.message for r in unsettled_refusals(state)]}
+
+
+def _gate_memo(gate: Gate) -> dict[str, Any]:
+    """An open gate as the memo keeps it: long texts cut (a tool call's digest stays whole, so an
+    answer still binds to the whole arguments)."""
+    shown = gate.model_dump(mode="json", exclude={"answer", "status"})
+    shown["prompt"] = _cut(gate.prompt, INBOX_PROMPT_CHARS)
+    if gate.call is not None:
+        for field in ("arguments", "words", "diff"):
+            shown["call"][field] = _cut(getattr(gate.call, field), INBOX_PROMPT_CHARS)
+    return shown
+
+
+def _cut(text: str, chars: int) -> str:
+    return text if len(text) <= chars else text[: chars - 1] + "…"
+
+
 class QueuedRefusal(BaseModel):
     """A queued answer or budget raise the run turned down when a worker took it."""
 
@@ -703,6 +744,8 @@ class RunState(BaseModel):
     supervision: dict[str, GoalSupervision] = {}  # checkpoint goals by run key
     spawned: dict[str, list[SpawnedAgent]] = {}  # sub-agents by their parent's run key, in order
     tool_calls: dict[str, list[ToolUse]] = {}  # each step's tool calls by its run key, in order
+    # By run key: the most tool results one request of the step cut to fit its model's context.
+    context_cut: dict[str, int] = {}
     maps: dict[str, MapSummary] = {}  # batched maps by run key; their elements' rows are in the batches
     constants: dict[str, Any] = {}  # a behaviour tree's $CONST; its $VAR is `memory`
     trace: list[TraceEntry] = []  # a behaviour tree's answers, in order
@@ -1069,6 +1112,9 @@ class RunState(BaseModel):
 
     def record_tool_call(self, key: str, use: ToolUse) -> None:
         self.tool_calls.setdefault(key, []).append(use)
+
+    def cut_to_fit(self, key: str, results: int) -> None:
+        self.context_cut[key] = max(self.context_cut.get(key, 0), results)
 
     def add_supervisor_choice(self, choice: SupervisorChoice) -> None:
         self.supervisor_history.append(choice)

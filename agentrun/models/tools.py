@@ -137,6 +137,9 @@ class ToolCallInput(BaseModel):
     run_id: str = ""
     step: str = ""  # the step (node key) whose model asked for the call
     idempotency_key: str = ""  # the step's key plus the call's place, for effects that must not repeat
+    # Keep the result's content in the run's conversation store too, under the idempotency key: the
+    # model's next turn names it there rather than carrying it (agentrun.activities.threads).
+    keep: bool = False
 
 
 class ToolResult(BaseModel):
@@ -153,6 +156,7 @@ class ToolResult(BaseModel):
     duration_s: float = 0.0
     taint_source: str = ""  # where the content came from: "tool:<name>" (an MCP tool: "mcp:<server>:<tool>")
     attempt: int = 1  # more than 1: the call ran again after its worker stopped (the content says so)
+    kept: str = ""  # where the conversation store keeps the content (ToolCallInput.keep); '' if it does not
 
 
 def _spec(name: str) -> ToolSpec:

@@ -81,8 +81,8 @@ def _shared(request: Request) -> Shared:
 
 
 async def _inbox(request: Request, said: str = "", refused: str = "", status_code: int = 200) -> Response:
-    questions = await pages.inbox(_engine(request))
-    return _page("inbox.html", status_code, questions=questions, said=said, refused=refused)
+    found = await pages.inbox(_engine(request))
+    return _page("inbox.html", status_code, questions=found.questions, more=found.more, said=said, refused=refused)
 
 
 async def _runs(request: Request) -> Response:
@@ -204,8 +204,7 @@ async def _inbox_events(request: Request) -> Response:
     engine = _engine(request)
 
     async def keys() -> str:
-        questions = await _shared(request).get("inbox", lambda: pages.inbox(engine))
-        return json.dumps(sorted(q.key for q in questions))
+        return json.dumps(await _shared(request).get("inbox", lambda: pages.inbox_keys(engine)))
 
     return _events(request, keys)
 

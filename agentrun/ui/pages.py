@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentrun.client.engine import Engine
+from agentrun.client.models import OpenGate
 from agentrun.errors import UsageError
 from agentrun.explain import flowchart, gates, graph, report, status
 from agentrun.lang import ir
@@ -36,24 +37,53 @@ class Question:
 
 
 def questions_of(state: RunState) -> list[Question]:
-    return [
-        Question(
-            run_id=state.run_id,
-            spec=state.spec,
-            gate=gate,
-            choices=gates.choices(gate),
-            draft=state.outputs.get(gate.node, "") if gate.kind == "approval" and gate.call is None else "",
-            spent=_spent(state) if gate.kind == "budget" else "",
-            corrects=gate.kind == "approval" and gate.name.endswith(SUPERVISE_GATE),
-        )
-        for gate in open_gates(state)
-    ]
+    return [_card(state.run_id, state.spec, gate, state) for gate in open_gates(state)]
 
 
-async def inbox(engine: Engine) -> list[Question]:
-    """Every open question across runs, newest first."""
-    found = [q for state in await engine.waiting() for q in questions_of(state)]
-    return sorted(found, key=lambda q: q.gate.opened_at.isoformat() if q.gate.opened_at else "", reverse=True)
+def _card(run_id: str, spec: str, gate: Gate, state: RunState | None) -> Question:
+    """A gate's card; what only the run's state says (the draft, the spending) when it was read."""
+    if state and gate.id in state.gates:
+        gate = state.gates[gate.id]  # its whole prompt: the memo's may be cut
+    return Question(
+        run_id=run_id,
+        spec=spec,
+        gate=gate,
+        choices=gates.choices(gate),
+        draft=state.outputs.get(gate.node, "") if state and gate.kind == "approval" and gate.call is None else "",
+        spent=_spent(state) if state and gate.kind == "budget" else "",
+        corrects=gate.kind == "approval" and gate.name.endswith(SUPERVISE_GATE),
+    )
+
+
+INBOX_PAGE = 50  # the waiting runs the inbox shows, the latest started; only they are asked for more
+
+
+@dataclass
+class Inbox:
+    questions: list[Question]
+    more: int  # waiting runs beyond the page
+
+
+async def inbox(engine: Engine) -> Inbox:
+    """The newest open questions across runs, from the runs' memos; only the runs shown are asked
+    for what their cards show beyond the question (a draft, what a budget has used)."""
+    shown = await _newest(engine)
+    states = await engine.states(sorted({g.run_id for g in shown}))
+    cards = [_card(g.run_id, g.spec, g.gate, states.get(g.run_id)) for g in shown]
+    runs = len({g.run_id for g in shown})
+    more = await engine.count_waiting() - runs if runs >= INBOX_PAGE else 0
+    return Inbox(questions=cards, more=max(0, more))
+
+
+async def inbox_keys(engine: Engine) -> list[str]:
+    """The keys of the cards the inbox shows now (no run is asked)."""
+    return sorted(f"{g.run_id}/{g.gate.id}" for g in await _newest(engine))
+
+
+async def _newest(engine: Engine) -> list[OpenGate]:
+    """The open gates of the INBOX_PAGE waiting runs started last, newest question first."""
+    found = await engine.open_gates(INBOX_PAGE)
+    return sorted(found, key=lambda g: g.gate.opened_at.isoformat() if g.gate.opened_at else "", reverse=True)
 
 
 def _spent(state: RunState) -> str:
@@ -106,6 +136,7 @@ class RunPage:
     report: str  # `report`'s markdown as HTML, escaped
     web: str | None  # the run on Temporal Web
     questions: list[Question]
+    build: str | None = None  # the worker build the run is pinned to, where workers are versioned
 
     @property
     def state(self) -> RunState:
@@ -125,6 +156,7 @@ async def run_page(engine: Engine, run_id: str) -> RunPage:
         report=markdown.to_html(report.to_markdown(live.state)),
         web=engine.web_url(run_id),
         questions=questions_of(live.state),
+        build=await engine.run(run_id).build(),
     )
 
 

@@ -1,12 +1,14 @@
-"""Run a worker until SIGINT/SIGTERM, then shut down gracefully."""
+"""Run a worker until SIGINT/SIGTERM, then shut down gracefully, within STOP_WITHIN_S at most."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import os
 import signal
 import sys
+import threading
 
 from agentrun import startup
 
@@ -15,10 +17,11 @@ with startup.loading():  # what a worker loads lives as long as it: later collec
     from agentrun.activities.mcp.calls import close_connections
     from agentrun.activities.tools import wall
     from agentrun.errors import UserError
+    from agentrun.worker import GRACEFUL_SHUTDOWN_S, STOP_WITHIN_S, logs, telemetry, terminal_log
     from agentrun.worker import args as worker_args
-    from agentrun.worker import logs, telemetry, terminal_log
     from agentrun.worker.build import build_worker
     from agentrun.worker.connection import connect
+    from agentrun.worker.versioning import first_current, from_options
 
 
 async def main(args: argparse.Namespace) -> None:
@@ -30,27 +33,72 @@ async def main(args: argparse.Namespace) -> None:
         forward_logs=log_format == "json",
         metrics_host=args.metrics_host,
     ):
+        versioning = from_options(args.versioning, args.build_suffix, args.deployment)
         client = await connect()
         worker = build_worker(
             client,
             task_queue,
             args.max_concurrent_activities,
             max_cached_workflows=args.max_cached_workflows,
+            versioning=versioning,
         )
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
+            loop.add_signal_handler(sig, functools.partial(_stop_asked, stop, task_queue))
         async with worker:
+            build = f" as build {versioning.build_id} of deployment {versioning.deployment}" if versioning else ""
             logs.announce(
-                f"worker polling task queue '{task_queue}' (Ctrl-C to stop)", "worker.started", task_queue=task_queue
+                f"worker polling task queue '{task_queue}'{build} (Ctrl-C to stop)",
+                "worker.started",
+                task_queue=task_queue,
             )
             layers = await asyncio.to_thread(wall.announce)
             logs.announce(f"sandbox layers for bash and stdio MCP servers: {layers.describe()}", "worker.sandbox")
+            if versioning and await first_current(client, versioning):
+                logs.announce(
+                    f"build {versioning.build_id} is current: new runs go to it (the deployment had none)",
+                    "worker.promoted",
+                    task_queue=task_queue,
+                )
             await stop.wait()
-            logs.announce("worker stopping: finishing running activities", "worker.stopping", task_queue=task_queue)
         await release_all()  # refresh-mode agent servers this worker started
         await close_connections()  # and the MCP servers it started
+
+
+def _stop_asked(stop: asyncio.Event, task_queue: str) -> None:
+    """The first signal stops the worker, within STOP_WITHIN_S at most; a second ends it at once."""
+    if stop.is_set():
+        _exit_now("worker stopped at once (asked again)", "worker.killed", task_queue)
+    stop.set()
+    logs.announce(
+        f"worker stopping: running activities have {GRACEFUL_SHUTDOWN_S:g} s to finish; exiting within "
+        f"{STOP_WITHIN_S:g} s (again to stop at once)",
+        "worker.stopping",
+        task_queue=task_queue,
+    )
+    # A thread, not the event loop: what holds the worker up may hold the loop too.
+    watchdog = threading.Timer(
+        STOP_WITHIN_S,
+        _exit_now,
+        (f"worker did not stop within {STOP_WITHIN_S:g} s: exiting", "worker.killed", task_queue),
+    )
+    watchdog.daemon = True
+    watchdog.start()
+
+
+def _exit_now(message: str, event: str, task_queue: str) -> None:
+    """End the process now: the server gives its runs' work to another worker (a running activity
+    is retried after its heartbeat timeout)."""
+    try:
+        logs.announce(message, event, task_queue=task_queue)
+        sys.stdout.flush()
+        sys.stderr.flush()
+    finally:  # whoever read the worker's output may be gone (a broken pipe): exit all the same
+        os._exit(EXIT_FORCED)
+
+
+EXIT_FORCED = 1  # a stop that did not finish in time
 
 
 def run(args: argparse.Namespace) -> int:

@@ -46,6 +46,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--log-format", choices=LOG_FORMATS, default="text", help="json: one JSON object per line on stdout"
     )
     parser.add_argument("--verbose", action="store_true", help="log failures with their tracebacks")
+    versioning(parser)
+
+
+def versioning(parser: argparse.ArgumentParser) -> None:
+    """Worker Deployment Versioning (agentrun.worker.versioning): off unless asked for."""
+    parser.add_argument(
+        "--versioning",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="register this worker's build with Temporal; the runs it starts stay on it (default: AGENTRUN_VERSIONING, else off)",
+    )
+    parser.add_argument(
+        "--build-suffix",
+        metavar="TEXT",
+        help="added to agentrun's version in the build id, e.g. your image tag (default: AGENTRUN_BUILD_SUFFIX)",
+    )
+    parser.add_argument(
+        "--deployment",
+        metavar="NAME",
+        help="the worker deployment's name (default: AGENTRUN_DEPLOYMENT, else agentrun)",
+    )
 
 
 def parser(prog: str = "python -m worker") -> argparse.ArgumentParser:

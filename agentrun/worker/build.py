@@ -23,6 +23,7 @@ from agentrun.activities.validation import validate_output
 from agentrun.models.contract import TASK_QUEUE
 from agentrun.worker import GRACEFUL_SHUTDOWN_S, paths
 from agentrun.worker.failures import with_plain_failures
+from agentrun.worker.versioning import Versioning
 from agentrun.workflows.agent_run import AgentRun
 from agentrun.workflows.batch_run import AgentRunBatch
 
@@ -80,7 +81,10 @@ def build_worker(
     max_concurrent_activities: int = 100,
     identity: str | None = None,
     max_cached_workflows: int = 1000,
+    versioning: Versioning | None = None,
 ) -> Worker:
+    """`versioning`: the worker registers its build with Worker Deployment Versioning and the runs
+    it starts stay on that build (agentrun.worker.versioning); else it takes any run of the queue."""
     # Not dumpable, whatever the sandbox can do: no program it starts reads its /proc/<pid>/environ.
     wall.hide_worker()
     return Worker(
@@ -96,6 +100,7 @@ def build_worker(
         default_heartbeat_throttle_interval=HEARTBEAT_THROTTLE,
         interceptors=paths.interceptors(),
         identity=identity,
-        build_id=build_id(),
+        build_id=None if versioning else build_id(),
+        deployment_config=versioning.config() if versioning else None,
         sticky_queue_schedule_to_start_timeout=timedelta(seconds=float(os.environ.get(STICKY_ENV, STICKY_S))),
     )

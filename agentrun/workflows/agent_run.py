@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+from typing import Any
 
 from temporalio import workflow
 from temporalio.exceptions import ApplicationError
@@ -53,6 +54,8 @@ WHOLE_ROLLBACK = "rollback-outlasts-a-cancel"
 # Queued answers and budget raises are held to the size limits of agentrun.models.limits. The
 # updates' validators check them without a patch: replay does not run validators.
 QUEUED_LIMITS = "queued-inputs-are-capped"
+# The run's open gates go to its memo (contract.INBOX_MEMO) as they open and close.
+INBOX_IN_MEMO = "open-gates-in-memo"
 
 
 @workflow.defn(name=contract.WORKFLOW)
@@ -91,6 +94,8 @@ class AgentRun:
         self.rollback = inp.carried.rollback if inp.carried else False  # set by rollback_on_cancel
         self.saga_ran = False
         self.published: tuple[str, str] | None = None
+        # What the inbox memo says now; a run starts with an empty one (client.launch).
+        self.inbox_published: dict[str, Any] = contract.empty_inbox(plan.name)
         self.driven = Driven(self.run_state, plan.constants, self._changed) if inp.driven else None
 
     @workflow.run
@@ -262,6 +267,7 @@ class AgentRun:
     def _refused(self, gate: GateId, message: str) -> None:
         """A signal cannot be refused to its sender, who may be long gone: the run keeps the refusal."""
         self.run_state.refuse(gate, message, workflow.now())
+        self._publish_inbox()
 
     @workflow.update(name=contract.ROLLBACK)
     def rollback_on_cancel(self) -> int:
@@ -332,6 +338,7 @@ class AgentRun:
 
     def _publish(self) -> None:
         """Status and "waiting for whom" as search attributes, so Temporal Web can list them."""
+        self._publish_inbox()
         now = (self.run_state.status, self.run_state.waiting_for or "")
         if not self.inp.search_attributes or now == self.published:
             return
@@ -343,6 +350,14 @@ class AgentRun:
                 contract.WAITING_FOR.value_set(now[1]),
             ]
         )
+
+    def _publish_inbox(self) -> None:
+        """The open gates in the memo, whenever they change, so the inbox lists them without a query."""
+        now = contract.inbox(self.run_state)
+        if now == self.inbox_published or not workflow.patched(INBOX_IN_MEMO):
+            return
+        self.inbox_published = now
+        workflow.upsert_memo({contract.INBOX_MEMO: now})
 
 
 def _refuse(refusal: str | None) -> None:

@@ -19,6 +19,7 @@ from agentrun.workflows.failures import TaskFailed
 from agentrun.workflows.humans import Humans
 from agentrun.workflows.mcp_tools import McpTools
 from agentrun.workflows.scope import Scope
+from agentrun.workflows.threads import Threads
 
 # Runs recorded before this named a map's elements by the map's worker node (`answer` three times)
 # and labelled each state-graph step with the goal line that every one of them opens with.
@@ -45,6 +46,7 @@ class Conversation:
         # The run's MCP servers (agentrun.yaml's, then the spec's own), each listed once.
         self.mcp = McpTools({**inp.mcp_servers, **inp.plan.mcp_servers})
         self.saved: dict[str, dict[str, Any]] = {}  # by run key: what save_to_memory calls captured
+        self.threads = Threads()  # each step's conversations, sent to the model by reference
 
     async def ask(
         self,
@@ -120,16 +122,20 @@ class Conversation:
             await self._within_budget(key, scope)
             self.state.count_prompt()
             with tracing.agent_call(call) as traced:
+                sent, delivered = self.threads.outgoing(key, call)
                 reply = await activity_calls.perform(
                     call.task_id,
                     calls.RUN_AGENT,
-                    call,
+                    sent,
                     calls.AgentReply,
                     summary=summary,
                     timeout_s=call.timeout_s,
                     heartbeat_s=self.inp.heartbeat_s,
                     who=who,
                 )
+                delivered(reply)
+                if reply.cut:
+                    self.state.cut_to_fit(key, reply.cut)
                 cost = self._count(key, scope, reply, call.uri)
                 usage = reply.usage
                 traced.replied(reply, cost)
@@ -193,6 +199,7 @@ class Conversation:
             timeout_s=node.timeout_s or calls.DEFAULT_AGENT_TIMEOUT_S,
             tools=tools,
             temperature=info.temperature if info is not None else None,
+            max_context_tokens=info.max_context_tokens if info is not None else None,
             # An agent that takes no function tools acts with its own; it is told which it may use.
             allowed_tools=[] if driver_of(uri).tools else coding_tools.claude_code(node.grant),
         )

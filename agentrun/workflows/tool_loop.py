@@ -105,6 +105,7 @@ class Toolbox:
             content = result.content or _said(result)
             fenced = fence(content) if self.conv.inp.plan.security == "paranoid" else content
             done.append(calls.ChatMessage(role="tool", content=fenced, tool_call_id=call.id))
+            self.conv.threads.kept_at(done[-1], result)
         return done
 
     async def _one(self, asked: calls.ToolCall) -> ToolResult:
@@ -197,6 +198,7 @@ class Builtin:
             run_id=box.conv.state.run_id,
             step=box.key,
             idempotency_key=box.idempotency_key(n),
+            keep=box.conv.threads.keeps(),
         )
         rule = box.policy.rule(call.name)
         limit_s = rule.timeout_s or box.policy.limits.bash_timeout_s

@@ -15,7 +15,7 @@ import time
 
 from temporalio import activity
 
-from agentrun.activities import keys
+from agentrun.activities import keys, threads
 from agentrun.activities.beating import attempt, beating, told
 from agentrun.activities.redact import redact
 from agentrun.activities.tools.base import Refused, ToolContext, ToolFailed
@@ -32,6 +32,8 @@ async def run_tool(input: ToolCallInput) -> ToolResult:
         result = await _answer(input)
     result.attempt = attempt()
     result.content = told(result.content, result.attempt)
+    if input.keep and input.idempotency_key:  # the content as the model reads it, notice included
+        result.kept = await threads.keep(input.idempotency_key, result.content)
     return result
 
 

@@ -23,22 +23,25 @@ from urllib.parse import urlparse
 from temporalio.contrib.pydantic import PydanticPayloadConverter, pydantic_data_converter
 from temporalio.converter import DataConverter, ExternalStorage, StorageDriver
 
+from agentrun.activities import threads
 from agentrun.worker import embedded
 from agentrun.worker.blobs import s3
 from agentrun.worker.blobs.errors import BadBlobSetting, BlobUnreadable
 from agentrun.worker.blobs.folder import FolderDriver
+from agentrun.worker.blobs.logs import FolderLogs, S3Logs
 
 URL_ENV, THRESHOLD_ENV = "AGENTRUN_BLOB_URL", "AGENTRUN_BLOB_THRESHOLD"
 DEFAULT_THRESHOLD = 256 * 1024
 MAX_THRESHOLD = 2 * 1024 * 1024  # Temporal refuses a larger payload in history
 
-__all__ = ["BadBlobSetting", "BlobUnreadable", "data_converter", "threshold", "drivers"]
+__all__ = ["BadBlobSetting", "BlobUnreadable", "data_converter", "threshold", "drivers", "logs"]
 
 
 def data_converter() -> DataConverter:
-    """The one data converter of the engine: pydantic values, large ones stored by reference.
-    Raises BadBlobSetting."""
+    """The one data converter of the engine: pydantic values, large ones stored by reference (and
+    conversations, which this sets up for the process's activities). Raises BadBlobSetting."""
     stores = drivers()
+    threads.use(logs())  # this process's activities keep conversations in the same store
     # New values go to the configured store; any other is there to read what was written before.
     storage = ExternalStorage(
         drivers=stores, driver_selector=lambda _context, _payload: stores[0], payload_size_threshold=threshold()
@@ -69,6 +72,15 @@ def drivers() -> list[StorageDriver]:
         bucket, prefix = _bucket(url)
         return [s3.driver(bucket, prefix), FolderDriver(default_folder())]
     return [FolderDriver(_folder(url) if url else default_folder()), s3.Unconfigured()]
+
+
+def logs() -> FolderLogs | S3Logs:
+    """Where conversations are kept (agentrun.activities.threads): in the store of large values."""
+    url = os.environ.get(URL_ENV, "").strip()
+    if url.startswith("s3:"):
+        bucket, prefix = _bucket(url)
+        return S3Logs(s3.client(prefix), bucket, prefix)
+    return FolderLogs(_folder(url) if url else default_folder())
 
 
 def default_folder() -> Path:

@@ -27,6 +27,11 @@ NAME = "aws.s3driver"  # the SDK driver's, so references stay readable by any SD
 
 
 def driver(bucket: str, prefix: str) -> StorageDriver:
+    return Described(S3StorageDriver(client=client(prefix), bucket=bucket, driver_name=NAME), prefix)
+
+
+def client(prefix: str) -> S3StorageDriverClient:
+    """The SDK's S3 client, writing under `prefix`; BadBlobSetting when it is not installed."""
     try:
         import aioboto3
         from temporalio.contrib.aws.s3driver.aioboto3 import new_aioboto3_client
@@ -35,8 +40,7 @@ def driver(bucket: str, prefix: str) -> StorageDriver:
             f"AGENTRUN_BLOB_URL names an S3 bucket, but the S3 client is not installed ({exc})\n"
             "  hint: pip install 'agentrun[s3]'"
         ) from None
-    client = _PrefixedClient(aioboto3.Session(), prefix, new_aioboto3_client)
-    return Described(S3StorageDriver(client=client, bucket=bucket, driver_name=NAME), prefix)
+    return _PrefixedClient(aioboto3.Session(), prefix, new_aioboto3_client)
 
 
 class Described(StorageDriver):

@@ -83,6 +83,7 @@ class RawAgent(Strict):
     prompt: str
     tools: list[str] = []
     max_tool_calls: int = Field(default=grants.DEFAULT_MAX_CALLS, ge=1)
+    max_context_tokens: int | None = Field(default=None, ge=1000)
     timeout: str | float | None = None
     retry: RawRetry = RawRetry()
     validation: RawValidation | None = None
@@ -256,7 +257,10 @@ class _Builder(Builder):
             prices=self.raw.prices,
             version=self.raw.version,
             branches=graph.branches,
-            agents={aid: ir.AgentInfo(name=a.name, role=a.role, tools=a.tools) for aid, a in self.raw.agents.items()},
+            agents={
+                aid: ir.AgentInfo(name=a.name, role=a.role, tools=a.tools, max_context_tokens=a.max_context_tokens)
+                for aid, a in self.raw.agents.items()
+            },
             **self._policy(path),
             mcp_servers=self._mcp_servers(path),
         )
