@@ -37,7 +37,7 @@ def main() -> int:
         print("error: no chromium on PATH\n  hint: apt-get install chromium", file=sys.stderr)
         return 2
     with tempfile.TemporaryDirectory(prefix="agentrun-screenshots-") as folder, dev_server(Path(folder)) as env:
-        ui_port = int(env["AGENTRUN_UI_PORT"])
+        ui_port = int(env["AGENTRUN_TEMPORAL_UI_PORT"])
         # A copy, so the run's input in the picture names a passing folder, not this checkout.
         examples = shutil.copytree(ROOT / "examples", Path(folder) / "examples")
         client(env, "start", str(examples / "quickstart.yaml"), "--id", QUICKSTART)
@@ -59,7 +59,7 @@ def dev_server(folder: Path) -> Iterator[dict[str, str]]:
     env = {key: value for key, value in os.environ.items() if not key.startswith(("TEMPORAL_", "OTEL_"))}
     env |= {
         "AGENTRUN_SERVER_PORT": str(free_port()),
-        "AGENTRUN_UI_PORT": str(free_port()),
+        "AGENTRUN_TEMPORAL_UI_PORT": str(free_port()),
         "AGENTRUN_STATE_DIR": str(folder / "state"),
         "AGENTRUN_FORKSERVER": "off",  # no server left behind
         "PYTHONPATH": str(ROOT),

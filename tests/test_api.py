@@ -89,6 +89,7 @@ async def test_a_spec_given_as_text_and_its_mistakes(client, tmp_path: Path, mon
     assert "<spec>.yaml:4" in str(refused.value)
 
 
+@pytest.mark.quick
 def test_the_python_example_runs_as_written(address, tmp_path):
     """examples/python/follow_release.py, the docs' "Use it from Python", run as a user runs it."""
     import os

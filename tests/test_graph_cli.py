@@ -41,6 +41,9 @@ def test_the_hub_and_spoke_graph_runs_to_the_supervisors_done(cli, llm):
     assert "## Final Output\n\nBrief: the moon pulls the sea twice a day.\n" in out
     assert "- Node runs: 5 (lead ×3, research ×1, write ×1)" in out
     assert "| 3 | lead | __done__ | brief ok |" in out
+    assert "- Total agents deployed: 3" in out, "the supervisor was asked too"
+    checked = cli("validate", spec)
+    assert "with 2 task(s) and 1 supervisor(s)" in checked.out and "  lead (supervisor)\n" in checked.out
 
 
 def _by_system(messages: Messages) -> str:

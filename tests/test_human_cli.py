@@ -114,6 +114,7 @@ def test_report_lists_human_input_compensations_and_taint_after_the_existing_sec
     assert "1. deploy: COMPLETED\n2. build: FAILED: disk full\n" in text
     assert "- Still on the stack (not run), next first: setup, fetch" in text
     assert "| page | provider:http |  |" in text and "| summary | provider:http | page |" in text
+    assert "## Tainted Data\n\nValues that came from outside the run" in text, "the table says what it is"
 
 
 def test_report_summary_shows_cost_per_model_tokens_and_budget_only_when_there_are_any():

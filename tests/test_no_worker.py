@@ -4,7 +4,7 @@ once it has ended, `watch` shows its report without asking for a worker."""
 
 from __future__ import annotations
 
-from tests.conftest import SHELL_AGENT, run_id, watched_by_a_new_worker, write_spec
+from tests.conftest import SHELL_AGENT, run_id, sigkill, start_worker, wait_for, watched_by_a_new_worker, write_spec
 from tests.test_terminal import HELD
 
 
@@ -64,3 +64,32 @@ subtasks:
       echo hello from a later worker
       ```
 """
+
+
+KEPT = """\
+name: kept
+subtasks:
+  build:
+    instructions: "```sh\\necho built\\n```"
+  ship:
+    approval: {prompt: "Ship it?"}
+    instructions: "```sh\\necho shipped\\n```"
+"""
+
+
+def test_status_after_a_worker_is_killed_shows_the_steps_its_history_records(cli, address, tmp_path):
+    """kill -9 of the worker while the run waits at a gate: `status` reads the done step from the
+    run's history (done, one attempt), not as if the run had just started."""
+    spec, queue, rid = write_spec(tmp_path, KEPT), run_id("q-kept"), run_id("kept")
+    started = cli("start", str(spec), "--agent", SHELL_AGENT, "--id", rid, "--task-queue", queue, "--detach")
+    assert started.code == 0, started.err
+    worker = start_worker(address, "--task-queue", queue)
+    try:
+        wait_for(lambda: cli("status", rid).out.startswith(f"{rid}: WAITING"))
+    finally:
+        sigkill(worker)
+    status = cli("status", rid)
+    assert status.code == 0, status.err
+    rows = {line.split()[0]: line.split()[1:3] for line in status.out.splitlines()[1:3]}
+    assert rows == {"build": ["completed", "attempts=1"], "ship": ["pending", "attempts=0"]}, status.out
+    assert "its steps are shown as its history records them" in status.out

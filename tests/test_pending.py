@@ -9,6 +9,7 @@ import os
 import re
 import shlex
 import subprocess
+import sys
 
 from tests.conftest import ROOT, SHELL_AGENT, run_id, wait_for, write_spec
 from tests.test_forkserver import read_until
@@ -61,8 +62,10 @@ def test_a_run_whose_worker_is_gone_is_pending_with_its_question_and_a_closed_ga
     # The fix, run as printed (from the checkout, as the README's `python -m` commands are).
     printed = re.search(r"start one with `([^`]+)`", shown.err)
     assert printed is not None
+    argv = shlex.split(printed.group(1))
+    assert argv[0] == "python"
     worker = subprocess.Popen(
-        shlex.split(printed.group(1)),
+        [sys.executable, *argv[1:]],  # the suite's python, whether or not its venv is on PATH
         cwd=ROOT,
         env={**os.environ, "TEMPORAL_ADDRESS": address},
         stdout=subprocess.DEVNULL,

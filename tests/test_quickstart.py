@@ -13,6 +13,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from agentrun.worker import embedded
 from tests.conftest import ROOT, alive
 
@@ -29,7 +31,7 @@ SERVER_PORT, UI_PORT = _free_port(), _free_port()
 def _client(*args: str, cwd, state) -> subprocess.CompletedProcess:
     environ = {k: v for k, v in os.environ.items() if not k.startswith("TEMPORAL_")}
     environ["AGENTRUN_STATE_DIR"] = str(state)
-    environ["AGENTRUN_SERVER_PORT"], environ["AGENTRUN_UI_PORT"] = str(SERVER_PORT), str(UI_PORT)
+    environ["AGENTRUN_SERVER_PORT"], environ["AGENTRUN_TEMPORAL_UI_PORT"] = str(SERVER_PORT), str(UI_PORT)
     return subprocess.run(
         [sys.executable, "-m", "agentrun.client", *args],
         cwd=cwd,
@@ -55,6 +57,7 @@ def _stop_server(state) -> None:
             time.sleep(0.1)
 
 
+@pytest.mark.quick
 def test_quickstart_runs_offline_on_the_embedded_server(tmp_path):
     shutil.copytree(ROOT / "examples", tmp_path / "examples", ignore=shutil.ignore_patterns("quickstart-work"))
     state = tmp_path / "state"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import shlex
 
+import pytest
 import yaml
 
 from agentrun.lang import ir
@@ -32,7 +33,9 @@ def test_docs_task_tree_example_is_a_valid_spec(tmp_path):
 
 def test_readme_has_the_two_commands_and_how_to_serve_the_docs():
     assert "    pip install -e . && python -m client start examples/quickstart.yaml\n" in README
-    assert '    pip install -e ".[test]" && python -m pytest\n' in README
+    assert '    pip install -e ".[test]" && python -m pytest -m quick\n' in README
+    # What the whole suite costs, and what its browser tests need.
+    assert "about 15 minutes on 2 cores" in README and "apt-get install chromium" in README
     assert '    pip install -e ".[docs]" && mkdocs serve\n' in README
 
 
@@ -122,6 +125,7 @@ def test_docs_state_graph_example_runs_offline_as_written(cli):
     assert "| 2 | lead | write | the notes cover the topic |" in result.out
 
 
+@pytest.mark.quick
 def test_readme_spec_runs_as_its_output_shows(cli, tmp_path):
     spec = re.search(r"<!-- spec -->\n\n```yaml\n(.*?)\n```\n", README, re.DOTALL).group(1)
     command = re.search(r"^    python -m client (start hello\.yaml .*)$", README, re.MULTILINE).group(1)

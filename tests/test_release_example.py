@@ -36,6 +36,10 @@ def test_the_release_publishes_once_a_person_approves(cli, tmp_path):
     watched = cli("watch", rid)
     assert watched.code == 0, watched.out + watched.err
     assert "- Status: COMPLETE" in watched.out
+    # In the order they happened: the notes answered, then the tag made with them.
+    told = watched.out.splitlines()
+    answered = next(i for i, line in enumerate(told) if line.startswith("✓ gate notes answered: First stable release"))
+    assert answered < next(i for i, line in enumerate(told) if line.startswith("✓ tag done")), watched.out
     published = tmp_path / "release-work" / "PUBLISHED-1.0.0"
     assert published.read_text() == "1.0.0: First stable release\n"
 

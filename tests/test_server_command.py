@@ -42,7 +42,7 @@ def _environ(tmp_path: Path, runtime: Path) -> dict[str, str]:
     environ.update(
         AGENTRUN_STATE_DIR=str(tmp_path / "state"),
         AGENTRUN_SERVER_PORT=str(SERVER_PORT),
-        AGENTRUN_UI_PORT=str(UI_PORT),
+        AGENTRUN_TEMPORAL_UI_PORT=str(UI_PORT),
         XDG_RUNTIME_DIR=str(runtime),  # the fork servers' sockets and locks
     )
     return environ

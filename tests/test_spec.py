@@ -137,6 +137,7 @@ def test_resume_target_by_name_or_path(tmp_path):
         resolve_task(plan, "Z")
 
 
+@pytest.mark.quick
 def test_quickstart_is_valid():
     plan = load("examples/quickstart.yaml")
     assert [leaf.id for leaf in plan.leaves()] == ["scaffold", "build", "test", "package"]

@@ -4,7 +4,8 @@ user's processes) and RLIMIT_AS, since a normal user has no control group to wri
 
 The suite runs as root, so this runs the sandbox in a process of the unprivileged user `nobody`:
 the system's own Python (the suite's lives under /root, which nobody cannot enter) with a copy of
-the few packages the sandbox imports.
+the few packages the sandbox imports, and of agentrun itself: the checkout may sit under a folder
+nobody cannot enter (a 0700 temporary folder, a home directory).
 """
 
 from __future__ import annotations
@@ -93,6 +94,7 @@ def test_a_normal_users_worker_keeps_secrets_processes_and_memory_in(shared_dir)
     for name in PACKAGES:
         source = packages / name
         (shutil.copytree if source.is_dir() else shutil.copy)(source, site / name)
+    shutil.copytree(ROOT / "agentrun", site / "agentrun", ignore=shutil.ignore_patterns("__pycache__"))
     wd = tmp_path / "work"
     wd.mkdir()
     os.chmod(site, 0o755)
@@ -108,7 +110,7 @@ def test_a_normal_users_worker_keeps_secrets_processes_and_memory_in(shared_dir)
             SCRIPT,
             str(wd),
         ],
-        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": f"{ROOT}:{site}", "USER_CANARY": CANARY},
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(site), "USER_CANARY": CANARY},
         cwd=wd,
         capture_output=True,
         text=True,

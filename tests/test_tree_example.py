@@ -22,6 +22,10 @@ def test_the_engine_walks_ship_yaml_with_the_local_tree_agent(cli):
     assert "- Status: COMPLETE" in result.out
     assert "| $VAR | coverage | 92 |" in result.out
     assert "| 3 | " in result.out and "| evaluate | Reuse_Cached_Build | false | evaluation_failed |" in result.out
+    # The summary's counts add up to its total: the steps not taken and those not run are counted too.
+    counts = dict(line[2:].split(": ", 1) for line in result.out.splitlines() if line.startswith("- Steps "))
+    total = int(next(line.split(": ")[1] for line in result.out.splitlines() if line.startswith("- Total steps: ")))
+    assert sum(int(n) for n in counts.values()) == total, result.out
 
 
 def test_the_example_mcp_client_drives_ship_yaml_itself(address):

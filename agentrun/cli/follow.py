@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 from rich.console import Console, Group
@@ -122,14 +123,20 @@ class _Printer:
         self.compensations = 0
         self.said: set[str] = set()
         self.tools: dict[str, int] = {}  # tool calls shown, by step
+        self.failed_now: set[str] = set()  # steps found failed in this poll, whose log is pointed at
 
     def show(self, state: RunState) -> None:
-        for task in state.tasks.values():
-            self._task(task)
+        # Steps and gates that changed since the last poll, in the order they happened: a gate
+        # answered before the step after it ran is told before that step's end.
+        changed = [self._task(task) for task in state.tasks.values()] + [self._gate(g) for g in state.gates.values()]
+        for _, lines in sorted((c for c in changed if c[1]), key=lambda c: c[0]):
+            for line in lines:
+                self._print(line)
+        if self.failed_now:
+            self._point_at_log()
+        self.failed_now = set()
         for key, uses in state.tool_calls.items():
             self._tools(key, uses)
-        for gate in state.gates.values():
-            self._gate(gate)
         for result in state.compensations[self.compensations :]:
             self._print(_compensation(result))
         self.compensations = len(state.compensations)
@@ -161,11 +168,13 @@ class _Printer:
             self.said.add(line)
             self.console.print(line, style="yellow", markup=False, highlight=False)
 
-    def _gate(self, gate: Gate) -> None:
+    def _gate(self, gate: Gate) -> tuple[datetime, list[str]]:
         if self.gates.get(gate.id) == gate.status:
-            return
+            return _LATEST, []
         self.gates[gate.id] = gate.status
-        self._print(gate_line(self.run_id, gate) if gate.status == "open" else _closed(gate))
+        if gate.status == "open":
+            return _when(gate.opened_at), [gate_line(self.run_id, gate)]
+        return _when(gate.answer.at if gate.answer else None), [_closed(gate)]
 
     def _print(self, line: str) -> None:
         self.console.print(line, markup=False, highlight=False)
@@ -174,16 +183,25 @@ class _Printer:
         for line in lines:
             self.console.print(line, style=style, markup=False, highlight=False, soft_wrap=True)
 
-    def _task(self, task: TaskState) -> None:
+    def _task(self, task: TaskState) -> tuple[datetime, list[str]]:
         before = self.seen.get(task.id, ("pending", 0, 0))
         now = (task.status, task.attempts, task.iterations)
         if now == before:
-            return
+            return _LATEST, []
         self.seen[task.id] = now
-        for line in _events(task, before):
-            self._print(line)
         if task.status == "failed":
-            self._point_at_log()
+            self.failed_now.add(task.id)
+        return _when(task.ended_at or task.started_at), _events(task, before)
+
+
+# A change with no time of its own is told after those that have one (in the order found).
+_LATEST = datetime.max.replace(tzinfo=UTC)
+
+
+def _when(moment: datetime | None) -> datetime:
+    if moment is None:
+        return _LATEST
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def _closed(gate: Gate) -> str:

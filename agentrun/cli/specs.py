@@ -27,15 +27,21 @@ def add_commands(sub: Any) -> None:
 
 
 def _validate(args: argparse.Namespace, console: Console) -> int:
+    from agentrun.lang import ir
     from agentrun.lang.check import check
     from agentrun.lang.load import load
 
     plan = load(args.spec)
     check(plan)
     leaves = plan.leaves()
-    console.print(f"{args.spec}: valid {plan.dialect} spec '{plan.name}' with {len(leaves)} task(s)", markup=False)
-    for leaf in leaves:
-        console.print(f"  {leaf.id} ({leaf.kind})", markup=False)
+    # A supervisor is asked too (which node runs next), so it is listed with the tasks it manages.
+    chooser = [n for n in plan.walk() if isinstance(n, ir.Supervisor)]
+    also = f" and {len(chooser)} supervisor(s)" if chooser else ""
+    console.print(
+        f"{args.spec}: valid {plan.dialect} spec '{plan.name}' with {len(leaves)} task(s){also}", markup=False
+    )
+    for node in [*chooser, *leaves]:
+        console.print(f"  {node.id} ({node.kind})", markup=False)
     for key in ("requires_workdir", "requirements"):
         if getattr(plan, key) is not None:
             console.print(f"  {key}: {getattr(plan, key)}", markup=False)

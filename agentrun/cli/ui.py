@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from agentrun.client.engine import Engine
 
 PORT = 8280
+PORT_ENV = "AGENTRUN_INBOX_PORT"  # not Temporal Web's, which is AGENTRUN_TEMPORAL_UI_PORT
 HOST = "127.0.0.1"
 TOKEN_ENV = "AGENTRUN_UI_TOKEN"
 MAKE_TOKEN = "python -c 'import secrets; print(secrets.token_urlsafe(24))'"
@@ -28,7 +29,8 @@ MIN_TOKEN = 16  # characters of a token guarding a page served beyond loopback: 
 
 def add_commands(sub: Any) -> None:
     u = command(sub, "ui", "the inbox of open questions and the runs, as a web page", _before_connecting)
-    u.add_argument("--port", type=int, default=PORT, help=f"the port to serve on (default {PORT})")
+    port = int(os.environ.get(PORT_ENV) or PORT)
+    u.add_argument("--port", type=int, default=port, help=f"the port to serve on (default {PORT}, or {PORT_ENV})")
     u.add_argument(
         "--host",
         default=HOST,

@@ -37,13 +37,15 @@ if TYPE_CHECKING:
     from agentrun.client.upgrade import ReplayCheck
 
 
-async def connect() -> Engine:
-    """An engine on the Temporal that TEMPORAL_ADDRESS (and the other TEMPORAL_* variables or an
-    env-config profile) name, else on the embedded dev server, started if it is not running.
+async def connect(target: str | None = None, *, namespace: str | None = None, task_queue: str | None = None) -> Engine:
+    """An engine on the Temporal at `target` (HOST:PORT), else the one TEMPORAL_ADDRESS (and the
+    other TEMPORAL_* variables or an env-config profile) name, else on the embedded dev server,
+    started if it is not running. `namespace`: Temporal's namespace (else TEMPORAL_NAMESPACE, else
+    `default`); `task_queue`: where the runs it starts wait for a worker (else `agentrun`).
     Raises Unreachable."""
     from agentrun.worker.connection import connect as connect_client
 
-    return Engine(await connect_client())
+    return Engine(await connect_client(target, namespace), task_queue or TASK_QUEUE)
 
 
 class Engine:

@@ -10,7 +10,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agentrun.lang.ir import Budget
 from agentrun.models.calls import Partial
-from agentrun.models.contract import Answer, Gate, RunInput, RunState, ToolAsk
+from agentrun.models.contract import Answer, Gate, GateKind, RunInput, RunState, ToolAsk
+from agentrun.models.names import RunStatus
+
+# How a step that ended did: the statuses of a step row (contract.TaskStatus) a StepFinished carries.
+StepEnd = Literal["completed", "failed", "skipped", "cancelled"]
 
 
 class _Value(BaseModel):
@@ -53,7 +57,7 @@ class RunResult(_Value):
     """A run that has ended: its status, what it gave, and its whole state."""
 
     run_id: str
-    status: str
+    status: RunStatus
     final_output: str = ""
     outputs: dict[str, str] = {}
     errors: list[str] = []
@@ -198,6 +202,8 @@ class _Event(_Value):
 
 
 class StepStarted(_Event):
+    """A step began: its run key (`draft`, `score[3]` for a map's element), its title and agent."""
+
     kind: Literal["step.started"] = "step.started"
     step: str  # the run key: draft, score[3]
     title: str = ""
@@ -205,9 +211,11 @@ class StepStarted(_Event):
 
 
 class StepFinished(_Event):
+    """A step ended: how (`status`), its error if it failed, how long it took and its output."""
+
     kind: Literal["step.finished"] = "step.finished"
     step: str
-    status: str  # completed, failed, skipped, cancelled
+    status: StepEnd
     error: str = ""
     duration_s: float = 0.0
     output: str = ""  # the step's output as the run keeps it (cut past contract.MAX_OUTPUT_CHARS)
@@ -224,9 +232,13 @@ class PartialOutput(_Event):
 
 
 class QuestionOpened(_Event):
+    """The run asks a person: `gate` is what `Run.answer(gate=…)` names; `gate_kind` is a question
+    (free text or `choices`), an approval (approve/reject, with `call` for a tool call the policy
+    asks about) or a budget (raise it or stop); `step` is the step it stands before."""
+
     kind: Literal["question.opened"] = "question.opened"
     gate: str
-    gate_kind: str = "question"  # question, approval, budget
+    gate_kind: GateKind = "question"
     prompt: str = ""
     choices: list[str] = []
     step: str = ""
@@ -234,6 +246,8 @@ class QuestionOpened(_Event):
 
 
 class QuestionAnswered(_Event):
+    """A question was answered: the value, the comment, who answered, or that its time ran out."""
+
     kind: Literal["question.answered"] = "question.answered"
     gate: str
     value: str | None = None
@@ -243,6 +257,8 @@ class QuestionAnswered(_Event):
 
 
 class NoteDelivered(_Event):
+    """A note (`Run.say`) reached an agent: the `n`th, in the prompt of the step `step`."""
+
     kind: Literal["note.delivered"] = "note.delivered"
     n: int
     text: str
@@ -251,8 +267,11 @@ class NoteDelivered(_Event):
 
 
 class RunEnded(_Event):
+    """The run ended: its status (completed, failed, cancelled, timeout, compensated, terminated) and
+    its errors. The last event a run tells."""
+
     kind: Literal["run.ended"] = "run.ended"
-    status: str
+    status: RunStatus
     errors: list[str] = []
 
 

@@ -12,20 +12,24 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 from temporalio.service import RPCError
 
+from agentrun.client import recorded
 from agentrun.explain.waiting import NO_WORKER, hint, stuck_hint
 from agentrun.models import contract
 from agentrun.models.contract import RunInput, RunState
 
+# Steps are read from the run's history: what its activities did; a worker holds the rest.
+RECORDED = "its steps are shown as its history records them: the rest is known once a worker takes the run"
+
 
 async def state(client: Client, run_id: str, task_queue: str, polled: bool) -> RunState:
-    """The run as it was started: its spec, its steps (none run as far as anyone can tell), and why
+    """The run as it was started: its spec, its steps as its history records them, and why
     nothing more is known."""
     started = await start_input(client, run_id)
     why = await stuck(client, run_id) if polled else None
     warnings = [NO_WORKER, stuck_hint(run_id, task_queue, why) if why else hint(run_id, task_queue, polled)]
     if started is None:
         return RunState(run_id=run_id, status="running", warnings=warnings)
-    warnings.append("its steps are listed as the run started: what they did is known once a worker takes the run")
+    warnings.append(RECORDED)
     plan = started.plan
     return RunState(
         run_id=run_id,
@@ -34,7 +38,7 @@ async def state(client: Client, run_id: str, task_queue: str, polled: bool) -> R
         traits=plan.traits,
         goal=plan.goal or plan.description,
         status="running",
-        tasks=contract.task_rows(plan),
+        tasks=await recorded.steps(client, run_id, contract.task_rows(plan)),
         warnings=warnings,
     )
 

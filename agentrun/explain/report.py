@@ -45,6 +45,29 @@ def step_counts(state: RunState) -> Counter[str]:
     return counts
 
 
+# The words of the statuses the summary's first three lines leave out, so that its counts add up.
+OTHER_STEPS = {
+    "not_taken": "not taken",
+    "cancelled": "cancelled",
+    "running": "running",
+    "waiting": "waiting",
+    "pending": "not run",
+}
+
+
+def other_steps(counts: Counter[str]) -> dict[str, int]:
+    """The steps neither completed, failed nor skipped, by the word the report says them with."""
+    found: Counter[str] = Counter()
+    for status, n in counts.items():
+        if status not in ("completed", "failed", "skipped") and n:
+            found[OTHER_STEPS.get(status, status)] += n
+    return dict(found)
+
+
+# The rows whose agent is deployed: a task's, and a supervisor's, which is asked which node runs next.
+_ASKED = ("task", "supervisor")
+
+
 def summary(state: RunState) -> dict:
     tasks = list(state.tasks.values())
     counts = step_counts(state)
@@ -62,7 +85,8 @@ def summary(state: RunState) -> dict:
         "failed": counts["failed"],
         "skipped": counts["skipped"],
         "cancelled": counts["cancelled"],
-        "agents": len({t.agent for t in tasks if t.status != "pending" and t.kind == "task" and not t.reused_from}),
+        "other_steps": other_steps(counts),
+        "agents": len({t.agent for t in tasks if t.status != "pending" and t.kind in _ASKED and not t.reused_from}),
         "sub_agents": sum(len(spawned) for spawned in state.spawned.values()),
         "tool_calls": tool_uses.total(state),
         "total_time_s": round(total, 3),
@@ -120,6 +144,7 @@ def to_markdown(state: RunState, lost: list[str] | None = None) -> str:
         f"- Steps completed: {s['completed']}",
         f"- Steps failed: {s['failed']}",
         f"- Steps skipped: {s['skipped']}",
+        *(f"- Steps {word}: {n}" for word, n in s["other_steps"].items()),
         f"- Total agents deployed: {s['agents']}" + (f" (and {s['sub_agents']} sub-agents)" if s["sub_agents"] else ""),
         f"- Total time: {_duration(s['total_time_s'])}",
         f"- Retries used: {s['retries']}",
@@ -462,10 +487,17 @@ def _compensations(state: RunState) -> list[str]:
     return lines
 
 
+# What the table is, said where it is shown (docs/concepts.md says more).
+TAINT_NOTE = (
+    "Values that came from outside the run (a provider call, an agent with tools), and the outputs made from"
+    " them: data no one checked, which a condition of a graph with `strict_taint` reads as false."
+)
+
+
 def _taint(state: RunState) -> list[str]:
     if not state.taint:
         return []
-    lines = ["", "## Tainted Data", "", "| Key | Source | Derived from |", "|---|---|---|"]
+    lines = ["", "## Tainted Data", "", TAINT_NOTE, "", "| Key | Source | Derived from |", "|---|---|---|"]
     for key, mark in state.taint.items():
         lines.append(f"| {_cell(key)} | {_cell(mark.source)} | {_cell(', '.join(mark.derived_from))} |")
     return lines

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from agentrun.models import contract
 
-HOST, PORT, UI_PORT = "127.0.0.1", 7233, 8233  # the defaults; AGENTRUN_SERVER_PORT, AGENTRUN_UI_PORT
+HOST, PORT, UI_PORT = "127.0.0.1", 7233, 8233  # the defaults; AGENTRUN_SERVER_PORT, AGENTRUN_TEMPORAL_UI_PORT
 
 # Dynamic config for a server that serves one machine (README, "The embedded server's settings").
 # The history service moves a finished activity's next workflow task to matching through its
@@ -50,7 +50,22 @@ def server_port() -> int:
 
 
 def ui_port() -> int:
-    return int(os.environ.get("AGENTRUN_UI_PORT") or UI_PORT)
+    """Temporal Web's port: AGENTRUN_TEMPORAL_UI_PORT, or the older AGENTRUN_UI_PORT, which named
+    Temporal Web and not the inbox page (AGENTRUN_INBOX_PORT) and is still read, with a notice."""
+    port = os.environ.get("AGENTRUN_TEMPORAL_UI_PORT")
+    if not port and os.environ.get("AGENTRUN_UI_PORT"):
+        port = os.environ["AGENTRUN_UI_PORT"]
+        _notice_once("AGENTRUN_UI_PORT is read as AGENTRUN_TEMPORAL_UI_PORT, Temporal Web's port; rename it")
+    return int(port or UI_PORT)
+
+
+_noticed: set[str] = set()
+
+
+def _notice_once(text: str) -> None:
+    if text not in _noticed:
+        _noticed.add(text)
+        print(f"notice: {text}", file=sys.stderr)
 
 
 def address() -> str:
@@ -88,10 +103,35 @@ def database_args(path: Path) -> list[str]:
     return ["--db-filename", str(path), *(arg for pragma in SQLITE_PRAGMAS for arg in ("--sqlite-pragma", pragma))]
 
 
-def ensure_running(timeout_s: float = 90.0) -> None:
-    """Start the dev server unless something listens on the port."""
+def listener(port: int) -> str:
+    """What listens on 127.0.0.1:port, as `pid N (program)`, when this user may see its process."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            rows = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            fields = row.split()
+            # local address HEX:PORT, state 0A is LISTEN, the socket's inode is the tenth field
+            if len(fields) > 9 and fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                inodes.add(f"socket:[{fields[9]}]")
+    for fd_dir in Path("/proc").glob("[0-9]*/fd"):
+        try:
+            if any(os.readlink(fd) in inodes for fd in fd_dir.iterdir()):
+                name = (fd_dir.parent / "comm").read_text().strip()
+                return f"pid {fd_dir.parent.name} ({name})"
+        except OSError:  # another user's process, or one that has just exited
+            continue
+    return ""
+
+
+def ensure_running(timeout_s: float = 90.0) -> bool:
+    """Start the dev server unless something listens on the port. True when the server there is
+    agentrun's own (started now, or earlier from this state folder); False when something else
+    listens, which may or may not be Temporal."""
     if listening():
-        return
+        return running_pid() is not None
     folder = state_dir()
     args = [
         temporal_binary(),
@@ -118,7 +158,7 @@ def ensure_running(timeout_s: float = 90.0) -> None:
                 f"started the embedded Temporal dev server (pid {proc.pid}, Web UI http://localhost:{ui_port()})",
                 file=sys.stderr,
             )
-            return
+            return True
         # It exited at once: a server stopped a moment ago may still hold its ports or its database.
         time.sleep(0.5)
     raise RuntimeError(f"the embedded Temporal server did not start; see {folder / 'temporal.log'}")

@@ -11,6 +11,7 @@ so two servers' tools never collide)."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -69,6 +70,17 @@ def calls_received(path: Path) -> list[str]:
     return [line.split(" ", 1)[1] for line in path.read_text().splitlines()] if path.exists() else []
 
 
+def python_first(folder: Path) -> dict[str, str]:
+    """An environment whose `python` is this suite's interpreter: cycgraph accepts only a few command
+    names, and the suite may run as `.venv/bin/python -m pytest` with no venv on PATH."""
+    shims = folder / "bin"
+    shims.mkdir(exist_ok=True)
+    shim = shims / "python"
+    shim.write_text(f'#!/bin/sh\nexec {sys.executable} "$@"\n')
+    shim.chmod(0o755)
+    return {**os.environ, "PATH": f"{shims}{os.pathsep}{os.environ.get('PATH', '')}"}
+
+
 def theirs(package: Path, folder: Path) -> tuple[dict, list[str], list[str]]:
     counted = folder / "theirs.txt"
     with FakeOpenAI(by_model={"counter": script("count")}, api_key="sk-compat") as fake:
@@ -93,7 +105,9 @@ def theirs(package: Path, folder: Path) -> tuple[dict, list[str], list[str]]:
             ],
         }
         given = json.dumps({"package": str(package), "cases": [case]})
-        proc = subprocess.run(["node", str(HARNESS)], input=given, capture_output=True, text=True, timeout=300)
+        proc = subprocess.run(
+            ["node", str(HARNESS)], input=given, capture_output=True, text=True, timeout=300, env=python_first(folder)
+        )
         assert proc.returncode == 0, proc.stderr[-3000:]
         result = next(json.loads(line[7:]) for line in proc.stdout.splitlines() if line.startswith("RESULT "))
         assert result["error"] is None, result["error"]
