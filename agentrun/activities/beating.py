@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 
 from temporalio import activity
+
+from agentrun.models.tools import ToolResult
 
 EVERY_S = 1.0
 RAN_AGAIN = "[ran again after the worker running it stopped; the first attempt may have partly run]"
@@ -44,3 +46,13 @@ def attempt() -> int:
 def told(content: str, attempt: int) -> str:
     """A result as the model reads it: said plainly at its head when the call ran again."""
     return f"{RAN_AGAIN}\n{content}" if attempt > 1 else content
+
+
+async def answered(work: Awaitable[ToolResult]) -> ToolResult:
+    """A tool call's result, heartbeating while `work` runs, marked with its attempt and said plainly
+    at its head when the call ran again: what every tool-call activity returns."""
+    async with beating():
+        result = await work
+    result.attempt = attempt()
+    result.content = told(result.content, result.attempt)
+    return result

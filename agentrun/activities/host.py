@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from temporalio import activity
 
 from agentrun.activities import keys
-from agentrun.activities.beating import attempt, beating, told
+from agentrun.activities.beating import answered
 from agentrun.activities.redact import redact
 from agentrun.models.builtin_tools import ToolArgs, ToolSettings
 from agentrun.models.host_tools import CALL_HOST_TOOL, DESCRIBE_HOST_TOOL, HostCallInput, HostToolInfo, queue_of
@@ -91,11 +91,7 @@ class HostTool:
 
         @activity.defn(name=CALL_HOST_TOOL)
         async def call(input: HostCallInput) -> ToolResult:
-            async with beating():
-                result = await _answer(self, input)
-            result.attempt = attempt()
-            result.content = told(result.content, result.attempt)
-            return result
+            return await answered(_answer(self, input))
 
         return [describe, call]
 

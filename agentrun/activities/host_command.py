@@ -13,7 +13,7 @@ import time
 from temporalio import activity
 
 from agentrun.activities import keys
-from agentrun.activities.beating import attempt, beating, told
+from agentrun.activities.beating import answered
 from agentrun.activities.redact import redact
 from agentrun.activities.tools import sandbox, wall
 from agentrun.activities.tools.bash import NO_BOUNDARY
@@ -25,11 +25,7 @@ END = "AGENTRUN_ARGUMENTS_END"  # a line JSON without indentation never is
 
 @activity.defn(name=RUN_HOST_COMMAND)
 async def run_host_command(input: HostCommandInput) -> ToolResult:
-    async with beating():
-        result = await _answer(input)
-    result.attempt = attempt()
-    result.content = told(result.content, result.attempt)
-    return result
+    return await answered(_answer(input))
 
 
 def command_line(command: str, arguments: object) -> str:

@@ -16,7 +16,7 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from agentrun.activities.beating import attempt, beating, told
+from agentrun.activities.beating import answered
 from agentrun.activities.redact import redactor
 from agentrun.models.mcp import CALL_ATTEMPTS, CALL_MCP_TOOL, LIST_MCP_TOOLS, McpCallInput, McpListInput, McpToolList
 from agentrun.models.tools import ToolResult, ToolSpec
@@ -61,11 +61,7 @@ async def _all_tools(client: Any) -> list[Any]:
 async def call_mcp_tool(input: McpCallInput) -> ToolResult:
     """Heartbeating while the server answers: a call whose worker dies runs again on another, and
     its result says so at its head."""
-    async with beating():
-        result = await _call(input)
-    result.attempt = attempt()
-    result.content = told(result.content, result.attempt)
-    return result
+    return await answered(_call(input))
 
 
 async def _call(input: McpCallInput) -> ToolResult:

@@ -16,7 +16,7 @@ import time
 from temporalio import activity
 
 from agentrun.activities import keys, threads
-from agentrun.activities.beating import attempt, beating, told
+from agentrun.activities.beating import answered
 from agentrun.activities.redact import redact
 from agentrun.activities.tools.base import Refused, ToolContext, ToolFailed
 from agentrun.activities.tools.confine import Changed, NotFound, OutsideWorkdir, Workdir
@@ -28,10 +28,7 @@ from agentrun.policy import Asked, decide
 
 @activity.defn(name=RUN_TOOL)
 async def run_tool(input: ToolCallInput) -> ToolResult:
-    async with beating():
-        result = await _answer(input)
-    result.attempt = attempt()
-    result.content = told(result.content, result.attempt)
+    result = await answered(_answer(input))
     if input.keep and input.idempotency_key:  # the content as the model reads it, notice included
         result.kept = await threads.keep(input.idempotency_key, result.content)
     return result
