@@ -128,6 +128,17 @@ def started_and_killed_inside(cli, address, llm, spec, work, tally, kills: int):
     return rid, worker
 
 
+def watched_after_kills(cli, address, llm, spec, work, tally, kills: int):
+    """The run started and its worker killed inside the call `kills` times; then `watch` on the last
+    worker until the run ends, and that worker stopped."""
+    rid, worker = started_and_killed_inside(cli, address, llm, spec, work, tally, kills=kills)
+    try:
+        return rid, cli("watch", rid, timeout=90)
+    finally:
+        worker.terminate()
+        worker.wait(timeout=30)
+
+
 def _starts(tally) -> int:
     return sum(line.startswith("start-") for line in tally.read_text().splitlines()) if tally.exists() else 0
 
@@ -137,12 +148,7 @@ def test_a_worker_killed_inside_a_bash_call_runs_it_again_and_the_model_is_told(
     work.mkdir()
     spec = write_spec(tmp_path, SLOW_SPEC.format(tools="Bash", servers=""))
     with FakeOpenAI(one_call("bash", {"command": SLOW_BASH}), api_key="sk-test") as llm:
-        rid, worker = started_and_killed_inside(cli, address, llm, spec, work, work / "tally.txt", kills=1)
-        try:
-            watched = cli("watch", rid, timeout=90)
-        finally:
-            worker.terminate()
-            worker.wait(timeout=30)
+        rid, watched = watched_after_kills(cli, address, llm, spec, work, work / "tally.txt", kills=1)
         asked = [r.body["messages"] for r in llm.requests_for("tallier")]
 
     assert watched.code == 0, watched.out + watched.err
@@ -162,12 +168,7 @@ def test_a_bash_call_whose_every_worker_dies_fails_the_step_naming_the_call(cli,
     spec = write_spec(tmp_path, SLOW_SPEC.format(tools="Bash", servers=""))
     with FakeOpenAI(one_call("bash", {"command": SLOW_BASH}), api_key="sk-test") as llm:
         # bash declares 2 attempts: both workers die inside the call.
-        rid, worker = started_and_killed_inside(cli, address, llm, spec, work, work / "tally.txt", kills=2)
-        try:
-            watched = cli("watch", rid, timeout=90)
-        finally:
-            worker.terminate()
-            worker.wait(timeout=30)
+        rid, watched = watched_after_kills(cli, address, llm, spec, work, work / "tally.txt", kills=2)
         turns = len(llm.requests_for("tallier"))
 
     assert watched.code != 0
@@ -186,12 +187,7 @@ def test_a_worker_killed_inside_an_mcp_call_runs_it_again_and_the_model_is_told(
     servers = f"mcp_servers:\n    fake: {{command: {sys.executable}, args: [{server}], env: {{FAKE_MCP_COUNT_FILE: {tally}}}, allow_write: [{tmp_path}]}}"
     spec = write_spec(tmp_path, SLOW_SPEC.format(tools="mcp__fake__tally", servers=servers))
     with FakeOpenAI(one_call("mcp_fake_tally", {"note": "1", "seconds": 3}), api_key="sk-test") as llm:
-        rid, worker = started_and_killed_inside(cli, address, llm, spec, work, tally, kills=1)
-        try:
-            watched = cli("watch", rid, timeout=90)
-        finally:
-            worker.terminate()
-            worker.wait(timeout=30)
+        rid, watched = watched_after_kills(cli, address, llm, spec, work, tally, kills=1)
         asked = [r.body["messages"] for r in llm.requests_for("tallier")]
 
     assert watched.code == 0, watched.out + watched.err

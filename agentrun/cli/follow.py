@@ -97,7 +97,8 @@ def retry_line(retry: Retry) -> str:
     if retry.maximum_attempts:
         retries += f" of {retry.maximum_attempts - 1}"
     if retry.retry_in_s is not None:
-        retries += f" in {retry.retry_in_s:g}s"
+        # The server may schedule a hair past the backoff (8.00001 s): tenths are what a person reads.
+        retries += f" in {round(retry.retry_in_s, 1):g}s"
     return f"  ↺ {task}: {what} {how}, {retries} ({retry.why})"
 
 
